@@ -1,0 +1,108 @@
+"""npuprof plugin for TensorFlow: drive TF's native profiler, parse its XSpace.
+
+Backend: when a Profiler asks for CPU or GPU activity and ``tensorflow`` is
+already imported, each recording window starts
+``tf.profiler.experimental.start(<run_dir>/TF)`` and stops it at the window's
+end (ProfilerOptions are not passed: TF 2.20/2.21 ignore them). If another
+TF profiler is already running (e.g. Keras' TensorBoard callback), npuprof
+says so once and leaves it alone.
+
+Parser: ``<run_dir>/TF/plugins/profile/*/*.xplane.pb`` become OP / API /
+KERNEL / step rows (see :mod:`npuprof.integrations.tensorflow.xplane`). A bare
+TensorBoard logdir (``plugins/profile/...`` with no npuprof run info) is also
+recognised, so ``npuprof analyse ./logs`` works on it.
+
+This module never imports TensorFlow at import time.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+from npuprof.errors import BackendUnavailable
+from npuprof.events import EventKind, EventTable
+from npuprof.hookspecs import hookimpl
+
+log = logging.getLogger("npuprof")
+
+NATIVE_DIR = "TF"
+_state_lock = threading.Lock()
+_running_for: Optional[Path] = None  # run_dir whose window owns TF's profiler
+
+
+def tensorflow_imported() -> bool:
+    return "tensorflow" in sys.modules
+
+
+@hookimpl
+def npuprof_configure(config: Any) -> None:
+    acts = {str(getattr(a, "value", a)) for a in config.activities}
+    if not acts & {"CPU", "GPU"}:
+        raise BackendUnavailable("tensorflow: neither CPU nor GPU activity requested")
+    if not tensorflow_imported():
+        raise BackendUnavailable("tensorflow is not imported in this process")
+
+
+@hookimpl
+def npuprof_start(session: Any) -> None:
+    global _running_for
+    import tensorflow as tf
+
+    logdir = session.native_dir(NATIVE_DIR)
+    with _state_lock:
+        try:
+            tf.profiler.experimental.start(str(logdir))
+        except Exception as e:  # AlreadyExistsError when another TF profiler runs
+            session.warn_once("tf-profiler-busy",
+                              f"npuprof: TensorFlow's profiler could not start ({type(e).__name__}: {e}); "
+                              "this window has no TensorFlow op data")
+            return
+        _running_for = session.run_dir
+
+
+@hookimpl
+def npuprof_stop(session: Any) -> None:
+    global _running_for
+    with _state_lock:
+        if _running_for != session.run_dir:
+            return
+        _running_for = None
+        import tensorflow as tf
+
+        try:
+            tf.profiler.experimental.stop(save=bool(getattr(session, "saved", True)))
+        except Exception as e:
+            session.warn_once("tf-profiler-stop",
+                              f"npuprof: stopping TensorFlow's profiler failed ({type(e).__name__}: {e})")
+
+
+@hookimpl
+def npuprof_recognise_run(path: Path) -> Optional[bool]:
+    from .xplane import find_xspace_files
+
+    path = Path(path)
+    if find_xspace_files(path) and not any(path.glob("profiler_info*.json")):
+        return True
+    return None
+
+
+@hookimpl
+def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
+    from .xplane import find_xspace_files, read_logdir
+
+    run_dir = Path(run_dir)
+    root = run_dir / NATIVE_DIR
+    if not find_xspace_files(root):
+        root = run_dir
+        if not find_xspace_files(root):
+            return None
+    info = getattr(context, "info", None) or {}
+    npuprof_info = info.get("npuprof", {}) if isinstance(info, dict) else {}
+    # npuprof's own ProfilerStep rows exist when the run recorded steps; TF markers are then plain ranges.
+    own_steps = bool(npuprof_info.get("steps"))
+    pid = int(npuprof_info.get("pid", 0) or 0) if isinstance(npuprof_info, dict) else 0
+    return read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
+                       on_error=context.warn)

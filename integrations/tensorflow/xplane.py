@@ -1,0 +1,262 @@
+"""Read TensorFlow profiler XSpace files (``*.xplane.pb``) into an EventTable.
+
+TensorFlow's native profiler (``tf.profiler.experimental.start/stop``,
+Keras' TensorBoard callback) writes one XSpace per host under
+``<logdir>/plugins/profile/<timestamp>/<host>.xplane.pb``. This module turns
+the host plane's operator events (``"<node>:<OpType>"``, e.g.
+``"MatMul:_MklMatMul"``) into :data:`EventKind.OP` rows with ``name`` = the
+node name and ``type`` = the op type, TensorFlow runtime events (SessionRun,
+EagerExecute, ...) into :data:`EventKind.API` rows of type ``TensorFlow``,
+``TraceMe`` step markers (events carrying ``step_num``) into step rows, and
+device planes (``/device:GPU:N``) into :data:`EventKind.KERNEL` rows.
+
+The proto comes from ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` (TF >= 2.12)
+or ``tensorflow.core.profiler.protobuf.xplane_pb2`` (older TF), or from the
+``xprof`` / ``tensorboard_plugin_profile`` packages when TensorFlow is absent.
+
+Example::
+
+    >>> table = read_xspace("logs/plugins/profile/2026_01_01_00_00_00/host.xplane.pb")  # doctest: +SKIP
+    >>> sorted(set(table.of_kind(EventKind.OP).column_strings("type")))[:2]            # doctest: +SKIP
+    ['AddV2', 'ReluGrad']
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+import numpy as np
+
+from npuprof.errors import ProfilerDataError
+from npuprof.events import EventKind, EventTable
+
+SOURCE = "tensorflow"
+API_TYPE = "TensorFlow"
+XPLANE_GLOB = "plugins/profile/*/*.xplane.pb"
+_PROTO_MODULES = (
+    "tensorflow.tsl.profiler.protobuf.xplane_pb2",
+    "tensorflow.core.profiler.protobuf.xplane_pb2",
+    "tsl.profiler.protobuf.xplane_pb2",
+    "xprof.protobuf.xplane_pb2",
+    "tensorboard_plugin_profile.protobuf.xplane_pb2",
+)
+# "<node name>:<OpType>": TF's own TfOp naming (ParseTfOpFullname). The node part
+# has no spaces and does not end in ':' (which rules out "ExecutorState::Process").
+_TF_OP_RE = re.compile(r"^(?P<name>[^\s:][^\s]*?[^\s:]|[^\s:]):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
+_DEVICE_RE = re.compile(r"^/device:(?P<kind>[A-Z]+):(?P<id>\d+)")
+# Before this many ns since the epoch (~1973) a timestamp is relative to profile start.
+_EPOCH_FLOOR_NS = 10 ** 17
+
+
+def xplane_pb2() -> Any:
+    """The ``xplane_pb2`` module: TF's tsl location first, then the older ones."""
+    errors = []
+    for name in _PROTO_MODULES:
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:  # try the next location
+            errors.append(f"{name}: {e}")
+    raise ImportError("no XSpace protobuf module found (install tensorflow or xprof): " + "; ".join(errors))
+
+
+def find_xspace_files(root: Union[str, Path]) -> list[Path]:
+    """``*.xplane.pb`` files of a TF logdir (``<root>/plugins/profile/*/``), oldest first."""
+    root = Path(root)
+    return sorted(root.glob(XPLANE_GLOB))
+
+
+def load_xspace(path: Union[str, Path]) -> Any:
+    """Parse one ``*.xplane.pb`` file into an XSpace message."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ProfilerDataError(path, f"cannot read: {e}") from None
+    if not data:
+        raise ProfilerDataError(path, "empty XSpace file (TF writes 0 bytes when the profile exceeds 2 GB)")
+    space = xplane_pb2().XSpace()
+    try:
+        space.ParseFromString(data)
+    except Exception as e:  # protobuf's DecodeError has no stable import path
+        raise ProfilerDataError(path, f"not a valid XSpace protobuf: {e}") from None
+    return space
+
+
+def profile_window_ns(space: Any) -> tuple[Optional[int], Optional[int]]:
+    """(profile_start_time, profile_stop_time) in epoch ns from the "Task Environment" plane."""
+    for plane in space.planes:
+        if plane.name != "Task Environment":
+            continue
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        found = {names.get(s.metadata_id): s.uint64_value or s.int64_value for s in plane.stats}
+        return found.get("profile_start_time"), found.get("profile_stop_time")
+    return None, None
+
+
+def read_xspace(path: Union[str, Path], pid: int = 0, step_kind: EventKind = EventKind.RANGE) -> EventTable:
+    """Events of one XSpace file (epoch-ns timestamps).
+
+    ``step_kind`` decides what TraceMe step markers become: RANGE (when the
+    run already has npuprof's own ProfilerStep rows) or STEP (a bare TF
+    logdir, so that step analysis has steps to work with).
+    """
+    return xspace_to_table(load_xspace(path), pid=pid, step_kind=step_kind)
+
+
+def xspace_to_table(space: Any, pid: int = 0, step_kind: EventKind = EventKind.RANGE) -> EventTable:
+    """Convert an XSpace message into an EventTable (see module doc)."""
+    start_ns, _ = profile_window_ns(space)
+    parts = []
+    for plane in space.planes:
+        if plane.name == "Task Environment" or not plane.lines:
+            continue
+        dev = _DEVICE_RE.match(plane.name)
+        if plane.name.startswith("/host:"):
+            parts.append(_host_plane(plane, start_ns, pid, step_kind))
+        elif dev is not None:
+            parts.append(_device_plane(plane, start_ns, pid, int(dev.group("id")), dev.group("kind")))
+    return EventTable.concat(parts)
+
+
+def _line_base_ns(line: Any, start_ns: Optional[int]) -> int:
+    # TF >= 2.x normalises line timestamps to the profile start; add it back.
+    base = int(line.timestamp_ns)
+    if base < _EPOCH_FLOOR_NS and start_ns:
+        base += int(start_ns)
+    return base
+
+
+def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventKind) -> EventTable:
+    # Classify each event metadata once, then handle events in bulk per line.
+    meta_kind: dict[int, tuple[int, str, str]] = {}
+    for mid, md in plane.event_metadata.items():
+        m = _TF_OP_RE.match(md.name)
+        if m is not None and (not md.display_name or md.display_name == m.group("type")):
+            meta_kind[mid] = (int(EventKind.OP), m.group("name"), m.group("type"))
+        else:
+            meta_kind[mid] = (int(EventKind.API), md.name, API_TYPE)
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    step_stat = {k for k, n in stat_names.items() if n == "step_num"}
+    non_op_ids = np.array([k for k, v in meta_kind.items() if v[0] != EventKind.OP], dtype=np.int64)
+
+    ts_parts, dur_parts, tid_parts, mid_parts = [], [], [], []
+    step_rows: list[tuple[int, int, int, int, str]] = []
+    for line in plane.lines:
+        events = line.events
+        if not len(events):
+            continue
+        base_ns = _line_base_ns(line, start_ns)  # ns: epoch ps overflow int64
+        offs = np.fromiter((e.offset_ps for e in events), dtype=np.int64, count=len(events))
+        durs = np.fromiter((e.duration_ps for e in events), dtype=np.int64, count=len(events))
+        mids = np.fromiter((e.metadata_id for e in events), dtype=np.int64, count=len(events))
+        keep = durs > 0  # zero-length TraceMe bookkeeping (ThreadpoolListener::Record, ...) is noise
+        ts_parts.append(base_ns + offs[keep] // 1000)
+        dur_parts.append(durs[keep] // 1000)
+        mids_kept = mids[keep]
+        mid_parts.append(mids_kept)
+        tid_parts.append(np.full(len(mids_kept), int(line.id), dtype=np.int64))
+        if step_stat:
+            # Only non-op events can be step markers: look at their stats alone.
+            for i in np.flatnonzero(keep & np.isin(mids, non_op_ids)):
+                e = events[int(i)]
+                for s in e.stats:
+                    if s.metadata_id in step_stat:
+                        num = s.int64_value or s.uint64_value
+                        name = plane.event_metadata[e.metadata_id].name
+                        step_rows.append((base_ns + e.offset_ps // 1000, e.duration_ps // 1000, int(line.id),
+                                          int(num), name))
+                        break
+    if not ts_parts:
+        return EventTable.empty()
+    ts = np.concatenate(ts_parts)
+    dur = np.concatenate(dur_parts)
+    tid = np.concatenate(tid_parts)
+    mid = np.concatenate(mid_parts)
+    # Map metadata ids -> (kind, name code, type code) through small lookup arrays.
+    ids = np.array(sorted(meta_kind), dtype=np.int64)
+    strings = ["", SOURCE]
+    index: dict[str, int] = {"": 0, SOURCE: 1}
+
+    def code(s: str) -> int:
+        c = index.get(s)
+        if c is None:
+            c = index[s] = len(strings)
+            strings.append(s)
+        return c
+
+    kinds = np.array([meta_kind[i][0] for i in ids], dtype=np.uint8)
+    names = np.array([code(meta_kind[i][1]) for i in ids], dtype=np.int32)
+    types = np.array([code(meta_kind[i][2]) for i in ids], dtype=np.int32)
+    pos = np.searchsorted(ids, mid)
+    table = EventTable.from_codes(
+        {"ts": ts, "dur": dur, "kind": kinds[pos], "pid": pid, "tid": tid},
+        {"name": names[pos], "type": types[pos], "source": 1},
+        strings)
+    # Step markers are already in the table as API rows; re-label them.
+    if step_rows:
+        markers = EventTable.from_records(
+            ts=[r[0] for r in step_rows], dur=[r[1] for r in step_rows], kind=int(step_kind), pid=pid,
+            tid=[r[2] for r in step_rows], step=[r[3] for r in step_rows],
+            name=[f"ProfilerStep#{r[3]}" if step_kind == EventKind.STEP else r[4] for r in step_rows],
+            type="tf.step_marker", source=SOURCE)
+        marker_keys = {(r[0], r[2]) for r in step_rows}
+        is_marker = np.fromiter(((int(a), int(b)) in marker_keys for a, b in zip(ts, tid)), dtype=bool,
+                                count=len(ts)) if len(marker_keys) else np.zeros(len(ts), bool)
+        table = EventTable.concat([table.select(~is_marker), markers])
+    return table
+
+
+def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, kind: str) -> EventTable:
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    tf_op_stats = {k for k, n in stat_names.items() if n == "tf_op"}
+    ts, dur, stream, names, types = [], [], [], [], []
+    for line in plane.lines:
+        base_ns = _line_base_ns(line, start_ns)
+        for e in line.events:
+            md = plane.event_metadata[e.metadata_id]
+            op_type = ""
+            for s in list(e.stats) + list(md.stats):
+                if s.metadata_id in tf_op_stats:
+                    ref = s.ref_value
+                    text = stat_names.get(ref, "") if s.WhichOneof("value") == "ref_value" else s.str_value
+                    op_type = text.rsplit(":", 1)[-1] if ":" in text else text
+                    break
+            ts.append(base_ns + e.offset_ps // 1000)
+            dur.append(e.duration_ps // 1000)
+            stream.append(line.display_id or line.id)
+            names.append(md.display_name or md.name)
+            types.append(op_type or md.name)
+    if not ts:
+        return EventTable.empty()
+    return EventTable.from_records(ts=ts, dur=dur, kind=int(EventKind.KERNEL), pid=pid, tid=stream,
+                                   device=device, stream=stream, name=names, type=types,
+                                   source=f"{SOURCE}:{kind}")
+
+
+def read_logdir(root: Union[str, Path], pid: int = 0, step_kind: EventKind = EventKind.RANGE,
+                on_error: Any = None) -> Optional[EventTable]:
+    """All XSpace files under a TF logdir, concatenated; None when there are none.
+
+    ``on_error(message)`` is called for an unreadable file (the others are
+    still read); without it the first error raises ProfilerDataError.
+    """
+    files = find_xspace_files(root)
+    if not files:
+        return None
+    tables: list[EventTable] = []
+    for path in files:
+        try:
+            tables.append(read_xspace(path, pid=pid, step_kind=step_kind))
+        except ProfilerDataError as e:
+            if on_error is None:
+                raise
+            on_error(str(e))
+    return EventTable.concat(tables)
+
+
+def iter_op_rows(table: EventTable) -> Iterable[tuple[str, str, int]]:
+    """(name, type, dur) of the OP rows, for quick inspection and tests."""
+    ops = table.of_kind(EventKind.OP)
+    return zip(ops.column_strings("name"), ops.column_strings("type"), ops["dur"].tolist())

@@ -1,0 +1,73 @@
+"""Helpers for npuprof's TensorFlow tests.
+
+The main virtualenv runs TensorFlow 2.21, which no longer ships
+``tf.estimator``. The Estimator tests therefore run in a second virtualenv
+with TensorFlow 2.15.1 + tensorflow-estimator 2.15 (numpy < 2), created on
+first use by :func:`ensure_tf215_venv` (or ``python tests/tf_support.py``,
+which the Makefile can call) and reused afterwards. npuprof is installed into
+it from this checkout (editable, so the code under test is the working tree).
+
+Example::
+
+    python tests/tf_support.py            # create/refresh .venv-tf215, print its python
+    .venv-tf215/bin/python -c "import tensorflow as tf; print(tf.estimator)"
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TF215_VENV = Path(os.environ.get("NPUPROF_TF215_VENV", REPO / ".venv-tf215"))
+TF215_REQUIREMENTS = (
+    "tensorflow-cpu==2.15.1",
+    "tensorflow-estimator==2.15.0",
+    "numpy<2",
+    "pluggy>=1.3",
+    "orjson>=3.9",
+    "rich>=13",
+)
+_STAMP = ".npuprof-tf215-ready"
+
+
+def _python(env_dir: Path) -> Path:
+    return env_dir / "bin" / "python"
+
+
+def _run(cmd: list, log: Path) -> None:
+    with open(log, "ab") as fh:
+        fh.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
+        fh.flush()
+        proc = subprocess.run([str(c) for c in cmd], stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}; see {log}")
+
+
+def ensure_tf215_venv(env_dir: Path = TF215_VENV) -> Path:
+    """Create (once) the TF 2.15 + tensorflow-estimator virtualenv; return its python.
+
+    Idempotent: a finished environment carries a stamp file listing the
+    requirements; npuprof itself is (re)installed editable each time, which
+    is quick and keeps the venv on the working tree.
+    """
+    env_dir = Path(env_dir)
+    py = _python(env_dir)
+    log = env_dir.parent / (env_dir.name + ".log")
+    stamp = env_dir / _STAMP
+    wanted = "\n".join(TF215_REQUIREMENTS)
+    if not (stamp.exists() and stamp.read_text() == wanted and py.exists()):
+        if not py.exists():
+            venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+        _run([py, "-m", "pip", "install", "--quiet", *TF215_REQUIREMENTS], log)
+        stamp.write_text(wanted)
+    # --no-deps: the requirements above are npuprof's runtime deps; its
+    # `tensorflow` extra would pull TF 2.21 over 2.15.
+    _run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", REPO], log)
+    return py
+
+
+if __name__ == "__main__":
+    print(ensure_tf215_venv(Path(sys.argv[1]) if len(sys.argv) > 1 else TF215_VENV))
