@@ -1,0 +1,35 @@
+# The two set-up commands (README): `make demo` and `make test`. Each creates
+# .venv and installs npuprof with what it needs on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.npuprof-installed
+
+.PHONY: demo test test-fast bench venv system-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[all,dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# System packages some end-to-end tests drive for real (sshd on loopback).
+system-deps:
+	bash scripts/system-deps.sh
+
+demo: $(STAMP)
+	$(PY) -m npuprof demo --output ./npuprof_demo
+
+test: $(STAMP) system-deps
+	$(PY) -m pytest -ra
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -ra -m "not slow"
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py --readme README.md
+
+clean:
+	rm -rf $(VENV) npuprof_demo .pytest_cache

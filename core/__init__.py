@@ -1,0 +1,51 @@
+"""npuprof: one profiler for MindSpore, TensorFlow on Ascend and pyACL apps.
+
+Example::
+
+    from npuprof import Profiler, schedule, tensorboard_trace_handler, record_function
+
+    with Profiler(schedule=schedule(wait=1, warmup=1, active=3, repeat=2),
+                  on_trace_ready=tensorboard_trace_handler("./prof")) as prof:
+        for batch in data:
+            with record_function("train_step"):
+                train_step(batch)
+            prof.step()
+
+Importing npuprof never imports mindspore, tensorflow or acl.
+"""
+from __future__ import annotations
+
+from .enums import (AicoreMetrics, ExportType, HostSystem, ProfilerAction, ProfilerActivity,
+                    ProfilerLevel)
+from .errors import (BackendUnavailable, ProfilerConfigError, ProfilerDataError, ProfilerError,
+                     ProfilerPluginError, ProfilerStateError)
+from .events import EventKind, EventTable
+from .handlers import chrome_trace_handler, tensorboard_trace_handler
+from .hookspecs import hookimpl
+from .profiler import Profiler, profile
+from .recorder import mstx, record_function, trace_api
+from .schedule import Schedule, schedule
+
+__version__ = "0.1.0"
+
+
+def analyse(path, export_type=None, **options):  # noqa: ANN001,ANN201 - thin alias, documented below
+    """Offline analysis of a run directory or a parent of runs (same as
+    ``Profiler.offline_analyse``). Returns one AnalysisResult per run.
+
+    Example::
+
+        for res in npuprof.analyse("./npuprof_data"):
+            print(res.run_dir, res.tables["op_statistic"].rows()[:3])
+    """
+    from .analysis.pipeline import analyse_path
+
+    return analyse_path(path, export_type=export_type, **options)
+
+
+__all__ = [
+    "AicoreMetrics", "BackendUnavailable", "EventKind", "EventTable", "ExportType", "HostSystem", "Profiler",
+    "ProfilerAction", "ProfilerActivity", "ProfilerConfigError", "ProfilerDataError", "ProfilerError",
+    "ProfilerLevel", "ProfilerPluginError", "ProfilerStateError", "Schedule", "analyse", "chrome_trace_handler",
+    "hookimpl", "mstx", "profile", "record_function", "schedule", "tensorboard_trace_handler", "trace_api",
+]

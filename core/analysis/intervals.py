@@ -1,0 +1,40 @@
+"""Vectorised interval arithmetic used by the step-time breakdown."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge overlapping [start, end) intervals; returns disjoint sorted segments."""
+    if len(starts) == 0:
+        return starts.astype(np.int64), ends.astype(np.int64)
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] >= reach[:-1]  # touching segments stay apart: bucket edges
+    idx = np.flatnonzero(new)
+    seg_end = np.append(reach[idx[1:] - 1], reach[-1])
+    return s[idx], seg_end
+
+
+def per_bucket_length(starts: np.ndarray, ends: np.ndarray, bucket_starts: np.ndarray,
+                      bucket_ends: np.ndarray) -> np.ndarray:
+    """Total covered length of the union of intervals inside each bucket.
+
+    Buckets are disjoint and sorted (steps). Each interval is clipped to the
+    bucket holding its start; intervals starting outside every bucket are
+    ignored.
+    """
+    n = len(bucket_starts)
+    out = np.zeros(n, dtype=np.int64)
+    if len(starts) == 0 or n == 0:
+        return out
+    b = np.searchsorted(bucket_starts, starts, side="right") - 1
+    ok = (b >= 0) & (starts < bucket_ends[np.clip(b, 0, n - 1)])
+    b, s, e = b[ok], starts[ok], np.minimum(ends[ok], bucket_ends[b[ok]])
+    seg_s, seg_e = union(s, e)
+    seg_b = np.searchsorted(bucket_starts, seg_s, side="right") - 1
+    np.add.at(out, seg_b, seg_e - seg_s)
+    return out

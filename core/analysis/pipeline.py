@@ -1,0 +1,116 @@
+"""Run directories -> event table -> analyzer tables -> export hooks.
+
+Example::
+
+    results = analyse_path("./npuprof_data")      # a run or a parent of runs
+    print(results[0].tables["op_statistic"].rows()[:5])
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from ..enums import ExportType
+from ..errors import ProfilerDataError
+from ..events import EventTable
+from ..plugins.manager import get_plugin_host
+from ..runinfo import read_info
+from ..session import ClockAnchor, ParseContext
+from ..validate import check_enum_list
+from .analyzers import ANALYZERS, assign_steps
+from .result import AnalysisResult
+
+log = logging.getLogger("npuprof")
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+
+
+def is_run_dir(path: Path) -> bool:
+    """True for a directory with profiler_info, or one a parser plugin claims."""
+    if not path.is_dir():
+        return False
+    if any(path.glob("profiler_info*.json")):
+        return True
+    return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path))
+
+
+def find_runs(path: Union[str, Path]) -> list[Path]:
+    """The run directories at ``path``: itself, or its children (two levels)."""
+    root = Path(path)
+    if not root.exists():
+        raise ProfilerDataError(root, "does not exist")
+    if not root.is_dir():
+        raise ProfilerDataError(root, "is not a directory")
+    if is_run_dir(root):
+        return [root]
+    found: list[Path] = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        if is_run_dir(child):
+            found.append(child)
+        else:
+            found.extend(g for g in sorted(child.iterdir()) if g.is_dir() and not g.is_symlink() and is_run_dir(g))
+    return found
+
+
+def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
+    """Parse every plugin's data of one run into one time-sorted table."""
+    info = read_info(run_dir)
+    clock_info = info.get("npuprof", {}).get("clock")
+    clock = ClockAnchor(int(clock_info["monotonic_ns"]), int(clock_info["realtime_ns"])) if clock_info else None
+    ctx = ParseContext(run_dir=run_dir, info=info, clock=clock)
+    tables = []
+    errors: list[str] = []
+    host = get_plugin_host()
+    for impl in host.impls("npuprof_parse_run"):
+        try:
+            res = impl.function(run_dir=run_dir, context=ctx)
+        except ProfilerDataError as e:
+            ctx.warn(str(e))
+            errors.append(str(e))
+            continue
+        except Exception as e:  # a parser bug must not hide the other parsers' data
+            ctx.warn(f"parser plugin {impl.plugin_name!r} failed on {run_dir}: {type(e).__name__}: {e}")
+            continue
+        if res is not None:
+            tables.append(res)
+    events = EventTable.concat(tables).sorted()
+    return assign_steps(events), info, ctx.warnings
+
+
+def analyse_run(run_dir: Union[str, Path], export_type: Any = None, progress: Optional[Callable[[str], None]] = None,
+                **options: Any) -> AnalysisResult:
+    """Analyse one run directory and write its outputs."""
+    run_dir = Path(run_dir)
+    t0 = time.perf_counter()
+    if progress:
+        progress(f"parsing {run_dir.name}")
+    events, info, warnings = load_events(run_dir)
+    kinds = check_enum_list("export_type", export_type if export_type is not None else
+                            info.get("profiler_parameters", {}).get("export_type", ["text"]), ExportType)
+    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings,
+                            config={"export_type": [k.value for k in kinds], **options})
+    for name, analyzer in ANALYZERS.items():
+        if progress:
+            progress(f"analysing {name}")
+        result.tables[name] = analyzer(events)
+    if progress:
+        progress("exporting")
+    for plugin, paths in get_plugin_host().call("npuprof_export", run_dir=run_dir, result=result):
+        result.outputs.extend(Path(p) for p in paths)
+    log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
+    return result
+
+
+def analyse_path(path: Union[str, Path], export_type: Any = None, progress: Optional[Callable[[str], None]] = None,
+                 **options: Any) -> list[AnalysisResult]:
+    """Analyse every run directory at ``path``."""
+    runs = find_runs(path)
+    if not runs:
+        raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or known raw data)")
+    return [analyse_run(r, export_type=export_type, progress=progress, **options) for r in runs]
+
+
+def result_json(results: list[AnalysisResult]) -> str:
+    return json.dumps([r.summary() for r in results], indent=2)

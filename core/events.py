@@ -1,0 +1,209 @@
+"""The event table: every parsed event of a run, as numpy columns.
+
+Collection layers and parser plugins produce :class:`EventTable` fragments;
+analysis concatenates them and works on whole columns, never on one Python
+object per event.
+
+Columns (all the same length):
+
+=========  =======  =====================================================
+column     dtype    meaning
+=========  =======  =====================================================
+ts         int64    start, ns since the Unix epoch (one time base per run)
+dur        int64    duration in ns (0 for marks and counters)
+kind       uint8    :class:`EventKind`
+pid        int64    process id (or synthetic id of a device process)
+tid        int64    thread id, or stream id for device events
+device     int16    device id, -1 for host events
+stream     int32    device stream id, -1 when none
+value      float64  counter value (COUNTER), bytes (MEMORY), else 0
+step       int32    step number the event belongs to, -1 when unknown
+name       int32    code into ``strings``
+type       int32    code into ``strings`` (op type, API level, series ...)
+source     int32    code into ``strings`` (who produced it)
+args       int32    code into ``strings`` (JSON object text, or "")
+=========  =======  =====================================================
+
+Example::
+
+    >>> t = EventTable.from_records(
+    ...     ts=[10, 20], dur=[5, 5], kind=[EventKind.OP, EventKind.OP],
+    ...     name=["MatMul-op1", "BiasAdd-op2"], type=["MatMul", "BiasAdd"],
+    ...     source="mindspore")
+    >>> t.column_strings("type")
+    ['MatMul', 'BiasAdd']
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+
+class EventKind(IntEnum):
+    """What an event is; decides which analyzer looks at it."""
+
+    STEP = 0      # ProfilerStep#N range
+    RANGE = 1     # user range: record_function, mstx range
+    MARK = 2      # instant: mstx.mark
+    OP = 3        # framework operator executed on the host (CPU op)
+    KERNEL = 4    # device task / kernel (AI Core, AI CPU, GPU kernel)
+    API = 5       # timed API call (Python callable, AscendCL, runtime)
+    COMM = 6      # communication operator
+    COUNTER = 7   # sampled series (CPU usage, memory) -> value
+    MEMORY = 8    # allocation event -> value in bytes
+    STACK = 9     # Python call-stack sample or frame range
+
+
+NUMERIC_COLUMNS: dict[str, Any] = {
+    "ts": np.int64,
+    "dur": np.int64,
+    "kind": np.uint8,
+    "pid": np.int64,
+    "tid": np.int64,
+    "device": np.int16,
+    "stream": np.int32,
+    "value": np.float64,
+    "step": np.int32,
+}
+STRING_COLUMNS = ("name", "type", "source", "args")
+_DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0}
+
+
+class EventTable:
+    """Columns of events sharing one string pool (see module doc)."""
+
+    __slots__ = ("cols", "strings")
+
+    def __init__(self, cols: dict[str, np.ndarray], strings: list[str]) -> None:
+        self.cols = cols
+        self.strings = strings
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def empty(cls) -> "EventTable":
+        cols = {k: np.zeros(0, dtype=d) for k, d in NUMERIC_COLUMNS.items()}
+        cols.update({k: np.zeros(0, dtype=np.int32) for k in STRING_COLUMNS})
+        return cls(cols, [""])
+
+    @classmethod
+    def from_records(cls, **columns: Any) -> "EventTable":
+        """Build a table from per-column sequences or scalars.
+
+        Numeric columns take sequences or one scalar for all rows; string
+        columns take sequences of ``str`` or one ``str``. ``ts`` is required.
+        """
+        n = len(columns["ts"])
+        pool = _Pool()
+        cols: dict[str, np.ndarray] = {}
+        for key, dtype in NUMERIC_COLUMNS.items():
+            cols[key] = _broadcast(columns.get(key, _DEFAULTS.get(key, 0)), n, dtype)
+        for key in STRING_COLUMNS:
+            val = columns.get(key, "")
+            if isinstance(val, str):
+                cols[key] = np.full(n, pool.code(val), dtype=np.int32)
+            else:
+                cols[key] = pool.codes(val)
+        unknown = set(columns) - set(NUMERIC_COLUMNS) - set(STRING_COLUMNS)
+        if unknown:
+            raise TypeError(f"unknown event columns: {sorted(unknown)}")
+        return cls(cols, pool.strings)
+
+    @classmethod
+    def from_codes(cls, numeric: dict[str, np.ndarray], codes: dict[str, np.ndarray],
+                   strings: list[str]) -> "EventTable":
+        """Build from already-encoded columns (fast path for readers)."""
+        n = len(numeric["ts"])
+        cols = {k: _broadcast(numeric.get(k, _DEFAULTS.get(k, 0)), n, d) for k, d in NUMERIC_COLUMNS.items()}
+        for key in STRING_COLUMNS:
+            cols[key] = _broadcast(codes.get(key, 0), n, np.int32)
+        return cls(cols, list(strings))
+
+    @staticmethod
+    def concat(tables: Iterable["EventTable"]) -> "EventTable":
+        """Concatenate tables, merging their string pools."""
+        tables = [t for t in tables if t is not None and len(t)]
+        if not tables:
+            return EventTable.empty()
+        if len(tables) == 1:
+            return tables[0]
+        pool = _Pool()
+        parts: dict[str, list[np.ndarray]] = {k: [] for k in (*NUMERIC_COLUMNS, *STRING_COLUMNS)}
+        for t in tables:
+            remap = pool.codes(t.strings)
+            for k in NUMERIC_COLUMNS:
+                parts[k].append(t.cols[k])
+            for k in STRING_COLUMNS:
+                parts[k].append(remap[t.cols[k]])
+        return EventTable({k: np.concatenate(v) for k, v in parts.items()}, pool.strings)
+
+    # -- access -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.cols["ts"])
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.cols[key]
+
+    def select(self, index: Any) -> "EventTable":
+        """Rows by boolean mask or index array (string pool shared)."""
+        return EventTable({k: v[index] for k, v in self.cols.items()}, self.strings)
+
+    def of_kind(self, *kinds: EventKind) -> "EventTable":
+        return self.select(np.isin(self.cols["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)))
+
+    def sorted(self) -> "EventTable":
+        """Rows ordered by start time (stable)."""
+        return self.select(np.argsort(self.cols["ts"], kind="stable"))
+
+    def code_of(self, text: str) -> int:
+        """Code of ``text`` in the pool, or -1 when absent."""
+        try:
+            return self.strings.index(text)
+        except ValueError:
+            return -1
+
+    def column_strings(self, key: str) -> list[str]:
+        """Decoded strings of a string column (allocates: for small tables/output)."""
+        pool = np.asarray(self.strings, dtype=object)
+        return pool[self.cols[key]].tolist()
+
+    def string_array(self, key: str) -> np.ndarray:
+        """Decoded strings as an object array."""
+        return np.asarray(self.strings, dtype=object)[self.cols[key]]
+
+    def with_column(self, key: str, values: np.ndarray) -> "EventTable":
+        cols = dict(self.cols)
+        cols[key] = values
+        return EventTable(cols, self.strings)
+
+    def __repr__(self) -> str:
+        return f"<EventTable {len(self)} events, {len(self.strings)} strings>"
+
+
+class _Pool:
+    """String interning for building tables."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self._index: dict[str, int] = {"": 0}
+
+    def code(self, s: str) -> int:
+        c = self._index.get(s)
+        if c is None:
+            c = self._index[s] = len(self.strings)
+            self.strings.append(s)
+        return c
+
+    def codes(self, values: Sequence[str]) -> np.ndarray:
+        code = self.code
+        return np.fromiter((code(str(v)) for v in values), dtype=np.int32, count=len(values))
+
+
+def _broadcast(value: Any, n: int, dtype: Any) -> np.ndarray:
+    if np.isscalar(value):
+        return np.full(n, value, dtype=dtype)
+    arr = np.asarray(value, dtype=dtype)
+    if arr.shape != (n,):
+        raise ValueError(f"column length {arr.shape} does not match {n} rows")
+    return arr

@@ -1,0 +1,1 @@
+"""Writers for analysed runs: Chrome/Kineto trace, CSV tables, sqlite, msprof-style files."""

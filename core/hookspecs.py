@@ -1,0 +1,202 @@
+"""The npuprof plugin hooks.
+
+Plugins are pluggy plugins registered under the ``npuprof`` entry-point group
+(built-in ones the same way). Hooks are called at lifecycle points only, never
+per event. Each hook is called for each plugin separately: a plugin whose hook
+raises is reported by name, disabled for the rest of the run, and the user's
+program goes on (see :mod:`npuprof.plugins.manager`).
+
+A minimal backend plugin::
+
+    from npuprof import hookimpl, BackendUnavailable
+
+    @hookimpl
+    def npuprof_configure(config):
+        if "NPU" not in config.activities:
+            raise BackendUnavailable("NPU activity not requested")
+
+    @hookimpl
+    def npuprof_start(session):
+        my_native_profiler.start(session.native_dir("MYPROF"))
+
+    @hookimpl
+    def npuprof_stop(session):
+        my_native_profiler.stop()
+
+    @hookimpl
+    def npuprof_parse_run(run_dir, context):
+        return parse_my_files(run_dir / "MYPROF", context)   # -> EventTable
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+
+    from .analysis.result import AnalysisResult
+    from .config import ProfilerConfig
+    from .events import EventTable
+    from .session import CollectionSession, ParseContext
+
+PROJECT = "npuprof"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def npuprof_configure(config: "ProfilerConfig") -> None:
+    """Check a validated config before collection starts.
+
+    Called once per :class:`~npuprof.Profiler`, in its constructor, after the
+    core has validated every argument.
+
+    Raise :class:`~npuprof.ProfilerConfigError` for a setting this plugin
+    cannot accept (the user sees it before anything starts), or
+    :class:`~npuprof.BackendUnavailable` when this plugin cannot run here
+    (framework not imported, no device): the reason is logged once and the
+    plugin takes no part in this profiler's lifecycle hooks.
+
+    Example::
+
+        @hookimpl
+        def npuprof_configure(config):
+            if "mindspore" not in sys.modules:
+                raise BackendUnavailable("mindspore is not imported")
+    """
+
+
+@hookspec
+def npuprof_start(session: "CollectionSession") -> None:
+    """A recording window starts (schedule action turns to RECORD).
+
+    ``session.run_dir`` is this window's run directory (already created,
+    with ``profiler_info_{rank}.json`` in it); ``session.native_dir(name)``
+    gives a sub-directory for a native profiler's files. Start native
+    collection here.
+
+    Example::
+
+        @hookimpl
+        def npuprof_start(session):
+            tf.profiler.experimental.start(str(session.native_dir("TF")))
+    """
+
+
+@hookspec
+def npuprof_step(session: "CollectionSession", step_num: int) -> None:
+    """``Profiler.step()`` was called while a window is open.
+
+    ``step_num`` is the number of the step that begins now (the one that just
+    ended is ``step_num - 1``). Keep this cheap: it runs on the training
+    thread once per step.
+
+    Example::
+
+        @hookimpl
+        def npuprof_step(session, step_num):
+            native.mark_step(step_num)
+    """
+
+
+@hookspec
+def npuprof_stop(session: "CollectionSession") -> None:
+    """A window ends. Stop native collection and flush its files.
+
+    ``session.saved`` tells whether the window will be analysed (False when
+    it ended in WARMUP or the data is discarded); ``session.partial`` is True
+    when the profiler was left before the window's last step.
+
+    Example::
+
+        @hookimpl
+        def npuprof_stop(session):
+            tf.profiler.experimental.stop()
+    """
+
+
+@hookspec
+def npuprof_trace_ready(session: "CollectionSession") -> None:
+    """A saved window's raw data is complete on disk.
+
+    Called after every ``npuprof_stop`` of a saved window and before the
+    user's ``on_trace_ready``.
+
+    Example::
+
+        @hookimpl
+        def npuprof_trace_ready(session):
+            print("raw data in", session.run_dir)
+    """
+
+
+@hookspec
+def npuprof_recognise_run(path: Path) -> Optional[bool]:
+    """Say whether ``path`` is a run directory this plugin can parse.
+
+    Lets ``npuprof analyse`` find directories written by other tools (a
+    MindSpore ``*_ascend_ms`` dir, a CANN ``PROF_*`` dir). Return True to
+    claim it, None otherwise.
+
+    Example::
+
+        @hookimpl
+        def npuprof_recognise_run(path):
+            return True if (path / "FRAMEWORK").is_dir() else None
+    """
+
+
+@hookspec
+def npuprof_parse_run(run_dir: Path, context: "ParseContext") -> Optional["EventTable"]:
+    """Turn the raw data this plugin knows in ``run_dir`` into events.
+
+    Return an :class:`~npuprof.events.EventTable` (timestamps in ns on the
+    run's epoch time base: ``context.to_epoch_ns`` converts monotonic ns) or
+    None when the directory holds nothing of yours. Raise
+    :class:`~npuprof.ProfilerDataError` for a corrupt file after keeping
+    what is readable via ``context.warn``. Called once per run directory.
+
+    Example::
+
+        @hookimpl
+        def npuprof_parse_run(run_dir, context):
+            f = run_dir / "MYPROF" / "ops.csv"
+            return parse_ops(f) if f.exists() else None
+    """
+
+
+@hookspec
+def npuprof_export(run_dir: Path, result: "AnalysisResult") -> Optional[list]:
+    """Write outputs for an analysed run; return the paths written.
+
+    ``result`` holds the event table and every analyzer's table, and
+    ``result.config`` the export settings (``export_type``, ...). Write to a
+    temporary name and rename (``npuprof.fileio.atomic_write``).
+
+    Example::
+
+        @hookimpl
+        def npuprof_export(run_dir, result):
+            path = run_dir / "ASCEND_PROFILER_OUTPUT" / "my_table.csv"
+            write_csv(path, result.tables["op_statistic"])
+            return [path]
+    """
+
+
+@hookspec
+def npuprof_add_commands(subparsers: "argparse._SubParsersAction") -> None:
+    """Add sub-commands to the ``npuprof`` command line.
+
+    Each command sets ``func`` on its parser (``parser.set_defaults(func=...)``);
+    ``func(args)`` returns the exit code.
+
+    Example::
+
+        @hookimpl
+        def npuprof_add_commands(subparsers):
+            p = subparsers.add_parser("hello")
+            p.set_defaults(func=lambda args: print("hi") or 0)
+    """

@@ -1,0 +1,42 @@
+"""Built-in plugin: writes ``ASCEND_PROFILER_OUTPUT/`` for an analysed run.
+
+text: trace_view.json (Kineto object form), kernel_details.csv,
+op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
+range_statistic.csv and host_usage.csv; db: ascend_npuprof_profiler_{rank}.db.
+``analyse.done`` is written last, as torch_npu does.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from ..analysis.pipeline import OUTPUT_DIR
+from ..analysis.result import AnalysisResult
+from ..export.csvfiles import write_csv
+from ..export.sqlite_db import write_db
+from ..export.trace_json import write_trace
+from ..fileio import atomic_write
+from ..hookspecs import hookimpl
+
+CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
+
+
+@hookimpl
+def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
+    out_dir = run_dir / OUTPUT_DIR
+    kinds = result.config.get("export_type", ["text"])
+    written = []
+    npu = result.info.get("npuprof", {})
+    world = int(npu.get("world_size", 1) or 1)
+    if "text" in kinds:
+        meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
+        written.append(write_trace(result.events, out_dir / "trace_view.json", rank=result.rank,
+                                   world_size=max(world, result.rank + 1), metadata=meta,
+                                   use_gzip=False, host_pid=int(npu.get("pid", 0) or 0)))
+        for name in CSV_TABLES:
+            if name in result.tables:
+                written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
+    if "db" in kinds:
+        written.append(write_db(result, out_dir / f"ascend_npuprof_profiler_{result.rank}.db"))
+    written.append(atomic_write(out_dir / "analyse.done", ""))
+    return written

@@ -1,0 +1,485 @@
+"""The Profiler: schedule-driven collection windows around user code.
+
+Example::
+
+    from npuprof import Profiler, schedule, tensorboard_trace_handler
+
+    with Profiler(schedule=schedule(wait=1, warmup=1, active=3, repeat=2),
+                  on_trace_ready=tensorboard_trace_handler("./prof")) as prof:
+        for batch in data:
+            train_step(batch)
+            prof.step()
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import logging
+import os
+import shutil
+import signal
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from . import recorder as _rec
+from .config import ProfilerConfig, build_config
+from .enums import ProfilerAction
+from .errors import ProfilerConfigError, ProfilerStateError
+from .fileio import atomic_write, secure_mkdir
+from .hostsys import HostSampler
+from .plugins.manager import get_plugin_host
+from .rawstore import RAW_DIR, RawWriter
+from .runinfo import base_info, new_run_dir, write_info
+from .schedule import TRANSITIONS, Op, always_record
+from .session import ClockAnchor, CollectionSession
+
+log = logging.getLogger("npuprof")
+
+_running: Optional["weakref.ref[Profiler]"] = None
+_running_lock = threading.Lock()
+MAX_METADATA_BYTES = 100 << 20
+LOCK_FILE = ".npuprof.lock"
+
+
+class Profiler:
+    """Collects host events, user annotations and each active backend's data
+    in windows chosen by ``schedule``, and writes one run directory per saved
+    window under ``output_path``.
+
+    Parameters follow torch.profiler / mindspore.profiler: ``activities``
+    (CPU, NPU, GPU), ``profiler_level`` (LevelNone..Level2), ``aic_metrics``,
+    ``schedule``, ``on_trace_ready`` (called with the profiler after each saved
+    window), ``profile_memory``, ``record_shapes``, ``with_stack``,
+    ``host_sys`` (cpu, mem, disk, network) sampled at ``host_sys_usage_freq``
+    Hz, ``mstx``, ``data_simplification``, ``export_type`` (text, db),
+    ``start_profile`` (start in the constructor), ``worker_name``, ``rank``.
+    Also ``flush_interval`` (s, raw-data durability), ``storage_limit``
+    ("200MB"), ``world_size``, ``device_id``, ``experimental_config``.
+
+    Every invalid argument raises :class:`ProfilerConfigError` here, before
+    anything starts. Failures while collecting never reach the training:
+    they are logged once and collection stops, keeping what was written.
+
+    Example::
+
+        prof = Profiler(output_path="./prof", host_sys=["cpu", "mem"])
+        train()
+        prof.stop()
+        prof.analyse()
+    """
+
+    def __init__(self, output_path: Any = None, *, activities: Any = None, profiler_level: Any = "Level0",
+                 aic_metrics: Any = None, schedule: Any = None, on_trace_ready: Any = None,
+                 profile_memory: Any = False, record_shapes: Any = False, with_stack: Any = False,
+                 host_sys: Any = None, host_sys_usage_freq: Any = 50, mstx: Any = False,
+                 data_simplification: Any = True, export_type: Any = None, start_profile: Any = True,
+                 worker_name: Any = None, rank: Any = None, **kwargs: Any) -> None:
+        handler_dir = getattr(on_trace_ready, "npuprof_dir_name", None)
+        if handler_dir is not None:
+            if output_path is not None and str(output_path) != str(handler_dir):
+                log.info("npuprof: on_trace_ready's directory %s is used instead of output_path %s",
+                         handler_dir, output_path)
+            output_path = handler_dir
+            worker_name = worker_name or getattr(on_trace_ready, "npuprof_worker_name", None)
+        self.config: ProfilerConfig = build_config(
+            output_path=output_path, activities=activities, profiler_level=profiler_level,
+            aic_metrics=aic_metrics, schedule=schedule, on_trace_ready=on_trace_ready,
+            profile_memory=profile_memory, record_shapes=record_shapes, with_stack=with_stack,
+            host_sys=host_sys, host_sys_usage_freq=host_sys_usage_freq, mstx=mstx,
+            data_simplification=data_simplification, export_type=export_type, start_profile=start_profile,
+            worker_name=worker_name, rank=rank, **kwargs)
+        self._plugins = get_plugin_host()
+        self._active_plugins = self._plugins.configure(self.config)
+        self._schedule: Callable[[int], ProfilerAction] = self.config.schedule or always_record
+        self.step_num = 0
+        self.action = ProfilerAction.NONE
+        self.current_session: Optional[CollectionSession] = None
+        self.saved_runs: list[Path] = []
+        self.results: list = []
+        self._analysed: set = set()
+        self._started = False
+        self._stepped = False
+        self._failed = False
+        self._warned: set = set()
+        self._window = 0
+        self._step_t0 = 0
+        self._metadata: dict[str, Any] = {}
+        self._lock_fd: Optional[int] = None
+        self._recorder: Optional[_rec.Recorder] = None
+        self._sampler: Optional[HostSampler] = None
+        self._clock = ClockAnchor.now()
+        self._pending_async: list = []
+        if self.config.start_profile:
+            self.start()
+
+    # -- public API -------------------------------------------------------------
+    def start(self) -> None:
+        """Begin: apply ``schedule(0)``; raises if another Profiler runs."""
+        global _running
+        if self._started:
+            log.warning("npuprof: profiler already started; start() ignored")
+            return
+        with _running_lock:
+            other = _running() if _running is not None else None
+            if other is not None and other is not self and other._started:
+                raise ProfilerStateError("another npuprof Profiler is already running in this process; "
+                                         "stop it before starting a new one")
+            self._acquire_dir_lock()
+            _running = weakref.ref(self)
+        self._started = True
+        self._install_exit_handlers()
+        self.step_num = 0
+        self._step_t0 = time.perf_counter_ns()
+        self._transition(ProfilerAction.NONE, self._next_action(0))
+
+    def step(self) -> None:
+        """Mark the end of one training step and apply the schedule."""
+        if not self._started:
+            log.warning("npuprof: profiler is stopped, step() takes no effect")
+            return
+        self._stepped = True
+        now = time.perf_counter_ns()
+        self._close_step(now)
+        self.step_num += 1
+        self._step_t0 = now
+        if self.current_session is not None:
+            self.current_session.step_num = self.step_num
+            self._call("npuprof_step", session=self.current_session, step_num=self.step_num)
+        prev = self.action
+        self._transition(prev, self._next_action(self.step_num))
+
+    def stop(self) -> None:
+        """Leave the profiler: a recording window is saved (marked partial if
+        its schedule cycle had not ended), a warm-up window is discarded."""
+        global _running
+        if not self._started:
+            return
+        if self.config.schedule is not None and not self._stepped:
+            log.warning("npuprof: the profiler has a schedule but step() was never called; "
+                        "call prof.step() once per training step")
+        if self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+            self._close_step(time.perf_counter_ns())
+            if self.current_session is not None and self.config.schedule is not None:
+                # the schedule's cycle had not reached its last step() yet
+                self.current_session.partial = True
+        if self.action is ProfilerAction.WARMUP:
+            log.warning("npuprof: profiler stopped during WARMUP at step %d; that window had recorded nothing "
+                        "and is discarded", self.step_num)
+        self._transition(self.action, None)
+        self._started = False
+        self._release_dir_lock()
+        with _running_lock:
+            if _running is not None and _running() is self:
+                _running = None
+
+    def analyse(self, export_type: Any = None, **kwargs: Any) -> list:
+        """Analyse every saved window not analysed yet; stops first if running.
+
+        Returns the :class:`~npuprof.analysis.result.AnalysisResult` list.
+        """
+        from .analysis.pipeline import analyse_run
+
+        if self._started:
+            self.stop()
+        out = []
+        for run_dir in self.saved_runs:
+            if run_dir in self._analysed:
+                continue
+            self._analysed.add(run_dir)
+            res = analyse_run(run_dir, export_type=export_type or self.config.export_type, **kwargs)
+            self.results.append(res)
+            out.append(res)
+        return out
+
+    @classmethod
+    def offline_analyse(cls, path: Union[str, Path], export_type: Any = None, **kwargs: Any) -> list:
+        """Analyse run directories on disk (a run or a parent of runs), e.g.
+        after a crash. Returns one AnalysisResult per run."""
+        from .analysis.pipeline import analyse_path
+
+        return analyse_path(path, export_type=export_type, **kwargs)
+
+    def add_metadata(self, key: str, value: str) -> None:
+        """Attach a string to every run directory's profiler_metadata.json."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ProfilerConfigError("add_metadata", (key, value), "a str key and a str value")
+        self._store_metadata(key, value)
+
+    def add_metadata_json(self, key: str, value: str) -> None:
+        """Attach a JSON document (given as a string) to the run metadata."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ProfilerConfigError("add_metadata_json", (key, value), "a str key and a JSON str value")
+        try:
+            parsed = json.loads(value)
+        except ValueError as e:
+            raise ProfilerConfigError("add_metadata_json", value[:80], f"valid JSON ({e})") from None
+        self._store_metadata(key, parsed)
+
+    def __enter__(self) -> "Profiler":
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.stop()
+        for proc in self._pending_async:
+            proc.wait()
+        return False
+
+    # -- internals -----------------------------------------------------------------
+    def _store_metadata(self, key: str, value: Any) -> None:
+        size = len(json.dumps(self._metadata)) + len(json.dumps(value)) + len(key)
+        if size > MAX_METADATA_BYTES:
+            raise ProfilerConfigError("add_metadata", key, f"total metadata under {MAX_METADATA_BYTES} bytes")
+        self._metadata[key] = value
+        if self.current_session is not None:
+            self._write_metadata(self.current_session.run_dir)
+
+    def _write_metadata(self, run_dir: Path) -> None:
+        if self._metadata:
+            atomic_write(run_dir / "profiler_metadata.json", json.dumps(self._metadata, indent=4))
+
+    def _next_action(self, step: int) -> ProfilerAction:
+        try:
+            action = self._schedule(step)
+            return ProfilerAction(int(action))
+        except Exception as e:
+            self._fail_collection("schedule", e)
+            return ProfilerAction.NONE
+
+    def _close_step(self, now: int) -> None:
+        rec = self._recorder
+        if rec is not None and self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) and \
+                (self.config.schedule is not None or self._stepped):
+            rec.add(int(_rec.EventKind.STEP), f"ProfilerStep#{self.step_num}", self._step_t0, now, "ProfilerStep")
+            if self.current_session is not None:
+                self.current_session.steps.append(self.step_num)
+
+    def _transition(self, prev: ProfilerAction, current: Optional[ProfilerAction]) -> None:
+        ops = TRANSITIONS[(prev, current)]
+        for op in ops:
+            if self._failed and op in (Op.PREPARE, Op.START):
+                continue
+            try:
+                self._apply(op, prev, current)
+            except Exception as e:
+                self._fail_collection(op.value, e)
+        if current is not None:
+            self.action = current
+
+    def _apply(self, op: Op, prev: ProfilerAction, current: Optional[ProfilerAction]) -> None:
+        if op is Op.PREPARE:
+            self._open_window()
+        elif op is Op.START:
+            self._start_recording()
+        elif op is Op.STOP:
+            self._stop_recording()
+        elif op is Op.SAVE:
+            self._save_window()
+        elif op is Op.DISCARD:
+            self._discard_window()
+        elif op is Op.WARN_INCOMPLETE:
+            log.warning("npuprof: schedule went from %s to %s at step %d; the window ends early",
+                        prev.name, current.name if current is not None else "exit", self.step_num)
+            if self.current_session is not None:
+                self.current_session.partial = True
+
+    def _open_window(self) -> None:
+        cfg = self.config
+        secure_mkdir(cfg.output_path)
+        run_dir = new_run_dir(cfg.output_path, cfg.worker_name, cfg.framework)
+        secure_mkdir(run_dir)
+        self._window += 1
+        self._clock = ClockAnchor.now()
+        writer = RawWriter(run_dir / RAW_DIR, storage_limit=cfg.storage_limit)
+        self.current_session = CollectionSession(config=cfg, run_dir=run_dir, clock=self._clock,
+                                                 window=self._window, writer=writer, step_num=self.step_num,
+                                                 warn_once=self._warn_once)
+        self._write_info("running")
+        self._write_metadata(run_dir)
+
+    def _write_info(self, state: str) -> None:
+        s = self.current_session
+        if s is None:
+            return
+        info = base_info(self.config.to_json(), self.config.rank, self.config.device_id, self.config.world_size)
+        info["npuprof"].update({
+            "state": state, "window": s.window, "partial": s.partial, "steps": list(s.steps),
+            "clock": {"monotonic_ns": s.clock.monotonic_ns, "realtime_ns": s.clock.realtime_ns},
+            "start_time_ns": s.clock.realtime_ns, "plugins": self._active_plugins,
+            "flush_interval": self.config.flush_interval,
+        })
+        if state != "running":
+            info["npuprof"]["stop_time_ns"] = time.time_ns()
+            info["npuprof"]["events_written"] = s.writer.events_written
+            if s.writer.report.aged_out_segments:
+                info["npuprof"]["storage"] = s.writer.report.__dict__
+            if self._recorder is not None and self._recorder.failed is not None:
+                info["npuprof"]["collection_error"] = str(self._recorder.failed)
+        write_info(s.run_dir, self.config.rank, info)
+
+    def _start_recording(self) -> None:
+        s = self.current_session
+        cfg = self.config
+        domain_filter = None
+        if cfg.mstx_domain_include:
+            inc = set(cfg.mstx_domain_include)
+            domain_filter = inc.__contains__
+        elif cfg.mstx_domain_exclude:
+            exc = set(cfg.mstx_domain_exclude)
+            domain_filter = lambda d: d not in exc  # noqa: E731
+        self._recorder = _rec.Recorder(s.writer, self._clock.offset_ns, cfg.flush_interval,
+                                       with_stack=cfg.with_stack, on_failure=self._on_write_failure,
+                                       domain_filter=domain_filter)
+        self._recorder.start()
+        if cfg.host_sys or cfg.profile_memory:
+            self._sampler = HostSampler(cfg.host_sys, cfg.host_sys_usage_freq, self._clock.offset_ns,
+                                        self._recorder.write_table, cfg.flush_interval,
+                                        process_memory=cfg.profile_memory)
+            self._sampler.start()
+        self._call("npuprof_start", session=s)
+
+    def _stop_recording(self) -> None:
+        s = self.current_session
+        if s is not None:
+            self._call("npuprof_stop", session=s)
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler = None
+        if self._recorder is not None:
+            self._recorder.stop()
+        if s is not None:
+            s.writer.close()
+
+    def _save_window(self) -> None:
+        s = self.current_session
+        if s is None:
+            return
+        s.saved = True
+        self._write_info("stopped")
+        self._write_metadata(s.run_dir)
+        self._recorder = None
+        self.saved_runs.append(s.run_dir)
+        self._call("npuprof_trace_ready", session=s)
+        self.current_session = None
+        if self.config.on_trace_ready is not None:
+            try:
+                self.config.on_trace_ready(self)
+            except Exception as e:
+                log.warning("npuprof: on_trace_ready failed: %s: %s", type(e).__name__, e)
+
+    def _discard_window(self) -> None:
+        s = self.current_session
+        if s is None:
+            return
+        s.saved = False
+        if self._recorder is not None:
+            self._stop_recording()
+        else:
+            self._call("npuprof_stop", session=s)
+            s.writer.close()
+        self._recorder = None
+        log.info("npuprof: window %d ended in WARMUP and recorded nothing; removed %s", s.window, s.run_dir)
+        shutil.rmtree(s.run_dir, ignore_errors=True)
+        self.current_session = None
+
+    def _call(self, hook: str, **kwargs: Any) -> None:
+        self._plugins.call(hook, only=self._active_plugins, on_error=self._plugin_failed, **kwargs)
+
+    def _plugin_failed(self, name: str, error: BaseException) -> None:
+        self._warn_once(f"plugin:{name}", f"npuprof: plugin {name!r} failed ({type(error).__name__}: {error}); "
+                                          "it is disabled for this profiler, collection goes on without it")
+        if name in self._active_plugins:
+            self._active_plugins.remove(name)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
+    def _on_write_failure(self, error: BaseException) -> None:
+        self._warn_once("write", f"npuprof: writing profiling data failed ({error}); collection stopped, "
+                                 "data written so far is kept and analysable")
+        self._failed = True
+
+    def _fail_collection(self, where: str, error: BaseException) -> None:
+        self._warn_once(f"fail:{where}", f"npuprof: profiling failed in {where} "
+                                         f"({type(error).__name__}: {error}); collection stopped, training goes on")
+        self._failed = True
+        if self._recorder is not None:
+            try:
+                self._recorder.stop()
+            except Exception:
+                pass
+
+    # -- locks and exit handling ---------------------------------------------------
+    def _acquire_dir_lock(self) -> None:
+        out = self.config.output_path
+        secure_mkdir(out)
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise ProfilerStateError(f"output_path {out} is in use by another running profiler"
+                                     f"{' (pid ' + owner + ')' if owner else ''}; use another output_path") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def _release_dir_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def _install_exit_handlers(self) -> None:
+        ref = weakref.ref(self)
+        atexit.register(_stop_at_exit, ref)
+        if threading.current_thread() is threading.main_thread():
+            try:
+                previous = signal.getsignal(signal.SIGTERM)
+                if not getattr(previous, "_npuprof", False):
+                    signal.signal(signal.SIGTERM, _make_sigterm_handler(previous))
+            except (ValueError, OSError):
+                pass
+
+
+def _stop_at_exit(ref: "weakref.ref[Profiler]") -> None:
+    prof = ref()
+    if prof is not None and prof._started:
+        log.warning("npuprof: profiler still running at interpreter exit; stopping it and saving the window")
+        try:
+            prof.stop()
+        except Exception as e:
+            log.warning("npuprof: stopping at exit failed: %s", e)
+
+
+def _make_sigterm_handler(previous: Any) -> Callable:
+    def handler(signum: int, frame: Any) -> None:
+        prof = _running() if _running is not None else None
+        if prof is not None and prof._started:
+            try:
+                prof.stop()
+            except Exception as e:
+                log.warning("npuprof: stopping on SIGTERM failed: %s", e)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_IGN:
+            return
+        else:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    handler._npuprof = True  # type: ignore[attr-defined]
+    return handler
+
+
+profile = Profiler

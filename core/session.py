@@ -1,0 +1,116 @@
+"""What plugins see of a collection window and of a run being parsed.
+
+A :class:`CollectionSession` exists from the moment a window opens (warm-up
+or record) until it is saved or discarded; its ``run_dir`` holds everything
+that window collects. A :class:`ParseContext` is handed to parser plugins
+with what profiler_info recorded about the run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .fileio import secure_mkdir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import ProfilerConfig
+    from .events import EventTable
+    from .rawstore import RawWriter
+
+log = logging.getLogger("npuprof")
+
+
+@dataclass
+class ClockAnchor:
+    """A simultaneous reading of the monotonic and the wall clock.
+
+    Host events are timed with ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on
+    Linux) and stored on the wall-clock (epoch ns) base: ``epoch = mono +
+    offset``. Native profilers that stamp with the wall clock (TF XSpace,
+    MindSpore's CPU ops) line up with no conversion; ones that stamp with
+    CLOCK_MONOTONIC use :meth:`to_epoch_ns`.
+    """
+
+    monotonic_ns: int
+    realtime_ns: int
+
+    @property
+    def offset_ns(self) -> int:
+        return self.realtime_ns - self.monotonic_ns
+
+    def to_epoch_ns(self, monotonic_ns: Any) -> Any:
+        return monotonic_ns + self.offset_ns
+
+    @classmethod
+    def now(cls) -> "ClockAnchor":
+        import time
+
+        # Bracket the wall-clock read with two monotonic reads, keep the midpoint.
+        m0 = time.perf_counter_ns()
+        r = time.time_ns()
+        m1 = time.perf_counter_ns()
+        return cls(monotonic_ns=(m0 + m1) // 2, realtime_ns=r)
+
+
+@dataclass
+class CollectionSession:
+    """One collection window: its run directory, config and raw-data writer."""
+
+    config: "ProfilerConfig"
+    run_dir: Path
+    clock: ClockAnchor
+    window: int
+    writer: "RawWriter"
+    step_num: int = 0
+    saved: bool = True
+    partial: bool = False
+    steps: list = field(default_factory=list)
+    warn_once: Callable[[str, str], None] = lambda key, msg: log.warning(msg)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def rank(self) -> int:
+        return self.config.rank
+
+    def native_dir(self, name: str) -> Path:
+        """A sub-directory of the run directory for a native profiler's files."""
+        path = self.run_dir / name
+        secure_mkdir(path)
+        return path
+
+    def record_events(self, table: "EventTable") -> None:
+        """Append already-built events (epoch-ns time base) to the raw data."""
+        self.writer.append(table)
+
+
+@dataclass
+class ParseContext:
+    """What a parser plugin knows about the run it parses."""
+
+    run_dir: Path
+    info: dict
+    clock: Optional[ClockAnchor]
+    warnings: list = field(default_factory=list)
+
+    @property
+    def rank(self) -> int:
+        return int(self.info.get("rank", 0) or 0)
+
+    def to_epoch_ns(self, monotonic_ns: Any) -> Any:
+        """Convert CLOCK_MONOTONIC ns of this run to epoch ns."""
+        if self.clock is None:
+            return monotonic_ns
+        return self.clock.to_epoch_ns(monotonic_ns)
+
+    def warn(self, message: str) -> None:
+        """Report a readable-but-damaged input without failing the analysis."""
+        self.warnings.append(message)
+        log.warning(message)
+
+
+def pid() -> int:
+    return os.getpid()

@@ -1,0 +1,166 @@
+"""Small argument checkers that raise ProfilerConfigError with the name,
+the value and what is allowed. Shared by the core config and integrations
+(profiling_options, acl.json, CLI flags).
+
+Example::
+
+    >>> check_int("active", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    npuprof.errors.ProfilerConfigError: invalid active=0: expected an integer >= 1
+"""
+from __future__ import annotations
+
+import enum
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, Iterable, Optional, Type, TypeVar
+
+from .errors import ProfilerConfigError
+
+E = TypeVar("E", bound=enum.Enum)
+
+MAX_PATH_LENGTH = 4096
+MAX_FILE_NAME_LENGTH = 255
+# Characters Ascend's path manager accepts, plus ':' and '+' which are common in real paths.
+_PATH_RE = re.compile(r"^[\.\/_\-\s~0-9a-zA-Z\u4e00-\u9fa5:+@=,]+$")
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ProfilerConfigError(name, value, "True or False")
+    return value
+
+
+def check_int(name: str, value: Any, minimum: Optional[int] = None, maximum: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProfilerConfigError(name, value, _int_range(minimum, maximum))
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ProfilerConfigError(name, value, _int_range(minimum, maximum))
+    return value
+
+
+def check_number(name: str, value: Any, minimum: float, maximum: Optional[float] = None,
+                 exclusive_min: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        ok = (value > minimum if exclusive_min else value >= minimum) and (maximum is None or value <= maximum)
+    if not ok:
+        lo = f"> {minimum}" if exclusive_min else f">= {minimum}"
+        hi = f" and <= {maximum}" if maximum is not None else ""
+        raise ProfilerConfigError(name, value, f"a number {lo}{hi}")
+    return float(value)
+
+
+def _int_range(minimum: Optional[int], maximum: Optional[int]) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an integer in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f"an integer >= {minimum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return "an integer"
+
+
+def check_enum(name: str, value: Any, enum_cls: Type[E]) -> E:
+    """Accept an enum member, its value or its member name (case-sensitive)."""
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        for member in enum_cls:
+            if value == member.value or value == member.name:
+                return member
+    allowed = ", ".join(repr(m.value) for m in enum_cls)
+    raise ProfilerConfigError(name, value, f"one of {allowed}")
+
+
+def check_enum_list(name: str, value: Any, enum_cls: Type[E], allow_empty: bool = True) -> list[E]:
+    if isinstance(value, (str, enum.Enum)):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ProfilerConfigError(name, value, f"a list of {enum_cls.__name__} values")
+    out: list[E] = []
+    for v in value:
+        member = check_enum(name, v, enum_cls)
+        if member not in out:
+            out.append(member)
+    if not out and not allow_empty:
+        raise ProfilerConfigError(name, value, f"a non-empty list of {enum_cls.__name__} values")
+    return out
+
+
+def check_str(name: str, value: Any, max_len: int = 1024, pattern: Optional[str] = None,
+              allowed: str = "") -> str:
+    if not isinstance(value, str) or len(value) > max_len or (pattern and not re.fullmatch(pattern, value)):
+        raise ProfilerConfigError(name, value, allowed or f"a string of at most {max_len} characters")
+    return value
+
+
+def check_callable(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ProfilerConfigError(name, value, "a callable or None")
+    return value
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
+    choices = list(choices)
+    if value not in choices:
+        raise ProfilerConfigError(name, value, "one of " + ", ".join(repr(c) for c in choices))
+    return value
+
+
+def check_output_path(name: str, value: Any) -> Path:
+    """Validate a directory we will write into (it may not exist yet).
+
+    Refuses: non-strings, over-long paths or components, control characters,
+    a path whose existing part is a symlink, a non-directory, and a parent that
+    is world-writable without the sticky bit (another user could swap it).
+    """
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ProfilerConfigError(name, value, "a non-empty path string")
+    if len(value) > MAX_PATH_LENGTH:
+        raise ProfilerConfigError(name, value[:40] + "...", f"a path of at most {MAX_PATH_LENGTH} characters")
+    if any(ord(c) < 32 for c in value):
+        raise ProfilerConfigError(name, value, "a path without control characters")
+    path = Path(os.path.expanduser(value))
+    for part in path.parts:
+        if len(part) > MAX_FILE_NAME_LENGTH:
+            raise ProfilerConfigError(name, value, f"path components of at most {MAX_FILE_NAME_LENGTH} characters")
+    path = path.absolute()
+    # Walk the existing prefix: no symlinks (lexically given), no insecure parents.
+    probe = path
+    while not os.path.lexists(probe):
+        probe = probe.parent
+    if probe == path and os.path.islink(path):
+        raise ProfilerConfigError(name, value, "a real directory, not a symbolic link")
+    if os.path.exists(probe) and not os.path.isdir(probe):
+        raise ProfilerConfigError(name, value, "a directory path (an existing file is in the way)")
+    st = os.stat(probe)
+    if probe != path and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise ProfilerConfigError(name, value, "a location whose parent is not world-writable without the sticky bit",
+                                  hint=f"{probe} is mode {oct(st.st_mode & 0o7777)}")
+    if probe == path and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise ProfilerConfigError(name, value, "a directory that is not world-writable without the sticky bit")
+    return path
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*(B|KB|MB|GB|TB)?\s*$", re.IGNORECASE)
+_UNITS = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+
+def parse_size(name: str, value: Any, minimum: int = 0) -> int:
+    """Parse "200MB", "1GB", 4096 into bytes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and _SIZE_RE.match(value):
+        m = _SIZE_RE.match(value)
+        size = int(m.group(1)) * _UNITS[(m.group(2) or "B").upper()]
+    else:
+        raise ProfilerConfigError(name, value, "a size such as 200MB, 1GB or a byte count")
+    if size < minimum:
+        raise ProfilerConfigError(name, value, f"a size of at least {minimum} bytes")
+    return size
