@@ -1,0 +1,62 @@
+"""npuprof for TensorFlow: Ascend ``profiling_options`` everywhere TF users set them.
+
+Entry points (all take the Ascend profiling_options JSON and/or npuprof
+Profiler arguments):
+
+- Estimator mode (TF Adapter names): :class:`ProfilingConfig`,
+  ``NPURunConfig``, ``NPUEstimator``; ``ProfilingHook`` for plain Estimator /
+  ``MonitoredTrainingSession``.
+- sess.run mode: :func:`activate` makes sessions whose ``ConfigProto`` carries
+  the ``NpuOptimizer`` ``profiling_mode``/``profiling_options`` (or
+  ``PROFILING_MODE=true``) collect; :func:`session_config` builds such a config.
+- TF2: :func:`global_options` / :func:`open` as in ``npu_device``;
+  ``ProfilerCallback`` for Keras; :class:`Profiler` around ``tf.function`` loops.
+- :func:`parse_profiling_options` / :func:`render_profiling_options`:
+  validate the JSON, map it to npuprof settings and back.
+
+Importing this package does not import TensorFlow; ``ProfilingHook``,
+``NPURunConfig``, ``NPUEstimator`` and ``ProfilerCallback`` subclass TensorFlow
+types and are created on first access.
+
+Example::
+
+    import tensorflow as tf
+    from npuprof import schedule
+    from npuprof.integrations.tensorflow import Profiler
+
+    with Profiler(profiling_options='{"output":"./prof","task_time":"on"}',
+                  schedule=schedule(wait=1, active=2, repeat=2)) as prof:
+        for x in data:
+            train_step(x)       # a tf.function
+            prof.step()
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .estimator import ProfilingConfig, adapter_available
+from .options import (ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options,
+                      render_profiling_options)
+from .profiler import Profiler
+from .sessrun import activate, current_activation, deactivate, profiling_from_config, session_config
+from .tf2 import global_options, open, parse_profile_batch  # noqa: A004 - npu_device's name
+
+_LAZY = {"ProfilingHook": "estimator", "NPURunConfig": "estimator", "NPUEstimator": "estimator",
+         "ProfilerCallback": "tf2"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = [
+    "ADAPTER_DEFAULT_OPTIONS", "NPUEstimator", "NPURunConfig", "Profiler", "ProfilerCallback", "ProfilingConfig",
+    "ProfilingHook", "ProfilingOptions", "activate", "adapter_available", "current_activation", "deactivate",
+    "global_options", "open", "parse_profile_batch", "parse_profiling_options", "profiling_from_config",
+    "render_profiling_options", "session_config",
+]

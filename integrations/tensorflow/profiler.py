@@ -1,0 +1,74 @@
+"""The npuprof Profiler with TensorFlow defaults and ``profiling_options`` support.
+
+:class:`Profiler` is :class:`npuprof.Profiler` with ``framework="tf"`` and an
+extra keyword ``profiling_options`` (the Ascend JSON string), whose keys give
+the defaults of the other arguments; explicit keyword arguments win. It is
+the object every TensorFlow entry point (hook, callback, session patch,
+``open()``) builds.
+
+Example::
+
+    import tensorflow as tf
+    from npuprof import schedule
+    from npuprof.integrations.tensorflow import Profiler
+
+    @tf.function
+    def train_step(x): ...
+
+    with Profiler(output_path="./prof", schedule=schedule(wait=1, active=2, repeat=2)) as prof:
+        for x in data:
+            train_step(x)
+            prof.step()
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from npuprof.profiler import Profiler as _CoreProfiler
+from npuprof.validate import check_bool
+
+from .options import ProfilingOptions, parse_profiling_options
+
+
+def profiler_kwargs(profiling_options: Any = None, **kwargs: Any) -> tuple[dict, Optional[ProfilingOptions]]:
+    """Merge profiling_options (if given) with explicit Profiler keyword arguments.
+
+    Returns the keyword arguments and the parsed options (None when no
+    profiling_options were given). ``framework`` defaults to ``"tf"``.
+    """
+    opts = None
+    merged: dict[str, Any] = {"framework": "tf"}
+    if profiling_options is not None:
+        opts = profiling_options if isinstance(profiling_options, ProfilingOptions) \
+            else parse_profiling_options(profiling_options)
+        merged.update(opts.to_config_kwargs())
+    merged.update({k: v for k, v in kwargs.items()})
+    return merged, opts
+
+
+class Profiler(_CoreProfiler):
+    """:class:`npuprof.Profiler` for TensorFlow (see module doc).
+
+    ``profiling_options`` may be a JSON string, bytes, a dict or a parsed
+    :class:`~npuprof.integrations.tensorflow.options.ProfilingOptions`.
+
+    Example::
+
+        >>> prof = Profiler(profiling_options='{"output":"/tmp/p","task_time":"l0"}',
+        ...                 start_profile=False)                     # doctest: +SKIP
+        >>> prof.config.profiler_level                                # doctest: +SKIP
+        <ProfilerLevel.Level0: 'Level0'>
+    """
+
+    def __init__(self, output_path: Any = None, *, profiling_options: Any = None, **kwargs: Any) -> None:
+        if output_path is not None:
+            kwargs["output_path"] = output_path
+        merged, opts = profiler_kwargs(profiling_options, **kwargs)
+        start = check_bool("start_profile", merged.pop("start_profile", True))
+        super().__init__(start_profile=False, **merged)
+        self.profiling_options = opts
+        self.config = self.config.replace(start_profile=start)
+        if opts is not None:
+            self.config = self.config.replace(extra=tuple(self.config.extra) + opts.extra())
+        if start:
+            self.start()
