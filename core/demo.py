@@ -21,14 +21,14 @@ from . import Profiler, record_function, schedule, tensorboard_trace_handler, tr
 def host_training(output: Path, steps: int = 12) -> list:
     """A linear model fitted with numpy, under a scheduled Profiler."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2048, 64))
-    w_true = rng.standard_normal((64, 1))
-    y = x @ w_true + 0.1 * rng.standard_normal((2048, 1))
-    w = np.zeros((64, 1))
+    x = rng.standard_normal((16384, 512))
+    w_true = rng.standard_normal((512, 1))
+    y = x @ w_true + 0.1 * rng.standard_normal((16384, 1))
+    w = np.zeros((512, 1))
 
     @trace_api(level="DataLoader")
     def next_batch(i: int) -> tuple:
-        idx = rng.integers(0, len(x), 256)
+        idx = rng.integers(0, len(x), 8192)
         return x[idx], y[idx]
 
     with Profiler(schedule=schedule(wait=1, warmup=1, active=4, repeat=2),
