@@ -1,0 +1,129 @@
+"""Which MindSpore data a run directory holds, and turning it into events.
+
+Two kinds of directories:
+
+* an npuprof run directory (it has ``NPUPROF/``) into which the MindSpore
+  backend moved ``FRAMEWORK/``: only the framework files are read (the
+  ``ASCEND_PROFILER_OUTPUT/`` there is npuprof's own output);
+* a ``*_ascend_ms`` directory written by ``mindspore.profiler`` itself:
+  ``FRAMEWORK/`` host operators plus MindSpore's ``ASCEND_PROFILER_OUTPUT/``
+  (kernel_details.csv, trace_view.json, memory_record.csv).
+
+npuprof writes its own outputs into ``ASCEND_PROFILER_OUTPUT/`` of the
+directory it analyses. So that a second analysis still sees MindSpore's
+results (and does not read npuprof's as if they were MindSpore's), the
+MindSpore files are copied once to ``MINDSPORE_PROFILER_OUTPUT/`` beside it.
+
+Example::
+
+    if recognise(path):
+        events = parse_run(path, context)
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+from npuprof.events import EventTable
+
+from .ascend_output import KERNEL_DETAILS, MEMORY_RECORD, OUTPUT_DIR, TRACE_VIEW, is_mindspore_trace, \
+    read_ascend_output
+from .backend import NATIVE_DIR
+from .framework_files import has_framework_data, read_framework_dir
+
+RAW_DIR = "NPUPROF"            # npuprof's raw event store (npuprof.rawstore.RAW_DIR)
+PRESERVED_DIR = "MINDSPORE_PROFILER_OUTPUT"
+DONE_MARKER = "analyse.done"   # written last by npuprof's exporters; MindSpore writes none
+_MS_FILES = (KERNEL_DETAILS, TRACE_VIEW, MEMORY_RECORD)
+_PID_RE = re.compile(r"_(\d+)_\d{17}_ascend_[a-z0-9]+$")
+
+
+def framework_dirs(run_dir: Path) -> list[Path]:
+    """``FRAMEWORK/`` of the run plus any left inside ``MINDSPORE/*_ascend_ms`` (move failed)."""
+    dirs = [run_dir / "FRAMEWORK"]
+    native = run_dir / NATIVE_DIR
+    if native.is_dir():
+        dirs.extend(sorted(native.glob("*_ascend_ms/FRAMEWORK")))
+    return [d for d in dirs if has_framework_data(d)]
+
+
+def is_npuprof_run(run_dir: Path) -> bool:
+    return (run_dir / RAW_DIR).is_dir()
+
+
+def mindspore_output_dir(run_dir: Path) -> Optional[Path]:
+    """The directory holding MindSpore's (not npuprof's) analysis output, if any."""
+    out = run_dir / OUTPUT_DIR
+    if out.is_dir() and not (out / DONE_MARKER).exists():
+        tv = out / TRACE_VIEW
+        if (tv.is_file() and is_mindspore_trace(tv)) or (not tv.exists() and (out / KERNEL_DETAILS).is_file()):
+            return out
+    kept = run_dir / PRESERVED_DIR
+    return kept if kept.is_dir() else None
+
+
+def recognise(path: Path) -> bool:
+    """True when ``path`` holds MindSpore profiling data this plugin reads."""
+    if not path.is_dir():
+        return False
+    if framework_dirs(path):
+        return True
+    return not is_npuprof_run(path) and mindspore_output_dir(path) is not None
+
+
+def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
+    """All MindSpore events of ``run_dir`` (None when it holds none)."""
+    pid = _run_pid(run_dir, context)
+    tables = []
+    fw_dirs = framework_dirs(run_dir)
+    for fw in fw_dirs:
+        table, problems = read_framework_dir(fw, default_pid=pid)
+        for p in problems:
+            context.warn(p)
+        tables.append(table)
+    if not is_npuprof_run(run_dir):
+        out = mindspore_output_dir(run_dir)
+        if out is not None:
+            table, problems = read_ascend_output(out, device=_device_id(context), pid=pid,
+                                                 skip_cpu_ops=bool(fw_dirs))
+            for p in problems:
+                context.warn(p)
+            tables.append(table)
+            if out.name == OUTPUT_DIR:
+                _preserve(out, run_dir / PRESERVED_DIR, context)
+    if not tables:
+        return None
+    return EventTable.concat(tables)
+
+
+def _preserve(src: Path, dst: Path, context: Any) -> None:
+    """Copy MindSpore's output files aside before npuprof's exporters replace them."""
+    try:
+        dst.mkdir(mode=0o750, exist_ok=True)
+        for name in _MS_FILES:
+            f = src / name
+            if f.is_file() and not f.is_symlink():
+                shutil.copy2(f, dst / name)
+    except OSError as e:
+        context.warn(f"{src}: could not keep a copy of MindSpore's output in {dst} ({e}); a second analysis "
+                     "will not see MindSpore's trace_view.json")
+
+
+def _run_pid(run_dir: Path, context: Any) -> int:
+    npu = (getattr(context, "info", None) or {}).get("npuprof", {})
+    if npu.get("pid"):
+        return int(npu["pid"])
+    m = _PID_RE.search(run_dir.name)
+    return int(m.group(1)) if m else 0
+
+
+def _device_id(context: Any) -> int:
+    info = getattr(context, "info", None) or {}
+    for raw in (info.get("ms_profiler_info", {}).get("device_id"), info.get("npuprof", {}).get("device_id")):
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            continue
+    return 0
