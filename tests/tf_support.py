@@ -55,17 +55,17 @@ def ensure_tf215_venv(env_dir: Path = TF215_VENV) -> Path:
     """
     env_dir = Path(env_dir)
     py = _python(env_dir)
-    log = env_dir.parent / (env_dir.name + ".log")
     stamp = env_dir / _STAMP
     wanted = "\n".join(TF215_REQUIREMENTS)
-    if not (stamp.exists() and stamp.read_text() == wanted and py.exists()):
-        if not py.exists():
-            venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    if not py.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    log = env_dir / "npuprof-setup.log"
+    if not (stamp.exists() and stamp.read_text() == wanted):
         _run([py, "-m", "pip", "install", "--quiet", *TF215_REQUIREMENTS], log)
         stamp.write_text(wanted)
     # --no-deps: the requirements above are npuprof's runtime deps; its
     # `tensorflow` extra would pull TF 2.21 over 2.15.
-    _run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "-e", REPO], log)
+    _run([py, "-m", "pip", "install", "--quiet", "--no-deps", "-e", REPO], log)
     return py
 
 

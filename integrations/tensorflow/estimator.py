@@ -336,6 +336,17 @@ def _build_estimator() -> type:
             self.job_start_file = job_start_file
             self.profiling_hooks: list = []
 
+        def _assert_members_are_not_overridden(self) -> None:
+            # Estimator forbids overriding its public methods and documents this
+            # method as the way out (TPUEstimator and TF Adapter's NPUEstimator use it);
+            # only the three methods below are allowed to differ.
+            own = {"train", "evaluate", "predict"}
+            for name in dir(est.Estimator):
+                if name.startswith("_") or name in own:
+                    continue
+                if getattr(type(self), name, None) is not getattr(est.Estimator, name, None):
+                    raise ValueError(f"Subclasses of NPUEstimator cannot override {name!r}")
+
         def _profiling_hooks(self, hooks: Any) -> list:
             hooks = list(hooks or [])
             pcfg = getattr(self.config, "profiling_config", None)

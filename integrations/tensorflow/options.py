@@ -318,16 +318,19 @@ class ProfilingOptions:
         """Keyword arguments for :func:`npuprof.config.build_config` / ``Profiler``.
 
         task_time/task_trace pick the level (off/l0 -> Level0, on/l1 -> Level1,
-        l2/l3 -> Level2; runtime_api or ge_api raise it to Level2), aic_metrics
+        l2/l3 -> Level2; off with msproftx on -> LevelNone; runtime_api or
+        ge_api raise it to Level2), aic_metrics
         the AI Core metrics (Custom:... keeps PipeUtilization in the config and
         the event list in ``extra``), l2 -> l2_cache, msproftx -> mstx,
         host_sys/host_sys_usage -> host_sys (cpu, mem, disk, network; osrt and
         numa exist only in msprof), host_sys_usage_freq, storage_limit.
         """
         level = _LEVEL_OF_TASK_TIME[self.task_time]
+        if self.task_time == "off" and self.is_on("msproftx"):
+            level = "LevelNone"  # nothing but msproftx ranges: npuprof's LevelNone
         if self.is_on("runtime_api") or self.get("ge_api") in ("l0", "l1"):
             level = "Level2"
-        kw: dict[str, Any] = {"output_path": self.output_path(), "profiler_level": level, "framework": "tf"}
+        kw: dict[str, Any] = {"output_path": "", "profiler_level": level, "framework": "tf"}
         metrics = self.aic_metrics
         if metrics is not None:
             if _RANK[level] < _RANK["Level1"]:
@@ -353,6 +356,7 @@ class ProfilingOptions:
             kw["host_sys_usage_freq"] = self.get("host_sys_usage_freq")
         if self.get("storage_limit"):
             kw["storage_limit"] = self.get("storage_limit")
+        kw["output_path"] = self.output_path()  # last: per-key errors are more useful than a missing output
         return kw
 
     def extra(self) -> tuple[tuple[str, Any], ...]:
@@ -435,7 +439,8 @@ def parse_profiling_options(value: Union[str, bytes, Mapping[str, Any], None],
     result = ProfilingOptions(options=options, text=text, defaulted=defaulted, notes=tuple(notes))
     if not defaulted:
         for note in notes:
-            warnings.warn(note, FutureWarning, stacklevel=2)
+            category = FutureWarning if note in DEPRECATED.values() else UserWarning
+            warnings.warn(note, category, stacklevel=2)
     result.to_config_kwargs()  # cross-key checks (level vs aic_metrics, output) happen here too
     return result
 
