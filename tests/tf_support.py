@@ -71,3 +71,51 @@ def ensure_tf215_venv(env_dir: Path = TF215_VENV) -> Path:
 
 if __name__ == "__main__":
     print(ensure_tf215_venv(Path(sys.argv[1]) if len(sys.argv) > 1 else TF215_VENV))
+
+
+# -- small real models and output readers shared by the TF tests -------------
+
+DOCS_PROFILING_OPTIONS = ('{"output":"/tmp/profiling","training_trace":"on","task_trace":"on","fp_point":"",'
+                          '"bp_point":"","aic_metrics":"PipeUtilization"}')
+
+
+def docs_options_with_output(output: Path) -> str:
+    """The Ascend docs' profiling_options string with ``output`` pointed at a test directory."""
+    import json
+
+    options = json.loads(DOCS_PROFILING_OPTIONS)
+    options["output"] = str(output)
+    return json.dumps(options)
+
+
+def build_graph_model(tf, batch: int = 32, features: int = 64, hidden: int = 128):
+    """A 2-layer MLP training graph in a fresh tf.Graph (no global eager switch).
+
+    Returns (graph, init_op, train_op, placeholder, feed_array).
+    """
+    import numpy as np
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [batch, features], name="x")
+        w1 = tf.Variable(tf.random.normal([features, hidden]), name="w1")
+        w2 = tf.Variable(tf.random.normal([hidden, 1]), name="w2")
+        h = tf.nn.relu(tf.matmul(x, w1))
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, w2)))
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.001).minimize(loss, global_step=global_step)
+        init = tf.compat.v1.global_variables_initializer()
+    feed = np.random.default_rng(0).random((batch, features), dtype=np.float32)
+    return graph, init, train_op, x, feed
+
+
+def read_csv(path: Path) -> list:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def exported(run_dir: Path, name: str) -> list:
+    """Rows of ``<run_dir>/ASCEND_PROFILER_OUTPUT/<name>``."""
+    return read_csv(Path(run_dir) / "ASCEND_PROFILER_OUTPUT" / name)

@@ -312,7 +312,11 @@ def _install(handle: Activation) -> None:
 
     def __init__(self: Any, target: str = "", graph: Any = None, config: Any = None) -> None:
         # Validate before TF builds anything: a bad profiling_options never reaches the graph.
-        options = profiling_from_config(config)
+        try:
+            options = profiling_from_config(config)
+        except ProfilerConfigError:
+            self._session = None  # TF's __del__ expects it on a half-built session
+            raise
         orig_init(self, target, graph, config)
         if options is not None and handle.active:
             state = SessionProfiling(options, handle.settings, handle)
