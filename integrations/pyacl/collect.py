@@ -1,0 +1,276 @@
+"""``npuprof collect``: run an app with CANN profiling on, here or on a board.
+
+Like msprof.pyc's ``collect -m <main> --config <ssh.ini> [--all]``: the
+profiler section of the app's acl.json is written (``--acl-json``, default
+``acl.json`` in the app's directory; the original file is restored
+afterwards), or, with ``--via env``, CANN's ``PROFILING_MODE`` /
+``PROFILING_OPTIONS`` environment is set instead (for apps that do not read
+an acl.json). The app runs in its directory; the PROF_/JOB data it writes is
+collected under ``--output``; ``--all`` then imports and analyses it.
+
+With ``--config board.ini`` (see :mod:`.ssh`) the app's directory is
+uploaded to the board over SSH, run there, and the data fetched back.
+
+Exit codes: 0 done; 1 no profiling data was produced; 2 bad arguments or ini;
+4 the app failed (its data is still fetched and analysed).
+
+Example::
+
+    npuprof collect -m ./app/main.py --all
+    npuprof collect -m ./app/main --config board.ini --all -- --batch 8
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from npuprof.errors import ProfilerConfigError, ProfilerDataError
+
+from .acl_json import read_acl_json, section_from_config, validate_profiler_section
+from .cann_import import is_prof_dir
+
+EXIT_OK, EXIT_NO_DATA, EXIT_USAGE, EXIT_APP_FAILED = 0, 1, 2, 4
+
+
+def add_collect_command(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "collect", help="run an app with CANN profiling on (locally or on a board over SSH) and fetch the data",
+        description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("-m", "--main", required=True, help="the app: an executable or a .py file")
+    p.add_argument("--config", help="ssh ini ([ssh_config] ip, username, pwd, port[, key_file]); remote when given")
+    p.add_argument("--all", action="store_true", help="import and analyse the collected data")
+    p.add_argument("--output", default="./npuprof_collect", help="local directory for the collected data")
+    p.add_argument("--project", help="directory to run in / upload (default: the app's directory)")
+    p.add_argument("--acl-json", default="acl.json", help="the acl.json the app passes to acl.init, relative "
+                                                          "to the project directory")
+    p.add_argument("--via", choices=("acl.json", "env"), default="acl.json",
+                   help="switch profiling on through acl.json (default) or PROFILING_MODE/PROFILING_OPTIONS")
+    p.add_argument("--flavour", choices=("cann", "svp"), default="cann",
+                   help="acl.json keys: CANN (default) or SVP SS928/SS927 (aacpu, aac_metrics, acl_api, interval)")
+    p.add_argument("--profiler-level", default="Level1", help="LevelNone, Level0, Level1 (default), Level2")
+    p.add_argument("--aic-metrics", default=None, help="AI Core metric group (e.g. PipeUtilization)")
+    p.add_argument("--mstx", action="store_true", help="collect msproftx markers")
+    p.add_argument("--switch", choices=("on", "off"), default="on", help="msprof.pyc: profiler switch")
+    p.add_argument("--acl_api", choices=("on", "off"), default=None, help="msprof.pyc: AscendCL API data")
+    p.add_argument("--aacpu", choices=("on", "off"), default=None, help="msprof.pyc: AI CPU data")
+    p.add_argument("--aac_metrics", default=None, help="msprof.pyc: AI Core metrics (SVP: ArithmeticUtilization)")
+    p.add_argument("--interval", type=int, default=0, help="msprof.pyc (SVP): sample every N inference rounds")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment for the app")
+    p.add_argument("--python", default=None, help="Python interpreter for a .py app (local default: this one; "
+                                                  "remote default: python3)")
+    p.add_argument("--remote-dir", default=None, help="work directory on the board (default: a fresh /tmp dir)")
+    p.add_argument("--keep-remote", action="store_true", help="leave the work directory on the board")
+    p.add_argument("--known-hosts", default=None, help="known_hosts file to check the board's host key against")
+    p.add_argument("--insecure-no-host-key-check", action="store_true",
+                   help="accept an unknown host key (DANGEROUS: allows a man-in-the-middle)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before the app is stopped (local runs)")
+    p.add_argument("app_args", nargs=argparse.REMAINDER, help="arguments for the app (after --)")
+    p.set_defaults(func=cmd_collect)
+    return p
+
+
+# -- the profiler section -------------------------------------------------------------------
+def build_section(args: Any, output: str) -> dict:
+    """acl.json profiler section for the collect flags (validated)."""
+    from npuprof.config import build_config
+
+    metrics = args.aic_metrics
+    cfg = build_config(output_path=os.path.join(output, ".cfg"), profiler_level=args.profiler_level,
+                       aic_metrics=metrics, mstx=bool(args.mstx) or args.profiler_level == "LevelNone")
+    if args.flavour == "svp":
+        section = section_from_config(cfg, output, flavour="svp", interval=args.interval)
+        for flag, key in (("acl_api", "acl_api"), ("aacpu", "aacpu"), ("aac_metrics", "aac_metrics")):
+            value = getattr(args, flag)
+            if value is not None:
+                section[key] = value
+    else:
+        if args.interval:
+            raise ProfilerConfigError("--interval", args.interval, "0 with --flavour cann",
+                                      hint="interval is an SVP acl.json key; use --flavour svp")
+        section = section_from_config(cfg, output)
+        if args.acl_api is not None:
+            section["ascendcl"] = args.acl_api
+        if args.aacpu is not None:
+            section["aicpu"] = args.aacpu
+        if args.aac_metrics is not None:
+            section["aic_metrics"] = args.aac_metrics
+    section["switch"] = args.switch
+    return validate_profiler_section(section, args.flavour)
+
+
+def merged_acl_json(existing: Optional[str], section: dict, where: str) -> str:
+    """The acl.json text with ``section`` as its profiler object, other sections kept."""
+    data: dict = {}
+    if existing and existing.strip():
+        try:
+            data = json.loads(existing)
+        except ValueError as e:
+            raise ProfilerDataError(where, f"is not valid JSON ({e}); fix it or remove it") from None
+        if not isinstance(data, dict):
+            raise ProfilerDataError(where, "does not hold a JSON object")
+    data["profiler"] = section
+    return json.dumps(data, indent=4) + "\n"
+
+
+def profiling_env(section: dict) -> dict:
+    """CANN's environment switch: PROFILING_MODE=true and PROFILING_OPTIONS (the section without 'switch')."""
+    options = {k: v for k, v in section.items() if k != "switch"}
+    return {"PROFILING_MODE": "true", "PROFILING_OPTIONS": json.dumps(options, separators=(",", ":"))}
+
+
+def _extra_env(pairs: list) -> dict:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key or not key.replace("_", "").isalnum():
+            raise ProfilerConfigError("--env", pair, "KEY=VALUE with a variable name as KEY")
+        out[key] = value
+    return out
+
+
+def _app_args(args: Any) -> list:
+    rest = list(args.app_args or [])
+    return rest[1:] if rest[:1] == ["--"] else rest
+
+
+# -- local ----------------------------------------------------------------------------------
+def run_local(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -> int:
+    section = build_section(args, str(data_dir))
+    env = dict(os.environ)
+    env.update(_extra_env(args.env))
+    acl_json = project / args.acl_json
+    original: Optional[str] = None
+    existed = acl_json.exists()
+    if args.via == "env":
+        env.update(profiling_env(section))
+    else:
+        original = acl_json.read_text(encoding="utf-8") if existed else None
+        acl_json.write_text(merged_acl_json(original, section, str(acl_json)), encoding="utf-8")
+    env["NPUPROF_ACL_JSON"] = str(acl_json)
+    if main.suffix == ".py":
+        cmd = [args.python or sys.executable, str(main)]
+    else:
+        cmd = [str(main)]
+    cmd += _app_args(args)
+    print(f"npuprof collect: running {' '.join(shlex.quote(c) for c in cmd)} in {project}", file=out)
+    try:
+        proc = subprocess.run(cmd, cwd=project, env=env, timeout=args.timeout, check=False)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        print(f"npuprof collect: the app ran longer than {args.timeout} s and was stopped", file=out)
+        code = -1
+    except OSError as e:
+        raise ProfilerConfigError("--main", str(main), "an executable file or a .py script",
+                                  hint=e.strerror or str(e)) from None
+    finally:
+        if args.via != "env":
+            if existed:
+                acl_json.write_text(original or "", encoding="utf-8")
+            else:
+                acl_json.unlink(missing_ok=True)
+    return code
+
+
+# -- remote ---------------------------------------------------------------------------------
+def run_remote(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -> int:
+    from .ssh import RemoteBoard, read_ssh_ini
+
+    cfg = read_ssh_ini(args.config)
+    base = args.remote_dir or f"/tmp/npuprof_collect_{secrets.token_hex(6)}"
+    r_app = f"{base}/app"
+    r_out = f"{base}/profiling"
+    section = build_section(args, r_out)
+    env = _extra_env(args.env)
+    print(f"npuprof collect: connecting to {cfg.target()}", file=out)
+    with RemoteBoard(cfg, check_host_key=not args.insecure_no_host_key_check, known_hosts=args.known_hosts,
+                     out=out) as board:
+        try:
+            n = board.upload_dir(project, r_app)
+            print(f"npuprof collect: uploaded {n} files to {r_app}", file=out)
+            board.makedirs(r_out)
+            r_json = f"{r_app}/{Path(args.acl_json).as_posix()}"
+            if args.via == "env":
+                env.update(profiling_env(section))
+            else:
+                board.write_text(r_json, merged_acl_json(board.read_text(r_json), section, r_json))
+            env["NPUPROF_ACL_JSON"] = r_json
+            rel_main = main.relative_to(project).as_posix()
+            if main.suffix == ".py":
+                run = [args.python or "python3", rel_main]
+            else:
+                run = [f"./{rel_main}"]
+            run += _app_args(args)
+            prefix = ["env"] + [f"{k}={v}" for k, v in env.items()]
+            command = f"cd {shlex.quote(r_app)} && " + " ".join(shlex.quote(c) for c in prefix + run)
+            print(f"npuprof collect: running {' '.join(shlex.quote(c) for c in run)} on {cfg.host}", file=out)
+            code = board.run(command)
+            n = board.download_dir(r_out, data_dir)
+            print(f"npuprof collect: fetched {n} files into {data_dir}", file=out)
+        finally:
+            if not args.keep_remote:
+                board.remove_tree(base)
+    return code
+
+
+# -- the command ----------------------------------------------------------------------------
+def collected_dirs(data_dir: Path) -> list:
+    """PROF_/JOB directories in the collected data (one or two levels down)."""
+    found = []
+    if not data_dir.is_dir():
+        return found
+    for child in sorted(data_dir.iterdir()):
+        if is_prof_dir(child):
+            found.append(child)
+        elif child.is_dir():
+            found.extend(g for g in sorted(child.iterdir()) if is_prof_dir(g))
+    return found
+
+
+def cmd_collect(args: Any, out: Any = None) -> int:
+    out = out or sys.stdout
+    main = Path(args.main).expanduser().absolute()
+    if not main.is_file():
+        raise ProfilerConfigError("--main", args.main, "an existing executable or .py file")
+    project = Path(args.project).expanduser().absolute() if args.project else main.parent
+    if not project.is_dir() or project not in main.parents:
+        raise ProfilerConfigError("--project", str(project), "a directory that contains the app (--main)")
+    if os.path.isabs(args.acl_json) or ".." in Path(args.acl_json).parts:
+        raise ProfilerConfigError("--acl-json", args.acl_json, "a path inside the project directory")
+    from npuprof.validate import check_output_path
+
+    output = check_output_path("--output", args.output)
+    run_dir = output / f"collect_{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}"
+    data_dir = run_dir / "data"
+    os.makedirs(data_dir, mode=0o750, exist_ok=True)
+    if args.config:
+        code = run_remote(args, main, project, data_dir, out)
+    else:
+        code = run_local(args, main, project, data_dir, out)
+    dirs = collected_dirs(data_dir)
+    if code != 0:
+        print(f"npuprof collect: the app exited with {code}", file=out)
+    if not dirs:
+        print(f"npuprof collect: no PROF_/JOB data was produced in {data_dir}", file=out)
+        return EXIT_APP_FAILED if code != 0 else EXIT_NO_DATA
+    print(f"npuprof collect: {len(dirs)} profiling director{'y' if len(dirs) == 1 else 'ies'} in {data_dir}",
+          file=out)
+    for d in dirs:
+        print(f"  {d}", file=out)
+    if args.all:
+        from npuprof.analysis.pipeline import analyse_run
+
+        for d in dirs:
+            result = analyse_run(d)
+            print(f"npuprof collect: analysed {d.name}: {len(result.events)} events -> "
+                  f"{d / 'ASCEND_PROFILER_OUTPUT'}", file=out)
+            for w in result.warnings:
+                print(f"  warning: {w}", file=out)
+    return EXIT_APP_FAILED if code != 0 else EXIT_OK
