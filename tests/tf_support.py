@@ -119,3 +119,81 @@ def read_csv(path: Path) -> list:
 def exported(run_dir: Path, name: str) -> list:
     """Rows of ``<run_dir>/ASCEND_PROFILER_OUTPUT/<name>``."""
     return read_csv(Path(run_dir) / "ASCEND_PROFILER_OUTPUT" / name)
+
+
+# Run by the TF 2.15 interpreter: NPUEstimator / ProfilingHook on a real tf.estimator.
+ESTIMATOR_SCENARIO = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+import tensorflow as tf
+import npuprof
+from npuprof.integrations.tensorflow import (NPUEstimator, NPURunConfig, ProfilingConfig, ProfilingHook)
+
+out = Path(sys.argv[1])
+DOCS = '{"output":"/tmp/profiling","training_trace":"on","task_trace":"on","fp_point":"","bp_point":"","aic_metrics":"PipeUtilization"}'
+options = json.loads(DOCS); options["output"] = str(out / "profiling")
+
+def model_fn(features, labels, mode, params):
+    h = tf.compat.v1.layers.dense(features["x"], 64, activation=tf.nn.relu)
+    logits = tf.compat.v1.layers.dense(h, 1)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions={"y": logits})
+    loss = tf.compat.v1.losses.mean_squared_error(labels, logits)
+    train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+        loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+def input_fn():
+    x = np.random.rand(512, 32).astype("float32"); y = x.sum(1, keepdims=True)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(32)
+
+def pred_fn():
+    return tf.data.Dataset.from_tensor_slices({"x": np.random.rand(64, 32).astype("float32")}).batch(32)
+
+def summary(hook):
+    runs = []
+    for res in hook.results:
+        ops = res.tables["op_statistic"]
+        ci, ti = ops.columns.index("OP Type"), ops.columns.index("Total Time(us)")
+        steps = res.tables["step_trace_time"].rows()
+        runs.append({"run_dir": str(res.run_dir), "op_types": sorted({r[ci] for r in ops.rows()}),
+                     "matmul_total_us": sum(float(r[ti]) for r in ops.rows() if "MatMul" in r[ci]),
+                     "steps": [r[0] for r in steps]})
+    return runs
+
+report = {"tf": tf.__version__}
+config = NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True, profiling_options=json.dumps(options)),
+                      session_config=tf.compat.v1.ConfigProto(), model_dir=str(out / "model"),
+                      save_checkpoints_steps=100, iterations_per_loop=1, precision_mode="allow_mix_precision")
+est = NPUEstimator(model_fn=model_fn, config=config)
+est.train(input_fn, max_steps=6)
+est.evaluate(input_fn, steps=3)
+preds = list(est.predict(pred_fn))
+report["npu_estimator"] = [summary(h) for h in est.profiling_hooks]
+report["predictions"] = len(preds)
+report["npu_options"] = config.npu_options
+
+# Plain Estimator + ProfilingHook, schedule on the global step; resumes from step 6.
+hook = ProfilingHook(output_path=str(out / "hook"), schedule=npuprof.schedule(wait=1, active=2, repeat=1, skip_first=7))
+plain = tf.estimator.Estimator(model_fn=model_fn, model_dir=str(out / "model"))
+plain.train(input_fn, steps=6, hooks=[hook])
+report["hook"] = summary(hook)
+report["hook_steps_in_info"] = [json.loads(next(Path(r).glob("profiler_info_*.json")).read_text())["npuprof"]["steps"]
+                                for r in hook.saved_runs]
+errors = {}
+try:
+    ProfilingConfig(enable_profiling=True, profiling_options='{"output":"/tmp/x","task_time":"l7"}')
+except npuprof.ProfilerConfigError as e:
+    errors["profiling_config"] = e.param
+try:
+    NPURunConfig(profiling_config="yes")
+except npuprof.ProfilerConfigError as e:
+    errors["run_config"] = e.param
+try:
+    NPURunConfig(no_such_argument=1)
+except TypeError as e:
+    errors["unknown_kwarg"] = str(e)
+report["errors"] = errors
+print("REPORT " + json.dumps(report))
+"""

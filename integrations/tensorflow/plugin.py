@@ -1,9 +1,11 @@
 """npuprof plugin for TensorFlow: drive TF's native profiler, parse its XSpace.
 
 Backend: when a Profiler asks for CPU or GPU activity and ``tensorflow`` is
-already imported, each recording window starts
+imported, each recording window starts
 ``tf.profiler.experimental.start(<run_dir>/TF)`` and stops it at the window's
-end (ProfilerOptions are not passed: TF 2.20/2.21 ignore them). If another
+end (ProfilerOptions are not passed: TF 2.20/2.21 ignore them). A profiler
+with ``framework="tf"`` created before ``import tensorflow`` starts TF's
+profiler at the first ``step()`` after the import. If another
 TF profiler is already running (e.g. Keras' TensorBoard callback), npuprof
 says so once and leaves it alone.
 
@@ -16,6 +18,7 @@ This module never imports TensorFlow at import time.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 import threading
@@ -31,10 +34,18 @@ log = logging.getLogger("npuprof")
 NATIVE_DIR = "TF"
 _state_lock = threading.Lock()
 _running_for: Optional[Path] = None  # run_dir whose window owns TF's profiler
+_pending: Any = None  # session waiting for `import tensorflow`
 
 
 def tensorflow_imported() -> bool:
     return "tensorflow" in sys.modules
+
+
+def tensorflow_installed() -> bool:
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @hookimpl
@@ -42,31 +53,54 @@ def npuprof_configure(config: Any) -> None:
     acts = {str(getattr(a, "value", a)) for a in config.activities}
     if not acts & {"CPU", "GPU"}:
         raise BackendUnavailable("tensorflow: neither CPU nor GPU activity requested")
-    if not tensorflow_imported():
+    if tensorflow_imported():
+        return
+    # A TensorFlow profiler built before `import tensorflow` (or under `npuprof collect`)
+    # starts TF's profiler at the first step after TensorFlow appears.
+    if str(config.framework) != "tf" or not tensorflow_installed():
         raise BackendUnavailable("tensorflow is not imported in this process")
+
+
+def _start_tf(session: Any) -> None:
+    global _running_for, _pending
+    import tensorflow as tf
+
+    _pending = None
+    logdir = session.native_dir(NATIVE_DIR)
+    try:
+        tf.profiler.experimental.start(str(logdir))
+    except Exception as e:  # AlreadyExistsError when another TF profiler runs
+        session.warn_once("tf-profiler-busy",
+                          f"npuprof: TensorFlow's profiler could not start ({type(e).__name__}: {e}); "
+                          "this window has no TensorFlow op data")
+        return
+    _running_for = session.run_dir
 
 
 @hookimpl
 def npuprof_start(session: Any) -> None:
-    global _running_for
-    import tensorflow as tf
-
-    logdir = session.native_dir(NATIVE_DIR)
+    global _pending
     with _state_lock:
-        try:
-            tf.profiler.experimental.start(str(logdir))
-        except Exception as e:  # AlreadyExistsError when another TF profiler runs
-            session.warn_once("tf-profiler-busy",
-                              f"npuprof: TensorFlow's profiler could not start ({type(e).__name__}: {e}); "
-                              "this window has no TensorFlow op data")
-            return
-        _running_for = session.run_dir
+        if tensorflow_imported():
+            _start_tf(session)
+        else:
+            _pending = session
+
+
+@hookimpl
+def npuprof_step(session: Any, step_num: int) -> None:
+    if _pending is session and tensorflow_imported():
+        with _state_lock:
+            if _pending is session:
+                _start_tf(session)
 
 
 @hookimpl
 def npuprof_stop(session: Any) -> None:
-    global _running_for
+    global _running_for, _pending
     with _state_lock:
+        if _pending is session:
+            _pending = None
         if _running_for != session.run_dir:
             return
         _running_for = None
