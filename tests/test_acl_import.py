@@ -1,0 +1,158 @@
+"""Import of CANN PROF_ output (CSV, JSON timeline, msprof DB) into the event table."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from acl_support import FAKE_MSPROF_DIR, fresh_process_state, write_model
+from npuprof.events import EventKind
+from npuprof.integrations.pyacl.cann_import import column_map, parse_prof_dir, us_to_ns
+from npuprof.integrations.pyacl.profiler import AclProfiler
+
+PROF = "PROF_000001_20220129014731273_KEDKPORHMAGPGDCC"
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def make_text_prof(root, variant):
+    prof = root / PROF
+    out = prof / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (prof / "host").mkdir()
+    if variant == "new":
+        header = ["Device_id", "Model ID", "Task ID", "Stream ID", "Op Name", "OP Type", "OP State", "Task Type",
+                  "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num", "Mix Block Num",
+                  "HF32 Eligible", "Input Shapes", "aicore_time(us)"]
+        rows = [["0", "1", "3", "2", "MatMul-op1", "MatMul", "static", "AI_CORE", "1700000000000100.250\t", "12.5",
+                 "0", "8", "0", "NO", '"2,2;2,2"', "10"],
+                ["0", "1", "4", "2", "Add-op2", "Add", "static", "AI_VECTOR_CORE", "1700000000000200.000\t", "3.125",
+                 "N/A", "2", "0", "NO", "N/A", "N/A"],
+                ["0", "1", "5", "2", "Bad-op", "Add", "static", "AI_CORE", "N/A", "N/A", "0", "1", "0", "NO", "", ""]]
+    else:  # older CANN: Block Dim, different spelling and order, no Device_id column
+        header = ["Model ID", "Op Name", "Op Type", "Task Type", "Task ID", "Stream ID", "Block Dim",
+                  "Task Start Time", "Task Duration(us)"]
+        rows = [["1", "MatMul-op1", "MatMul", "AI_CORE", "3", "2", "8", "1700000000000100.25", "12.5"],
+                ["1", "Add-op2", "Add", "AI_VECTOR_CORE", "4", "2", "2", "1700000000000200", "3.125"]]
+    write_csv(out / "op_summary_20220129014731.csv", header, rows)
+    timeline = [
+        {"ph": "M", "name": "process_name", "pid": 100, "tid": 0, "args": {"name": "CANN"}},
+        {"ph": "X", "name": "AscendCL@aclmdlExecute", "pid": 100, "tid": 7, "ts": "1700000000000090.000",
+         "dur": 150.5, "args": {}},
+        {"ph": "X", "name": "Runtime@rtKernelLaunch", "pid": 100, "tid": 7, "ts": "1700000000000095.500",
+         "dur": 2, "args": {}},
+        {"ph": "M", "name": "process_name", "pid": 101, "tid": 0, "args": {"name": "Ascend Hardware"}},
+        {"ph": "X", "name": "MatMul-op1", "pid": 101, "tid": 2, "ts": "1700000000000100.250", "dur": 12.5},
+    ]
+    (out / "msprof_20220129014731.json").write_text(json.dumps(timeline))
+    write_csv(out / "msprof_tx_20220129014731.csv",
+              ["Device_id", "pid", "tid", "category", "event_type", "payload_type", "payload_value",
+               "Start_time(us)", "End_time(us)", "message_type", "message", "domain"],
+              [["host", "1", "7", "0", "marker", "0", "0", "1700000000000050.000\t", "1700000000000050.000\t", "0",
+                "epoch", "default"],
+               ["host", "1", "7", "0", "push_pop", "0", "0", "1700000000000060.000\t", "1700000000000360.000\t", "0",
+                "step 1", "default"]])
+    return prof
+
+
+def test_timestamps_and_headers_are_tolerant():
+    assert us_to_ns("1700000000000100.250\t") == 1700000000000100250
+    assert us_to_ns(" 12.5 ") == 12500 and us_to_ns("N/A") is None and us_to_ns(3.125) == 3125
+    cols = column_map(["Device ID", "OP Type", "Op Name", "Block Dim", "Task Start Time(us)", "Task Duration(us)"])
+    assert cols == {"device": 0, "type": 1, "name": 2, "block": 3, "start": 4, "dur": 5}
+
+
+@pytest.mark.parametrize("variant", ["new", "old"])
+def test_text_export_is_imported(tmp_path, variant):
+    prof = make_text_prof(tmp_path, variant)
+    warnings = []
+    table = parse_prof_dir(prof, warnings.append, run_msprof=False)
+    k = table.of_kind(EventKind.KERNEL).sorted()
+    assert k.column_strings("name") == ["MatMul-op1", "Add-op2"]
+    assert k.column_strings("type") == ["MatMul", "Add"]
+    assert k["ts"].tolist() == [1700000000000100250, 1700000000000200000]
+    assert k["dur"].tolist() == [12500, 3125]
+    assert k["stream"].tolist() == [2, 2]
+    assert json.loads(k.column_strings("args")[0])["block"] == "8"
+    api = table.of_kind(EventKind.API).sorted()
+    assert api.column_strings("name") == ["aclmdlExecute", "rtKernelLaunch"]
+    assert api.column_strings("type") == ["AscendCL", "Runtime"]
+    assert api["dur"].tolist() == [150500, 2000]
+    assert table.of_kind(EventKind.MARK).column_strings("name") == ["epoch"]
+    rng = table.of_kind(EventKind.RANGE)
+    assert rng.column_strings("name") == ["step 1"] and rng["dur"].tolist() == [300000]
+    assert (variant == "new") == any("skipped" in w for w in warnings)
+
+
+def test_npuprof_analyse_on_a_prof_dir(tmp_path):
+    prof = make_text_prof(tmp_path, "new")
+    proc = subprocess.run([sys.executable, "-m", "npuprof", "analyse", str(prof)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"))
+    assert proc.returncode == 0, proc.stderr
+    out = prof / "ASCEND_PROFILER_OUTPUT"
+    with open(out / "op_statistic.csv") as fh:
+        rows = {r["OP Type"]: r for r in csv.DictReader(fh)}
+    assert float(rows["MatMul"]["Total Time(us)"]) == pytest.approx(12.5)
+    assert float(rows["Add"]["Total Time(us)"]) == pytest.approx(3.125)
+
+
+@pytest.fixture
+def collected(tmp_path, monkeypatch):
+    """A real (double) collection: raw data only, as CANN writes it before msprof exports."""
+    monkeypatch.delenv("PROFILING_MODE", raising=False)
+    acl = fresh_process_state()
+    acl.init()
+    acl.rt.set_device(0)
+    model = write_model(tmp_path / "m.json", [("conv1", "Conv2D", 100), ("relu1", "Relu", 25)])
+    with AclProfiler(tmp_path / "out", profiler_level="Level1") as prof:
+        h = prof.start(devices=[0])
+        mid, _ = acl.mdl.load_from_file(str(model))
+        for _ in range(4):
+            acl.mdl.execute(mid, 0, 0)
+        prof.stop(h)
+    acl.finalize()
+    acl._double_reset()
+    return prof.prof_dirs[0]
+
+
+def test_raw_only_without_msprof_says_so(collected, monkeypatch):
+    monkeypatch.setenv("NPUPROF_NO_MSPROF", "1")
+    warnings = []
+    table = parse_prof_dir(collected, warnings.append)
+    assert len(table) == 0
+    assert any("no msprof executable" in w for w in warnings)
+
+
+def test_msprof_is_called_to_export_first(collected, monkeypatch):
+    monkeypatch.delenv("NPUPROF_NO_MSPROF", raising=False)
+    monkeypatch.setenv("PATH", f"{FAKE_MSPROF_DIR}{os.pathsep}{os.environ['PATH']}")
+    warnings = []
+    table = parse_prof_dir(collected, warnings.append)
+    assert (collected / "mindstudio_profiler_output").is_dir()
+    k = table.of_kind(EventKind.KERNEL)
+    assert sorted(set(k.column_strings("name"))) == ["conv1", "relu1"]
+    assert len(k) == 8 and sorted(set(k["dur"].tolist())) == [25000, 100000]
+    api = table.of_kind(EventKind.API)
+    assert api.column_strings("name") == ["aclmdlExecute"] * 4 and warnings == []
+
+
+def test_msprof_db_is_imported(collected):
+    subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}", "--type=db"],
+                   check=True, capture_output=True)
+    table = parse_prof_dir(collected, print, run_msprof=False)
+    k = table.of_kind(EventKind.KERNEL)
+    assert len(k) == 8 and sorted(set(k.column_strings("type"))) == ["Conv2D", "Relu"]
+    assert sorted(set(k["dur"].tolist())) == [25000, 100000]
+    assert (k["device"] == 0).all()
+    assert table.of_kind(EventKind.API).column_strings("type") == ["AscendCL"] * 4
+    assert np.all(k["ts"] > 1_000_000_000 * 10**9)  # epoch ns
