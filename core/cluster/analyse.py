@@ -1,0 +1,131 @@
+"""``npuprof cluster``: analyse every rank of a job, on a process pool or Dask.
+
+Steps: find the ranks' run directories -> map :func:`summarise_rank` over the
+ranks on the chosen executor -> detect slow ranks, align clocks, build the
+cluster tables (driver, pure functions) -> write CSV/JSON/Parquet -> optional
+per-rank traces (written by the workers) and a merged timeline of chosen
+ranks. Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
+with Dask the workers must see the input and output paths (shared storage).
+
+Example::
+
+    res = cluster_analyse("./prof", backend="dask")          # local Dask cluster
+    res.slow["slow_ranks"], res.files
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from ..errors import ProfilerConfigError
+from ..export.filters import parse_duration_ns, parse_steps
+from ..fileio import secure_mkdir
+from .alignment import align_ranks
+from .executors import Executor
+from .outputs import FORMATS, write_json, write_tables
+from .ranks import discover_ranks, parse_rank_list
+from .slowrank import detect_slow_ranks
+from .tables import busy_times, cluster_tables, matrix_json
+from .timeline import write_merged, write_rank_trace
+from .worker import RankTask, rank_events, summarise_rank
+
+log = logging.getLogger("npuprof")
+OUTPUT_NAME = "npuprof_cluster"
+
+
+@dataclass
+class ClusterResult:
+    """What :func:`cluster_analyse` computed and wrote."""
+
+    output_dir: Path
+    summaries: list
+    tables: dict
+    slow: dict
+    alignment: dict
+    matrix: dict
+    backend: str
+    files: list = field(default_factory=list)
+    traces: list = field(default_factory=list)
+    merged_timeline: Optional[Path] = None
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        return {"output_dir": str(self.output_dir), "ranks": [s.rank for s in self.summaries],
+                "backend": self.backend, "slow_ranks": self.slow["slow_ranks"], "seconds": round(self.seconds, 3),
+                "files": [str(p) for p in self.files],
+                "traces": [{"rank": r, "path": p, "bytes": b, "events": n} for r, p, b, n in self.traces],
+                "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None}
+
+
+def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
+                    scheduler: Optional[str] = None, workers: Optional[int] = None, ranks: Any = None,
+                    timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
+                    rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
+                    analyse_missing: bool = True, progress: Optional[Callable[[str], None]] = None) -> ClusterResult:
+    """Analyse the ranks under ``path``; see the module doc. Bad arguments
+    raise ProfilerConfigError before any work starts."""
+    t0 = time.perf_counter()
+    rank_sel = parse_rank_list("ranks", ranks)
+    tl_sel = parse_rank_list("timeline_ranks", timeline_ranks) if timeline_ranks is not None else None
+    step_sel = parse_steps("steps", steps)
+    min_dur_ns = parse_duration_ns("min_dur", min_dur)
+    if align not in ("auto", "comm", "none"):
+        raise ProfilerConfigError("align", align, "auto, comm, none")
+    found = discover_ranks(path, rank_sel)
+    if tl_sel is not None:
+        missing = sorted(set(tl_sel) - set(found))
+        if missing:
+            raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
+    root = Path(path)
+    out_dir = Path(output) if output is not None else (root / OUTPUT_NAME)
+    tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), analyse_missing=analyse_missing)
+             for r, dirs in found.items()]
+    say = progress or (lambda msg: None)
+    with Executor(backend, scheduler=scheduler, workers=workers) as ex:
+        say(f"summarising {len(tasks)} ranks on {ex.description}")
+        summaries = sorted(ex.map(summarise_rank, tasks), key=lambda s: s.rank)
+        slow = detect_slow_ranks(busy_times(summaries))
+        alignment = align_ranks(summaries, align)
+        tables = cluster_tables(summaries, slow, alignment)
+        matrix = matrix_json(tables["cluster_communication_matrix"])
+        secure_mkdir(out_dir)
+        say("writing tables")
+        files = write_tables(tables, out_dir, tuple(formats))
+        files.append(write_json(slow, out_dir / "slow_ranks.json"))
+        files.append(write_json({"method": align, **alignment}, out_dir / "clock_alignment.json"))
+        if matrix:
+            files.append(write_json(matrix, out_dir / "cluster_communication_matrix.json"))
+        world = max([s.world_size for s in summaries] + [len(summaries)])
+        traces: list = []
+        if rank_traces:
+            say("writing per-rank traces")
+            suffix = ".pt.trace.json" + (".gz" if use_gzip else "")
+            paths = [str(out_dir / "traces" / f"rank{t.rank}{suffix}") for t in tasks]
+            secure_mkdir(out_dir / "traces")
+            traces = [tuple(x) for x in ex.map(_write_trace_task, list(zip(tasks, paths)), step_sel, min_dur_ns,
+                                                 use_gzip, world)]
+        merged = None
+        if tl_sel:
+            say(f"merging the timeline of ranks {tl_sel}")
+            chosen = [t for t in tasks if t.rank in set(tl_sel)]
+            parts = ex.map(rank_events, chosen, step_sel, min_dur_ns)
+            merged = write_merged(parts, alignment,
+                                  out_dir / ("merged_timeline.json" + (".gz" if use_gzip else "")), use_gzip)
+            files.append(merged)
+        desc = ex.description
+    result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
+                           matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
+                           seconds=time.perf_counter() - t0)
+    summary = result.summary()
+    summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
+    # the backend and timing differ between runs; keep them out of the comparable tables
+    result.files.append(write_json(summary, out_dir / "cluster_summary.json"))
+    return result
+
+
+def _write_trace_task(item: tuple, steps: Optional[list], min_dur_ns: int, use_gzip: bool, world: int) -> tuple:
+    task, path = item
+    return write_rank_trace(task, path, steps, min_dur_ns, use_gzip, world)

@@ -1,0 +1,159 @@
+"""Built-in plugin: ``npuprof cluster``, ``npuprof timeline``, ``npuprof
+xplane`` commands, and per-rank ``communication.json`` /
+``communication_matrix.json`` next to the other ASCEND_PROFILER_OUTPUT files
+when a run has communication events (what msprof-analyze ``cluster`` reads).
+
+Example::
+
+    npuprof cluster ./prof --backend dask --timeline 0,3 --gzip
+    npuprof timeline ./prof --ranks 0,1 --steps 3-4 --min-dur 10us --gzip
+    npuprof xplane ./prof/host_1_20240101000000000_ascend_ms --logdir ./tb
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from ..hookspecs import hookimpl
+
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+
+
+@hookimpl
+def npuprof_export(run_dir: Path, result: Any) -> Optional[list]:
+    from ..fileio import atomic_write
+    from .commdata import comm_events, communication_json, communication_matrix_json
+
+    if "text" not in result.config.get("export_type", ["text"]):
+        return None
+    c = comm_events(result.events)
+    if not c.has_ops and not c.has_links:
+        return None
+    out = run_dir / OUTPUT_DIR
+    written = [atomic_write(out / "communication.json", json.dumps(communication_json(c), indent=1))]
+    if c.has_links:
+        written.append(atomic_write(out / "communication_matrix.json",
+                                    json.dumps(communication_matrix_json(c), indent=1)))
+    return written
+
+
+def _progress(quiet: bool) -> Any:
+    if quiet:
+        return None
+    return lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr)
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from .analyse import cluster_analyse
+
+    formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
+    res = cluster_analyse(args.path, output=args.output, backend=args.backend, scheduler=args.scheduler,
+                          workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
+                          min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
+                          formats=formats, analyse_missing=not args.no_analyse, progress=_progress(args.quiet))
+    if args.json:
+        print(json.dumps(res.summary(), indent=2))
+        return 0
+    ranks = [s.rank for s in res.summaries]
+    print(f"{len(ranks)} ranks analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
+    if res.slow["applicable"]:
+        print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
+    else:
+        print(f"slow-rank test not applied: {res.slow['note']}")
+    if res.matrix:
+        print(f"communication matrix: {len(res.tables['cluster_communication_matrix'])} links")
+    if res.merged_timeline:
+        print(f"merged timeline: {res.merged_timeline}")
+    if res.traces:
+        print(f"per-rank traces: {res.output_dir / 'traces'}")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from ..export.filters import file_size_report, human_bytes, parse_duration_ns, parse_steps, size_report
+    from .alignment import align_ranks
+    from .executors import Executor
+    from .ranks import discover_ranks, parse_rank_list
+    from .timeline import write_merged
+    from .worker import RankTask, rank_events, summarise_rank
+
+    steps = parse_steps("steps", args.steps)
+    min_dur_ns = parse_duration_ns("min_dur", args.min_dur)
+    found = discover_ranks(args.path, parse_rank_list("ranks", args.ranks))
+    tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs)) for r, dirs in found.items()]
+    with Executor(args.backend, workers=args.workers) as ex:
+        align = {"ranks": {}}
+        if len(tasks) > 1:
+            align = align_ranks(ex.map(summarise_rank, tasks), args.align)
+        parts = ex.map(rank_events, tasks, steps, min_dur_ns)
+    from ..events import EventTable
+
+    est = size_report(EventTable.concat([p[1] for p in parts]))
+    out = Path(args.output) if args.output else Path(args.path) / (
+        "timeline_" + "_".join(f"r{t.rank}" for t in tasks[:8]) + ".json" + (".gz" if args.gzip else ""))
+    use_gzip = args.gzip or str(out).endswith(".gz")
+    path = write_merged(parts, align, out, use_gzip)
+    actual = file_size_report([path])[0]
+    report = {"output": str(path), "ranks": [t.rank for t in tasks], "estimate": est, "written": actual}
+    if args.size_report_json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{path}: {est['events']} events, {human_bytes(actual['bytes'])} on disk"
+          + (f" ({human_bytes(actual['uncompressed_bytes'])} uncompressed)" if "uncompressed_bytes" in actual else ""))
+    for kind, row in sorted(est["by_kind"].items(), key=lambda kv: -kv[1]["bytes"]):
+        print(f"  {kind:<8} {row['events']:>10} events  ~{human_bytes(row['bytes'])}")
+    return 0
+
+
+def cmd_xplane(args: argparse.Namespace) -> int:
+    from ..export.xplane import export_tensorboard
+
+    paths = export_tensorboard(args.path, args.logdir, run_name=args.run)
+    for p in paths:
+        print(p)
+    print(f"view with: tensorboard --logdir {args.logdir}   (or: xprof --logdir={args.logdir})")
+    return 0
+
+
+@hookimpl
+def npuprof_add_commands(subparsers: Any) -> None:
+    c = subparsers.add_parser("cluster", help="analyse all ranks of a multi-rank job (process pool or Dask)")
+    c.add_argument("path", help="parent directory of the ranks' run directories")
+    c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster)")
+    c.add_argument("--backend", choices=["process", "dask", "serial"], default="process")
+    c.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a local Dask cluster)")
+    c.add_argument("--workers", type=int, default=None, help="worker processes (default: half the CPUs)")
+    c.add_argument("--ranks", default=None, help="ranks to analyse, e.g. 0-7,12 (default all)")
+    c.add_argument("--timeline", default=None, metavar="RANKS", help="write a merged timeline of these ranks")
+    c.add_argument("--traces", action="store_true", help="write per-rank traces in one directory (for HTA)")
+    c.add_argument("--steps", default=None, help="keep only these steps in timelines, e.g. 3-5")
+    c.add_argument("--min-dur", default=0, help="drop spans shorter than this from timelines, e.g. 10us")
+    c.add_argument("--gzip", action="store_true", help="gzip the timelines")
+    c.add_argument("--align", choices=["auto", "comm", "none"], default="auto", help="clock alignment of ranks")
+    c.add_argument("--no-parquet", action="store_true", help="CSV and JSON only")
+    c.add_argument("--no-analyse", action="store_true", help="do not write missing per-rank outputs")
+    c.add_argument("--json", action="store_true", help="print the result summary as JSON")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=cmd_cluster)
+
+    t = subparsers.add_parser("timeline", help="write a filtered (optionally merged, gzipped) timeline")
+    t.add_argument("path", help="a run directory or a parent of ranks' runs")
+    t.add_argument("-o", "--output", default=None, help="output file (.json or .json.gz)")
+    t.add_argument("--ranks", default=None, help="ranks to include (default all)")
+    t.add_argument("--steps", default=None, help="steps to keep, e.g. 3-5")
+    t.add_argument("--min-dur", default=0, help="drop spans shorter than this, e.g. 10us or 0.5ms")
+    t.add_argument("--gzip", action="store_true")
+    t.add_argument("--align", choices=["auto", "comm", "none"], default="auto")
+    t.add_argument("--backend", choices=["process", "dask", "serial"], default="serial")
+    t.add_argument("--workers", type=int, default=None)
+    t.add_argument("--size-report-json", action="store_true", help="print the size report as JSON")
+    t.set_defaults(func=cmd_timeline)
+
+    x = subparsers.add_parser("xplane", help="export runs as XSpace for TensorBoard / xprof")
+    x.add_argument("path", help="a run directory or a parent of runs")
+    x.add_argument("--logdir", required=True, help="TensorBoard log directory")
+    x.add_argument("--run", default=None, help="run name under plugins/profile (default: a UTC time stamp)")
+    x.set_defaults(func=cmd_xplane)

@@ -1,0 +1,150 @@
+"""Ranks of a multi-rank job: which run directory belongs to which rank, and
+which ranks a job profiles.
+
+Each rank's Profiler writes its own run directory(ies) under one parent; the
+rank comes from ``profiler_info_{rank}.json`` (``rank_id``), written when the
+window opens. A rank may own several run directories (one per schedule
+window); cluster analysis reads them all.
+
+Example::
+
+    >>> ranks = discover_ranks("./prof")               # doctest: +SKIP
+    >>> sorted(ranks)[:2], ranks[0][0].name             # doctest: +SKIP
+    ([0, 1], 'host_1234_20240101000000000_ascend_ms')
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from ..config import env_rank
+from ..errors import ProfilerConfigError, ProfilerDataError
+
+log = logging.getLogger("npuprof")
+INFO_RE = re.compile(r"^profiler_info_(\d+)\.json$")
+MAX_DEPTH = 4
+
+
+def rank_of(run_dir: Path) -> Optional[int]:
+    """The rank recorded in a run directory, or None when it has no profiler_info."""
+    for path in sorted(run_dir.glob("profiler_info*.json")):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = {}
+        if isinstance(info, dict):
+            for value in (info.get("rank_id"), info.get("npuprof", {}).get("rank")):
+                if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+                    return int(value)
+        m = INFO_RE.match(path.name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
+    if any(root.glob("profiler_info*.json")):
+        yield root
+        return
+    if depth <= 0:
+        return
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return
+    for child in children:
+        yield from _walk_run_dirs(child, depth - 1)
+
+
+def discover_ranks(path: Union[str, Path], ranks: Optional[Iterable[int]] = None) -> dict[int, list[Path]]:
+    """Map rank -> its run directories (oldest first) found under ``path``.
+
+    ``path`` is one run directory or a parent holding runs up to four levels
+    down (``prof/rank0/<run>`` works as well as ``prof/<run>``). ``ranks``
+    keeps only those ranks. Raises ProfilerDataError when no run is found.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise ProfilerDataError(root, "does not exist or is not a directory")
+    found: dict[int, list[Path]] = {}
+    for run_dir in _walk_run_dirs(root, MAX_DEPTH):
+        rank = rank_of(run_dir)
+        if rank is None:
+            continue
+        found.setdefault(rank, []).append(run_dir)
+    if not found:
+        raise ProfilerDataError(root, "holds no profiling run with a rank (no profiler_info_*.json found "
+                                      f"within {MAX_DEPTH} levels)")
+    if ranks is not None:
+        wanted = set(ranks)
+        missing = sorted(wanted - set(found))
+        if missing:
+            raise ProfilerConfigError("ranks", missing, f"ranks present under {root}: {_ranges(sorted(found))}")
+        found = {r: v for r, v in found.items() if r in wanted}
+    # windows in time order: the run dir name ends with its UTC start stamp
+    return {r: sorted(v, key=lambda p: (p.name.rsplit("_", 3)[-3:], str(p))) for r, v in sorted(found.items())}
+
+
+def parse_rank_list(name: str, value: Any) -> Optional[list[int]]:
+    """Parse ``"0,2,4-7"`` / ``[0, 2]`` / ``None`` ("all") into sorted ranks.
+
+    Example::
+
+        >>> parse_rank_list("ranks", "0,2,4-6")
+        [0, 2, 4, 5, 6]
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "all")):
+        return None
+    allowed = "rank numbers >= 0 as a list or a string like '0,2,4-7' (or 'all')"
+    out: set[int] = set()
+    if isinstance(value, str):
+        for part in value.split(","):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise ProfilerConfigError(name, value, allowed)
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ProfilerConfigError(name, value, allowed, hint=f"range {part} is reversed")
+            out.update(range(lo, hi + 1))
+    elif isinstance(value, (list, tuple, set, frozenset, range)):
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ProfilerConfigError(name, value, allowed)
+            out.add(v)
+    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        out.add(value)
+    else:
+        raise ProfilerConfigError(name, value, allowed)
+    return sorted(out)
+
+
+def should_profile(profile_rank_ids: Any, rank: Optional[int] = None) -> bool:
+    """True when this process's rank is one of ``profile_rank_ids`` (None = all).
+
+    ``rank`` defaults to the launcher's environment (RANK_ID, RANK,
+    LOCAL_RANK). Bad values raise ProfilerConfigError before anything starts.
+
+    Example::
+
+        >>> should_profile([0, 7], rank=7), should_profile([0], rank=3), should_profile(None, rank=3)
+        (True, False, True)
+    """
+    wanted = parse_rank_list("profile_rank_ids", profile_rank_ids)
+    if rank is None:
+        rank = env_rank()[0]
+    return wanted is None or rank in wanted
+
+
+def _ranges(ranks: list[int]) -> str:
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ",".join(parts)

@@ -1,0 +1,135 @@
+"""The driver half of cluster analysis: rank summaries -> cluster tables.
+
+Pure functions of the summaries (sorted by rank), so any executor gives the
+same tables. Times in µs like the per-rank files, except where a column name
+says ms or ns.
+
+Example::
+
+    tables = cluster_tables(summaries, slow, alignment)
+    tables["cluster_step_trace_time"].rows()[:2]
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..analysis.analyzers import STEP_TRACE_COLUMNS
+from ..analysis.table import Table
+
+CLUSTER_STEP_COLUMNS = ["Step", "Type", "Index"] + STEP_TRACE_COLUMNS[1:]
+RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Events", "Step Time Mean(us)",
+                        "Step Time Max(us)", "Computing Mean(us)", "Communication(Not Overlapped) Mean(us)",
+                        "Free Mean(us)", "Busy Mean(us)", "Slow", "Outlier Steps", "Clock Offset(ns)",
+                        "Clock Error Bound(ns)"]
+OP_COLUMNS = ["OP Type", "Core Type", "Ranks", "Count", "Total Time(us)", "Avg Time per Rank(us)", "Max Rank",
+              "Max Rank Time(us)", "Min Rank Time(us)"]
+COMM_COLUMNS = ["Rank", "Step", "OP Type", "Group", "Count", "Total Time(us)", "Wait Time(us)"]
+MATRIX_COLUMNS = ["Group", "OP Type", "Src Rank", "Dst Rank", "Transport Type", "Count", "Transit Time(ms)",
+                  "Transit Size(MB)", "Bandwidth(GB/s)"]
+
+
+def _r(x: float) -> float:
+    return round(float(x), 3)
+
+
+def busy_times(summaries: list) -> dict:
+    """``{rank: {step: Stage - Communication(Not Overlapped)}}`` in µs."""
+    out = {}
+    for s in summaries:
+        st = s.steps
+        out[s.rank] = {int(step): float(stage) - float(cno) for step, stage, cno in
+                       zip(st["Step"], st["Stage"], st["Communication(Not Overlapped)"])}
+    return out
+
+
+def step_table(summaries: list) -> Table:
+    rows = []
+    for s in summaries:
+        st = s.steps
+        for i, step in enumerate(st["Step"]):
+            rows.append([int(step), "rank", s.rank] + [_r(st[c][i]) for c in STEP_TRACE_COLUMNS[1:]])
+    rows.sort(key=lambda r: (r[0], r[2]))
+    return _table("cluster_step_trace_time", CLUSTER_STEP_COLUMNS, rows)
+
+
+def rank_table(summaries: list, slow: dict, alignment: dict) -> Table:
+    flagged = {r["rank"]: r for r in slow.get("ranks", [])}
+    rows = []
+    for s in summaries:
+        st = s.steps
+        stage = np.asarray(st["Stage"], dtype=float)
+        cno = np.asarray(st["Communication(Not Overlapped)"], dtype=float)
+        mean = (lambda a: _r(a.mean()) if len(a) else 0.0)
+        info = flagged.get(s.rank, {})
+        al = alignment.get("ranks", {}).get(s.rank, {})
+        bound = al.get("error_bound_ns")
+        rows.append([s.rank, s.hostname, s.device_id, len(s.run_dirs), len(stage), s.events, mean(stage),
+                     _r(stage.max()) if len(stage) else 0.0, mean(np.asarray(st["Computing"], dtype=float)),
+                     mean(cno), mean(np.asarray(st["Free"], dtype=float)), mean(stage - cno),
+                     bool(info.get("slow", False)), " ".join(str(x) for x in info.get("outlier_steps", [])),
+                     int(al.get("offset_ns", 0)), -1 if bound is None else int(bound)])
+    return _table("cluster_rank_summary", RANK_SUMMARY_COLUMNS, rows)
+
+
+def op_table(summaries: list) -> Table:
+    per: dict = defaultdict(dict)
+    counts: dict = defaultdict(int)
+    for s in summaries:
+        for typ, core, count, total in s.ops:
+            key = (typ, core)
+            per[key][s.rank] = per[key].get(s.rank, 0.0) + total
+            counts[key] += count
+    rows = []
+    for key, by_rank in per.items():
+        total = sum(by_rank.values())
+        max_rank = max(sorted(by_rank), key=lambda r: by_rank[r])
+        rows.append([key[0], key[1], len(by_rank), counts[key], _r(total), _r(total / len(by_rank)), max_rank,
+                     _r(by_rank[max_rank]), _r(min(by_rank.values()))])
+    rows.sort(key=lambda r: (-r[4], r[0], r[1]))
+    return _table("cluster_op_statistic", OP_COLUMNS, rows)
+
+
+def comm_table(summaries: list) -> Table:
+    rows = [[s.rank, int(step), typ, grp, int(n), _r(tot), _r(wait)]
+            for s in summaries for step, typ, grp, n, tot, wait in s.comm_ops]
+    rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
+    return _table("cluster_communication", COMM_COLUMNS, rows)
+
+
+def matrix_table(summaries: list) -> Table:
+    agg: dict = {}
+    for s in summaries:
+        for grp, typ, src, dst, tr, n, t_ms, s_mb in s.links:
+            a = agg.setdefault((grp, typ, src, dst, tr), [0, 0.0, 0.0])
+            a[0] += n
+            a[1] += t_ms
+            a[2] += s_mb
+    rows = [[g, t, src, dst, tr, n, round(t_ms, 6), round(s_mb, 6),
+             round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0.0]
+            for (g, t, src, dst, tr), (n, t_ms, s_mb) in sorted(agg.items())]
+    return _table("cluster_communication_matrix", MATRIX_COLUMNS, rows)
+
+
+def matrix_json(matrix: Table) -> dict:
+    """msprof-analyze's cluster_communication_matrix.json shape: op@group -> "src-dst" -> link info."""
+    out: dict = {}
+    for rec in matrix.records():
+        out.setdefault(f"{rec['OP Type']}@{rec['Group']}", {})[f"{rec['Src Rank']}-{rec['Dst Rank']}"] = {
+            "Transport Type": rec["Transport Type"], "Transit Time(ms)": rec["Transit Time(ms)"],
+            "Transit Size(MB)": rec["Transit Size(MB)"], "Bandwidth(GB/s)": rec["Bandwidth(GB/s)"],
+            "Count": rec["Count"]}
+    return out
+
+
+def _table(name: str, columns: list, rows: list) -> Table:
+    return Table(name, list(columns), {c: [r[i] for r in rows] for i, c in enumerate(columns)})
+
+
+def cluster_tables(summaries: list, slow: dict, alignment: dict) -> dict:
+    """Every cluster table by name."""
+    summaries = sorted(summaries, key=lambda s: s.rank)
+    tables = [step_table(summaries), rank_table(summaries, slow, alignment), op_table(summaries),
+              comm_table(summaries), matrix_table(summaries)]
+    return {t.name: t for t in tables}

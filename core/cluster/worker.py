@@ -1,0 +1,176 @@
+"""The per-rank half of cluster analysis: one rank's run directories ->
+a small, picklable :class:`RankSummary`.
+
+This function is what runs in a process-pool worker or on a Dask worker; the
+driver only ever receives summaries (a few KB per rank), never event tables,
+except for the ranks of a merged timeline (:func:`rank_events`).
+
+Example::
+
+    s = summarise_rank(RankTask(rank=0, run_dirs=("prof/host_1_20240101000000000_ascend_ms",)))
+    s.steps["Step"], s.steps["Computing"]
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
+from ..analysis.pipeline import OUTPUT_DIR, analyse_run, load_events
+from ..events import EventKind, EventTable
+from ..runinfo import read_info
+from .commdata import alignment_keys, comm_events
+
+log = logging.getLogger("npuprof")
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """What a worker needs to summarise one rank (plain data, picklable)."""
+
+    rank: int
+    run_dirs: tuple
+    analyse_missing: bool = True
+    host_points: int = 240
+
+
+@dataclass
+class RankSummary:
+    """Everything cluster analysis needs from one rank."""
+
+    rank: int
+    hostname: str
+    pid: int
+    device_id: int
+    world_size: int
+    run_dirs: list
+    events: int
+    steps: dict                  # step_trace_time columns (µs)
+    ops: list                    # (OP Type, Core Type, Count, Total Time(us))
+    comm_ops: list               # (step, type, group, count, total_us, wait_us)
+    links: list                  # (group, type, src, dst, transport, count, time_ms, size_mb)
+    align_keys: list
+    align_start: np.ndarray
+    align_end: np.ndarray
+    host_series: dict            # name -> (t_ns array, values array)
+    t0_ns: int
+    t1_ns: int
+    traces: list
+    warnings: list = field(default_factory=list)
+
+
+def ensure_plugins() -> None:
+    """Register npuprof's cluster export plugin when its entry point is not installed."""
+    from ..plugins.manager import get_plugin_host
+    from . import plugin
+
+    host = get_plugin_host()
+    if host.pm.get_plugin("cluster") is None and not host.pm.is_registered(plugin):
+        host.register(plugin, "cluster")
+
+
+def load_rank_events(task: RankTask) -> tuple[EventTable, dict, list, list]:
+    """All windows of one rank as one table; analyses windows without outputs
+    when ``task.analyse_missing``. Returns (events, info, warnings, trace files)."""
+    ensure_plugins()
+    tables, warnings, traces = [], [], []
+    info: dict = {}
+    for d in task.run_dirs:
+        run_dir = Path(d)
+        done = (run_dir / OUTPUT_DIR / "analyse.done").exists()
+        if task.analyse_missing and not done:
+            res = analyse_run(run_dir)
+            ev, inf, warn = res.events, res.info, res.warnings
+        else:
+            ev, inf, warn = load_events(run_dir)
+        info = info or inf
+        tables.append(ev)
+        warnings.extend(f"{run_dir.name}: {w}" for w in warn)
+        for name in ("trace_view.json", "trace_view.json.gz"):
+            if (run_dir / OUTPUT_DIR / name).exists():
+                traces.append(str(run_dir / OUTPUT_DIR / name))
+    events = EventTable.concat(tables).sorted()
+    return events, info, warnings, traces
+
+
+def _downsample(ts: np.ndarray, val: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean per equal-width time bucket, at most ``points`` buckets."""
+    if len(ts) <= points:
+        return ts.astype(np.int64), val.astype(np.float64)
+    edges = np.linspace(ts[0], ts[-1] + 1, points + 1)
+    b = np.clip(np.searchsorted(edges, ts, side="right") - 1, 0, points - 1)
+    cnt = np.bincount(b, minlength=points)
+    tsum = np.bincount(b, weights=ts.astype(np.float64), minlength=points)
+    vsum = np.bincount(b, weights=val, minlength=points)
+    ok = cnt > 0
+    return (tsum[ok] / cnt[ok]).astype(np.int64), vsum[ok] / cnt[ok]
+
+
+def summarise_events(rank: int, events: EventTable, info: dict, host_points: int = 240) -> dict:
+    """The data part of a RankSummary from an event table (no file access)."""
+    st = step_trace(events)
+    steps = {c: list(st.data[c].tolist() if hasattr(st.data[c], "tolist") else st.data[c])
+             for c in STEP_TRACE_COLUMNS}
+    ot = op_statistic(events)
+    ops = [(t, c, int(n), float(tot)) for t, c, n, tot in zip(
+        ot.data["OP Type"], ot.data["Core Type"], ot.data["Count"], np.asarray(ot.data["Total Time(us)"]).tolist())] \
+        if len(ot) else []
+    c = comm_events(events)
+    comm_ops: dict = {}
+    for step, typ, grp, dur, wait in zip(c.ops["step"].tolist(), c.ops["type"].tolist(), c.ops["group"].tolist(),
+                                         c.ops["dur"].tolist(), c.ops["wait"].tolist()):
+        a = comm_ops.setdefault((step, typ, grp), [0, 0.0, 0.0])
+        a[0] += 1
+        a[1] += dur / 1e3
+        a[2] += wait / 1e3
+    links: dict = {}
+    if c.has_links:
+        from .commdata import _op_of_links
+
+        owner = _op_of_links(c)
+        ltype = [str(c.ops["type"][o]) if o >= 0 else str(t) for o, t in zip(owner.tolist(), c.links["type"])]
+        for i in range(len(c.links["ts"])):
+            key = (str(c.links["group"][i]), ltype[i], int(c.links["src"][i]), int(c.links["dst"][i]),
+                   str(c.links["transport"][i]))
+            a = links.setdefault(key, [0, 0.0, 0.0])
+            a[0] += 1
+            a[1] += float(c.links["dur"][i]) / 1e6
+            a[2] += float(c.links["size"][i]) / (1024.0 * 1024.0)
+    keys, a_start, a_end = alignment_keys(c)
+    ctr = events.of_kind(EventKind.COUNTER)
+    series = {}
+    if len(ctr):
+        names = ctr.string_array("name")
+        for name in sorted(set(names.tolist())):
+            sel = names == name
+            series[name] = _downsample(ctr["ts"][sel], ctr["value"][sel], host_points)
+    npu = info.get("npuprof", {})
+    return dict(
+        rank=rank, hostname=str(npu.get("hostname", "")), pid=int(npu.get("pid", 0) or 0),
+        device_id=int(npu.get("device_id", info.get("ms_profiler_info", {}).get("device_id", 0)) or 0),
+        world_size=int(npu.get("world_size", 1) or 1), events=len(events), steps=steps, ops=ops,
+        comm_ops=[(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(comm_ops.items())],
+        links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
+        align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
+        t0_ns=int(events["ts"].min()) if len(events) else 0,
+        t1_ns=int((events["ts"] + events["dur"]).max()) if len(events) else 0)
+
+
+def summarise_rank(task: RankTask) -> RankSummary:
+    """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
+    events, info, warnings, traces = load_rank_events(task)
+    data = summarise_events(task.rank, events, info, task.host_points)
+    return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, **data)
+
+
+def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 0) -> tuple:
+    """(rank, filtered events, hostname) of one rank, for a merged timeline."""
+    from ..export.filters import filter_events
+
+    events, info, _, _ = load_rank_events(task)
+    return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), \
+        str(info.get("npuprof", {}).get("hostname", ""))

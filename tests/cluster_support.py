@@ -1,0 +1,154 @@
+"""Test helpers for cluster/interop/report tests: a generator of multi-rank
+npuprof run directories in the real on-disk format (profiler_info + NPR1 raw
+data written by the core's RawWriter), and small utilities.
+
+The generated job simulates synchronous data-parallel training: every step,
+each rank computes (device kernels), then joins a ring AllReduce that ends
+for all ranks when the slowest rank has arrived plus the transfer time. Ranks
+live on hosts of 8; each host's wall clock is skewed by a known offset.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from npuprof.events import EventKind, EventTable
+from npuprof.rawstore import RAW_DIR, RawWriter
+from npuprof.runinfo import base_info, write_info
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = 1_790_000_000_000_000_000          # 2026-09 in epoch ns
+KERNELS = [("MatMul", 900_000), ("Add", 120_000), ("Softmax", 300_000), ("LayerNorm", 200_000),
+           ("MatMul", 700_000), ("Gelu", 150_000)]
+
+
+@dataclass
+class GeneratedJob:
+    root: Path
+    ranks: int
+    steps: list
+    slow_ranks: list
+    skew_ns: dict                     # rank -> clock skew of its host (local = true + skew)
+    compute_ns: dict = field(default_factory=dict)   # (rank, step) -> compute time
+
+
+def ensure_cluster_plugin() -> None:
+    """Register the cluster/report plugins in this process if their entry points are absent."""
+    from npuprof.plugins.manager import get_plugin_host
+
+    host = get_plugin_host()
+    import npuprof.cluster.plugin as cp
+
+    if host.pm.get_plugin("cluster") is None and not host.pm.is_registered(cp):
+        host.register(cp, "cluster")
+    try:
+        import npuprof.report.plugin as rp
+    except ImportError:
+        return
+    if host.pm.get_plugin("report") is None and not host.pm.is_registered(rp):
+        host.register(rp, "report")
+
+
+def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (13, 42), slow_factor: float = 1.3,
+             per_host: int = 8, host_skew_ns: Optional[list] = None, seed: int = 0, world_size: Optional[int] = None,
+             first_step: int = 1, counters: bool = True) -> GeneratedJob:
+    """Write ``ranks`` run directories under ``root`` and return the ground truth."""
+    rng = np.random.default_rng(seed)
+    n_hosts = (ranks + per_host - 1) // per_host
+    if host_skew_ns is None:
+        host_skew_ns = [0] + [int(x) for x in rng.integers(-3_000_000, 3_000_000, n_hosts - 1)]
+    skew = {r: int(host_skew_ns[r // per_host]) for r in range(ranks)}
+    job = GeneratedJob(root=root, ranks=ranks, steps=list(range(first_step, first_step + steps)),
+                       slow_ranks=list(slow_ranks), skew_ns=skew)
+    cols: dict = {r: {k: [] for k in ("ts", "dur", "kind", "name", "type", "args", "device", "stream", "tid",
+                                      "value")} for r in range(ranks)}
+
+    def add(r: int, ts: int, dur: int, kind: EventKind, name: str, typ: str = "", args: str = "",
+            device: int = -1, stream: int = -1, tid: int = 0, value: float = 0.0) -> None:
+        c = cols[r]
+        c["ts"].append(ts + skew[r])
+        c["dur"].append(dur)
+        c["kind"].append(int(kind))
+        c["name"].append(name)
+        c["type"].append(typ)
+        c["args"].append(args)
+        c["device"].append(device)
+        c["stream"].append(stream)
+        c["tid"].append(tid)
+        c["value"].append(value)
+
+    t = T0
+    size = 64 << 20
+    for step in job.steps:
+        compute = {}
+        for r in range(ranks):
+            noise = rng.normal(1.0, 0.01, len(KERNELS)).clip(0.95, 1.05)
+            factor = slow_factor if r in slow_ranks else 1.0
+            compute[r] = [int(d * n * factor) for (_, d), n in zip(KERNELS, noise)]
+            job.compute_ns[(r, step)] = sum(compute[r])
+        arrive = {r: t + 50_000 + sum(compute[r]) for r in range(ranks)}
+        last = max(arrive.values())
+        transfer = 400_000
+        end = last + transfer
+        for r in range(ranks):
+            dev = r % per_host
+            pid = 1000 + r
+            add(r, t, end + 20_000 - t, EventKind.STEP, f"ProfilerStep#{step}", "ProfilerStep", tid=pid)
+            k_t = t + 50_000
+            for (name, _), d in zip(KERNELS, compute[r]):
+                add(r, k_t - 30_000, 20_000, EventKind.OP, f"{name}-op", name, tid=pid)
+                add(r, k_t, d, EventKind.KERNEL, f"{name}_kernel", name, device=dev, stream=2)
+                k_t += d
+            group = "world"
+            add(r, arrive[r], end - arrive[r], EventKind.COMM, f"hcom_allReduce_{step}", "AllReduce",
+                json.dumps({"group": group, "size": size, "wait_ns": last - arrive[r]}), device=dev, stream=5)
+            peer = (r + 1) % ranks
+            transport = "HCCS" if peer // per_host == r // per_host else "RDMA"
+            add(r, last + 10_000, transfer // 2, EventKind.COMM, "Memcpy", "AllReduce",
+                json.dumps({"group": group, "src_rank": r, "dst_rank": peer, "size": size // 2,
+                            "transport": transport}), device=dev, stream=5)
+            add(r, last + 10_000 + transfer // 2, transfer // 4, EventKind.COMM, "Reduce_Inline", "AllReduce",
+                json.dumps({"group": group, "src_rank": r, "dst_rank": r, "size": size // 2,
+                            "transport": "LOCAL"}), device=dev, stream=5)
+            if counters:
+                for i in range(5):
+                    ts_c = t + i * (end - t) // 5
+                    add(r, ts_c, 0, EventKind.COUNTER, "CPU Usage(%)", "host_sys", value=40.0 + 5 * i + r % 7,
+                        tid=pid)
+                    add(r, ts_c, 0, EventKind.COUNTER, "Memory Usage(%)", "host_sys", value=30.0 + i, tid=pid)
+        t = end + 100_000
+    world = world_size or ranks
+    for r in range(ranks):
+        c = cols[r]
+        pid = 1000 + r
+        table = EventTable.from_records(ts=c["ts"], dur=c["dur"], kind=c["kind"], name=c["name"], type=c["type"],
+                                        args=c["args"], device=c["device"], stream=c["stream"], tid=c["tid"],
+                                        value=c["value"], pid=pid, source="generated")
+        stamp = "20260911" + f"{r:09d}"
+        run_dir = root / f"node{r // per_host}-rank{r}_{pid}_{stamp}_ascend_ms"
+        writer = RawWriter(run_dir / RAW_DIR)
+        writer.append(table)
+        writer.close()
+        info = base_info({"export_type": ["text"]}, r, r % per_host, world)
+        info["npuprof"].update({"hostname": f"node{r // per_host}", "pid": pid, "state": "stopped",
+                                "steps": job.steps, "clock": {"monotonic_ns": 0, "realtime_ns": T0 + skew[r]},
+                                "start_time_ns": T0 + skew[r]})
+        write_info(run_dir, r, info)
+    return job
+
+
+def run_py(code: str, env: Optional[dict] = None, cwd: Optional[Path] = None, timeout: int = 600,
+           python: Optional[str] = None) -> "subprocess.CompletedProcess":
+    """Run Python code in a fresh interpreter (the test venv by default)."""
+    import subprocess
+
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          cwd=cwd, timeout=timeout)
