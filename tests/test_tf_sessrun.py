@@ -202,3 +202,52 @@ def test_activate_validates_its_arguments():
     assert info.value.param == "host_sys"
     assert nptf.current_activation() is None
     assert os.environ.get("PROFILING_MODE") is None
+
+
+SESSION_SCRIPT = '''
+import numpy as np, tensorflow as tf
+g = tf.Graph()
+with g.as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [8, 16])
+    w = tf.Variable(tf.ones([16, 4]))
+    y = tf.reduce_sum(tf.nn.relu(tf.matmul(x, w)))
+    init = tf.compat.v1.global_variables_initializer()
+with tf.compat.v1.Session(graph=g) as sess:      # no profiling in the script itself
+    sess.run(init)
+    for _ in range(4):
+        sess.run(y, {x: np.ones((8, 16), np.float32)})
+print("SCRIPT DONE")
+'''
+
+
+@pytest.mark.slow
+def test_launcher_with_ascend_environment_switch(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(SESSION_SCRIPT)
+    out = tmp_path / "prof"
+    env = dict(os.environ, PROFILING_MODE="true", PROFILING_OPTIONS=json.dumps({"output": str(out)}))
+    proc = subprocess.run([sys.executable, "-m", "npuprof.integrations.tensorflow", str(script)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SCRIPT DONE" in proc.stdout
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    steps = [int(r["Step"]) for r in exported(run_dir, "step_trace_time.csv")]
+    assert steps == [0, 1, 2, 3, 4]  # the initializer run + 4 runs, one step each
+    types = {r["Type"] for r in exported(run_dir, "kernel_details.csv")}
+    assert "Relu" in types
+
+
+def test_launcher_rejects_bad_environment_options(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text("print('should not run')\n")
+    env = dict(os.environ, PROFILING_MODE="true", PROFILING_OPTIONS='{"output":"/tmp/x","task_time":"x"}')
+    proc = subprocess.run([sys.executable, "-m", "npuprof.integrations.tensorflow", str(script)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert "task_time" in proc.stderr and "should not run" not in proc.stdout

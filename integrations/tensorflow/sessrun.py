@@ -159,6 +159,7 @@ class SessionProfiling:
         self.settings = settings
         self.registry = registry
         self.profiler: Any = None
+        self.shared: Any = None  # a job-wide profiler this session steps instead of owning one
         self.runs = 0
         self.disabled = False
         self.finished = False
@@ -168,8 +169,12 @@ class SessionProfiling:
         if self.disabled or self.finished:
             return
         try:
-            if self.profiler is None:
+            if self.shared is not None:
+                _step_shared(self.shared)
+            elif self.profiler is None:
                 self._start()
+                if self.shared is not None:
+                    _step_shared(self.shared)
             else:
                 self.profiler.step()  # the previous run's step ends where this one begins
         except Exception as e:
@@ -181,7 +186,11 @@ class SessionProfiling:
 
         other = core._running() if core._running is not None else None
         if other is not None and getattr(other, "_started", False):
-            # An Estimator hook, a callback or `npuprof collect` already drives a profiler.
+            if getattr(other, "npuprof_steps_from_sessions", False):
+                # The launcher's job-wide profiler: profiled sess.run calls are its steps.
+                self.shared = other
+                return
+            # An Estimator hook or a callback already drives a profiler.
             log.info("npuprof: a profiler is already running; this profiled session adds no second one")
             self.disabled = True
             return
@@ -215,6 +224,13 @@ class SessionProfiling:
             log.warning("npuprof: profiling this session failed (%s: %s); the session goes on unprofiled",
                         type(error).__name__, error)
         self.disabled = True
+
+
+def _step_shared(prof: Any) -> None:
+    """Step a job-wide profiler before every profiled run but the first of the job."""
+    if getattr(prof, "npuprof_session_runs", 0):
+        prof.step()
+    prof.npuprof_session_runs = getattr(prof, "npuprof_session_runs", 0) + 1
 
 
 class Activation:
