@@ -10,8 +10,6 @@ import json
 import logging
 import os
 import stat
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 

@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 from npuprof.errors import ProfilerConfigError, ProfilerDataError
 
-from .acl_json import read_acl_json, section_from_config, validate_profiler_section
+from .acl_json import section_from_config, validate_profiler_section
 from .cann_import import is_prof_dir
 
 EXIT_OK, EXIT_NO_DATA, EXIT_USAGE, EXIT_APP_FAILED = 0, 1, 2, 4

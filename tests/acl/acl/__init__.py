@@ -19,6 +19,7 @@ from . import _state as S
 from . import mdl, prof, rt, util  # noqa: F401  (sub-modules as in pyACL)
 
 IS_TEST_DOUBLE = True
+__all__ = ["init", "finalize", "get_recent_err_msg", "mdl", "prof", "rt", "util"]
 
 _ON = ("on",)
 
