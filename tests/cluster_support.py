@@ -152,3 +152,114 @@ def run_py(code: str, env: Optional[dict] = None, cwd: Optional[Path] = None, ti
     full_env.update(env or {})
     return subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
                           cwd=cwd, timeout=timeout)
+
+
+# A real 2-rank job: MindSpore on CPU trains a small MLP in each process and
+# averages gradients with a real all-reduce over a loopback TCP socket,
+# recorded with npuprof.cluster.comm. Rank/world come from RANK_ID/RANK_SIZE.
+MS_RANK_WORKLOAD = r'''
+import json, os, socket, struct, sys, time
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+import npuprof
+from npuprof import record_function, schedule
+from npuprof.cluster import rank_profiler
+from npuprof.cluster.comm import comm_op, record_link
+from npuprof.config import env_rank
+
+rank, world, device = env_rank()
+out, port, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ms.set_context(mode=ms.PYNATIVE_MODE, device_target="CPU")
+ms.set_seed(0)
+peer = 1 - rank
+if rank == 0:
+    srv = socket.create_server(("127.0.0.1", port))
+    sock, _ = srv.accept()
+else:
+    for _ in range(600):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port)); break
+        except OSError:
+            time.sleep(0.05)
+sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+def recv_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise RuntimeError("peer closed")
+        buf += chunk
+    return bytes(buf)
+
+def allreduce(flat, step):
+    data = flat.astype(np.float32).tobytes()
+    with comm_op(f"hcom_allReduce_{step}", "AllReduce", group="world", size=len(data)) as op:
+        t0 = time.perf_counter_ns()
+        sock.sendall(struct.pack("<I", len(data)) + data)
+        t1 = time.perf_counter_ns()
+        record_link(t0, t1, rank, peer, len(data), "TCP", group="world", op_type="AllReduce", name="send")
+        w0 = time.perf_counter_ns()
+        (n,) = struct.unpack("<I", recv_exact(4))
+        op.wait_ns = time.perf_counter_ns() - w0
+        other = np.frombuffer(recv_exact(n), dtype=np.float32)
+        t2 = time.perf_counter_ns()
+        total = flat + other
+        record_link(t2, time.perf_counter_ns(), rank, rank, len(data), "LOCAL", group="world",
+                    op_type="AllReduce", name="reduce")
+    return total / 2
+
+net = nn.SequentialCell([nn.Dense(64, 128), nn.ReLU(), nn.Dense(128, 10)])
+loss_fn = nn.MSELoss()
+opt = nn.SGD(net.trainable_params(), learning_rate=0.01)
+grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+rng = np.random.default_rng(rank)
+x = ms.Tensor(rng.standard_normal((32, 64)).astype(np.float32))
+y = ms.Tensor(rng.standard_normal((32, 10)).astype(np.float32))
+losses = []
+with rank_profiler(output_path=os.path.join(out, f"rank{rank}"), activities=["CPU"], host_sys=["cpu", "mem"],
+                   host_sys_usage_freq=100, schedule=schedule(wait=1, warmup=1, active=steps - 2)) as prof:
+    for step in range(steps):
+        with record_function("forward_backward"):
+            loss, grads = grad_fn(x, y)
+        flat = np.concatenate([g.asnumpy().ravel() for g in grads])
+        avg = allreduce(flat, step)
+        new, off = [], 0
+        for g in grads:
+            n = int(np.prod(g.shape))
+            new.append(ms.Tensor(avg[off:off + n].reshape(g.shape)))
+            off += n
+        with record_function("optimizer"):
+            opt(tuple(new))
+        losses.append(float(loss.asnumpy()))
+        time.sleep(0.01 * (1 + rank))
+        prof.step()
+sock.close()
+print(json.dumps({"rank": rank, "world": world, "saved_runs": [str(p) for p in prof.saved_runs],
+                  "losses": losses}))
+'''
+
+
+def run_ms_ranks(out: Path, steps: int = 6, world: int = 2, timeout: int = 600) -> list:
+    """Launch ``world`` MindSpore ranks (RANK_ID/RANK_SIZE/DEVICE_ID set) and return their JSON facts."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = out / "ms_rank_workload.py"
+    out.mkdir(parents=True, exist_ok=True)
+    script.write_text(MS_RANK_WORKLOAD)
+    procs = []
+    for r in range(world):
+        env = dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(world), DEVICE_ID=str(r), GLOG_v="3")
+        procs.append(subprocess.Popen([sys.executable, str(script), str(out), str(port), str(steps)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    facts = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, stderr[-4000:]
+        facts.append(json.loads(stdout.strip().splitlines()[-1]))
+    return facts
