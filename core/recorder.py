@@ -1,14 +1,24 @@
 """Host-side event recording: per-thread buffers and a background flusher.
 
 The hot path (``record_function`` exit, ``mstx.mark``) is a clock read and
-one ``list.append`` onto the calling thread's buffer. A flusher thread turns
-buffered tuples into :class:`EventTable` chunks every ``flush_interval``
-(sooner when buffers grow), so memory stays bounded however long the run.
+one ``list +=`` of a small tuple onto the calling thread's buffer. A flusher
+thread turns buffered events into :class:`EventTable` chunks every
+``flush_interval`` (sooner when buffers grow), so memory stays bounded
+however long the run.
 
-Buffer entries are ``(kind, name, t0_mono_ns, t1_mono_ns, type, args)``.
-Draining uses ``n = len(buf); chunk = buf[:n]; del buf[:n]``: each is one
-atomic operation under the GIL and appends only ever land past ``n``, so no
-lock sits on the hot path and nothing is lost.
+Each thread owns two flat lists (flat, not a tuple per event: ints and strs
+are not tracked by the garbage collector, so a million buffered events cost
+no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
+
+- ``ranges``: plain ``record_function`` ranges, 3 items per event
+  ``name, t0_mono_ns, t1_mono_ns``;
+- ``events``: everything else, 6 items per event
+  ``kind, name, t0_mono_ns, t1_mono_ns, type, args``.
+
+``list +=`` of a tuple is one atomic operation under the GIL, so a buffer's
+length is always a whole number of events. Draining uses ``n = len(buf);
+chunk = buf[:n]; del buf[:n]``: each is atomic and appends only ever land
+past ``n``, so no lock sits on the hot path and nothing is lost.
 """
 from __future__ import annotations
 
@@ -24,7 +34,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 
-from .events import EventKind, EventTable, _Pool
+from .events import EventKind, EventTable
 from .rawstore import RawWriter
 
 log = logging.getLogger("npuprof")
@@ -32,13 +42,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _perf = time.perf_counter_ns
 _recorder: Optional["Recorder"] = None          # the active recorder, read by annotations
+# Set while the active recorder needs work at range entry (call stacks, annotation sinks);
+# None keeps ``record_function.__enter__`` down to one clock read.
+_enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
 PENDING_FLUSH_THRESHOLD = 50_000
 TICK_SECONDS = 0.05
+RANGE_ITEMS = 3     # name, t0, t1
+EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
 
 
 def active_recorder() -> Optional["Recorder"]:
     return _recorder
+
+
+class _Buffers:
+    """One thread's buffers (see module doc)."""
+
+    __slots__ = ("pid", "tid", "ranges", "events")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.tid = threading.get_native_id()
+        self.ranges: list = []
+        self.events: list = []
 
 
 class Recorder:
@@ -53,9 +80,10 @@ class Recorder:
         self.with_stack = with_stack
         self.on_failure = on_failure
         self.domain_filter = domain_filter
-        self.sinks: tuple = ()            # annotation sinks (e.g. msproftx on an NPU)
-        self._local = threading.local()
-        self._buffers: list[tuple[int, int, list]] = []   # (pid, tid, buffer)
+        self._sinks: tuple = ()          # annotation sinks (e.g. msproftx on an NPU)
+        self._plain = not with_stack     # ranges need no stack, no sink: the fast path applies
+        self._local = threading.local()  # .r = ranges list, .e = events list of this thread
+        self._threads: list[_Buffers] = []
         self._reg_lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._stop = threading.Event()
@@ -63,20 +91,43 @@ class Recorder:
         self.failed: Optional[BaseException] = None
         self.dropped = 0
 
+    # -- annotation sinks -------------------------------------------------------
+    @property
+    def sinks(self) -> tuple:
+        """Objects told about every range and mark (``range_start(name) -> id``,
+        ``range_end(id)``, ``mark(message)``); plugins add them while recording."""
+        return self._sinks
+
+    @sinks.setter
+    def sinks(self, value: Any) -> None:
+        self._sinks = tuple(value)
+        self._plain = not self.with_stack and not self._sinks
+        if _recorder is self:
+            _set_enter_hook(self)
+
     # -- buffers --------------------------------------------------------------
+    def _register(self) -> _Buffers:
+        bufs = _Buffers()
+        self._local.r = bufs.ranges
+        self._local.e = bufs.events
+        with self._reg_lock:
+            self._threads.append(bufs)
+        return bufs
+
     def buffer(self) -> list:
+        """The calling thread's general buffer (flat, ``EVENT_ITEMS`` items per event)."""
         try:
-            return self._local.buf
+            return self._local.e
         except AttributeError:
-            buf: list = []
-            self._local.buf = buf
-            with self._reg_lock:
-                self._buffers.append((os.getpid(), threading.get_native_id(), buf))
-            return buf
+            return self._register().events
 
     def add(self, kind: int, name: str, t0: int, t1: int, type_: str = "", args: str = "") -> None:
         """Record one event (monotonic ns) from any thread."""
-        self.buffer().append((kind, name, t0, t1, type_, args))
+        try:
+            buf = self._local.e
+        except AttributeError:
+            buf = self._register().events
+        buf += (kind, name, t0, t1, type_, args)
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -84,12 +135,14 @@ class Recorder:
         self._thread = threading.Thread(target=self._run, name="npuprof-flusher", daemon=True)
         self._thread.start()
         _recorder = self
+        _set_enter_hook(self)
 
     def stop(self) -> None:
         """Detach from annotations, flush everything, stop the flusher."""
         global _recorder
         if _recorder is self:
             _recorder = None
+            _set_enter_hook(None)
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
@@ -104,27 +157,31 @@ class Recorder:
                 last = now
 
     def pending(self) -> int:
-        return sum(len(b) for _, _, b in self._buffers)
+        """Events buffered and not yet written."""
+        return sum(len(b.ranges) // RANGE_ITEMS + len(b.events) // EVENT_ITEMS for b in self._threads)
 
     # -- flushing -------------------------------------------------------------
     def flush(self) -> int:
         """Write buffered events; returns how many. Never raises."""
         with self._flush_lock:
             with self._reg_lock:
-                buffers = list(self._buffers)
-            tables = []
-            for pid, tid, buf in buffers:
-                n = len(buf)
-                if not n:
-                    continue
-                chunk = buf[:n]
-                del buf[:n]
-                tables.append(self._to_table(pid, tid, chunk))
-            if not tables or self.failed is not None:
-                if self.failed is not None:
-                    self.dropped += sum(len(t) for t in tables)
+                threads = list(self._threads)
+            chunks = []
+            for bufs in threads:
+                ranges = _drain(bufs.ranges)
+                events = _drain(bufs.events)
+                if ranges or events:
+                    chunks.append((bufs.pid, bufs.tid, ranges, events))
+            if not chunks:
                 return 0
-            table = EventTable.concat(tables)
+            if self.failed is not None:
+                self.dropped += sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+                return 0
+            try:
+                table = chunks_to_table(chunks, self.offset_ns)
+            except Exception as e:  # a bug here must not reach the user's training
+                self._fail(e)
+                return 0
             self.write_table(table)
             return len(table)
 
@@ -143,20 +200,104 @@ class Recorder:
         self.failed = error
         if _recorder is self:
             _recorder = None
+            _set_enter_hook(None)
         if self.on_failure is not None:
             self.on_failure(error)
 
-    def _to_table(self, pid: int, tid: int, chunk: list) -> EventTable:
-        kinds, names, t0, t1, types, args = zip(*chunk)
-        pool = _Pool()
-        t0a = np.fromiter(t0, dtype=np.int64, count=len(chunk))
-        t1a = np.fromiter(t1, dtype=np.int64, count=len(chunk))
-        return EventTable.from_codes(
-            {"ts": t0a + self.offset_ns, "dur": t1a - t0a, "kind": np.fromiter(kinds, np.uint8, len(chunk)),
-             "pid": pid, "tid": tid},
-            {"name": pool.codes(names), "type": pool.codes(types), "args": pool.codes(args),
-             "source": pool.code("npuprof")},
-            pool.strings)
+
+def _drain(buf: list) -> list:
+    n = len(buf)
+    if not n:
+        return []
+    chunk = buf[:n]
+    del buf[:n]
+    return chunk
+
+
+class _StringCodes:
+    """Interns strings for one flush; codes come from C-level dict lookups."""
+
+    __slots__ = ("index", "strings")
+
+    def __init__(self) -> None:
+        self.index: dict = {"": 0}
+        self.strings: list[str] = [""]
+
+    def codes(self, values: list) -> np.ndarray:
+        index, strings = self.index, self.strings
+        try:
+            for s in dict.fromkeys(values):        # unique values in order, in C
+                if s not in index:
+                    index[s] = len(strings)
+                    strings.append(s if type(s) is str else str(s))
+            return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
+        except TypeError:                          # an unhashable name: fall back to its text
+            return self.codes([str(v) for v in values])
+
+
+def chunks_to_table(chunks: list, offset_ns: int) -> EventTable:
+    """Columns from drained ``(pid, tid, ranges, events)`` buffers (see module doc).
+
+    Each column is allocated once and filled in place (fresh memory is what
+    costs most here, not the arithmetic).
+
+    Example::
+
+        >>> t = chunks_to_table([(1, 2, ["f", 10, 15], [2, "m", 12, 12, "default", ""])], offset_ns=0)
+        >>> t.column_strings("name"), t["dur"].tolist()
+        (['f', 'm'], [5, 0])
+    """
+    total = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+    ts = np.empty(total, dtype=np.int64)
+    dur = np.empty(total, dtype=np.int64)
+    kind = np.empty(total, dtype=np.uint8)
+    pid_c = np.empty(total, dtype=np.int64)
+    tid_c = np.empty(total, dtype=np.int64)
+    name = np.empty(total, dtype=np.int32)
+    type_ = np.zeros(total, dtype=np.int32)
+    args = np.zeros(total, dtype=np.int32)
+    pool = _StringCodes()
+    lo = 0
+    for pid, tid, ranges, events in chunks:
+        for flat, width in ((ranges, RANGE_ITEMS), (events, EVENT_ITEMS)):
+            n = len(flat) // width
+            if not n:
+                continue
+            hi = lo + n
+            base = 0 if width == RANGE_ITEMS else 1
+            t0 = np.fromiter(flat[base + 1::width], dtype=np.int64, count=n)
+            ts[lo:hi] = t0
+            ts[lo:hi] += offset_ns
+            dur[lo:hi] = np.fromiter(flat[base + 2::width], dtype=np.int64, count=n)
+            dur[lo:hi] -= t0
+            name[lo:hi] = pool.codes(flat[base::width])
+            if width == RANGE_ITEMS:
+                kind[lo:hi] = _RANGE
+            else:
+                kind[lo:hi] = np.fromiter(flat[0::width], dtype=np.uint8, count=n)
+                type_[lo:hi] = pool.codes(flat[4::width])
+                args[lo:hi] = pool.codes(flat[5::width])
+            pid_c[lo:hi] = pid
+            tid_c[lo:hi] = tid
+            lo = hi
+    source = int(pool.codes(["npuprof"])[0])
+    return EventTable.from_codes({"ts": ts, "dur": dur, "kind": kind, "pid": pid_c, "tid": tid_c},
+                                 {"name": name, "type": type_, "args": args, "source": source}, pool.strings)
+
+
+def _set_enter_hook(rec: Optional[Recorder]) -> None:
+    global _enter_hook
+    _enter_hook = None if rec is None or rec._plain else _slow_enter
+
+
+def _slow_enter(rf: "record_function") -> None:
+    rec = _recorder
+    if rec is None:
+        return
+    if rec.with_stack:
+        rf._stack = _stack_text(skip=3)
+    if rec._sinks:
+        rf._sink_ids = [s.range_start(rf.name) for s in rec._sinks]
 
 
 # -- user annotations ---------------------------------------------------------
@@ -174,8 +315,9 @@ def _stack_text(skip: int = 2, limit: int = 32) -> str:
 class record_function:
     """Mark a range of user code; shows as a ``user_annotation`` in the trace.
 
-    Usable as a context manager or a decorator, from any thread; costs a clock
-    read and an append when a profiler records, almost nothing otherwise.
+    Usable as a context manager or a decorator, from any thread; costs two
+    clock reads and one append when a profiler records, two clock reads
+    otherwise.
 
     Example::
 
@@ -193,44 +335,47 @@ class record_function:
         self.args = args
 
     def __enter__(self) -> "record_function":
-        rec = _recorder
-        if rec is not None:
-            self._stack = _stack_text() if rec.with_stack else ""
-            if rec.sinks:
-                self._sink_ids = [s.range_start(self.name) for s in rec.sinks]
+        if _enter_hook is not None:
+            _enter_hook(self)
         self._t0 = _perf()
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         t1 = _perf()
         rec = _recorder
         if rec is not None:
-            args = self._stack if rec.with_stack else ""
-            if self.args:
-                args = json.dumps({**(json.loads(args) if args else {}), **self.args}, default=str)
-            try:
-                buf = rec._local.buf
-            except AttributeError:
-                buf = rec.buffer()
-            buf.append((_RANGE, self.name, self._t0, t1, "", args))
-            if rec.sinks:
-                for sink, rid in zip(rec.sinks, getattr(self, "_sink_ids", ())):
-                    sink.range_end(rid)
+            if rec._plain and self.args is None:
+                try:
+                    rec._local.r += (self.name, self._t0, t1)
+                except AttributeError:
+                    rec._register().ranges.extend((self.name, self._t0, t1))
+            else:
+                self._record_slow(rec, t1)
         return False
+
+    def _record_slow(self, rec: Recorder, t1: int) -> None:
+        args = getattr(self, "_stack", "") if rec.with_stack else ""
+        if self.args:
+            args = json.dumps({**(json.loads(args) if args else {}), **self.args}, default=str)
+        rec.add(_RANGE, self.name, self._t0, t1, "", args)
+        if rec._sinks:
+            for sink, rid in zip(rec._sinks, getattr(self, "_sink_ids", ())):
+                sink.range_end(rid)
 
     def __call__(self, fn: F) -> F:
         name = self.name
+        args = self.args
 
         @functools.wraps(fn)
         def wrapper(*a: Any, **kw: Any) -> Any:
-            with record_function(name):
+            with record_function(name, args):
                 return fn(*a, **kw)
 
         return wrapper  # type: ignore[return-value]
 
 
 _range_ids = itertools.count(1)
-_open_ranges: dict[int, tuple[str, int, str, list]] = {}
+_open_ranges: dict[int, tuple[str, int, str, Recorder, list]] = {}
 
 
 class mstx:
@@ -253,9 +398,13 @@ class mstx:
         if rec is None or (rec.domain_filter is not None and not rec.domain_filter(domain)):
             return
         t = _perf()
-        rec.buffer().append((_MARK, message, t, t, domain, ""))
-        for sink in rec.sinks:
-            sink.mark(message)
+        try:
+            rec._local.e += (_MARK, message, t, t, domain, "")
+        except AttributeError:
+            rec._register().events.extend((_MARK, message, t, t, domain, ""))
+        if rec._sinks:
+            for sink in rec._sinks:
+                sink.mark(message)
 
     @staticmethod
     def range_start(message: str, stream: Any = None, domain: str = "default") -> int:
@@ -263,18 +412,19 @@ class mstx:
         if rec is None or (rec.domain_filter is not None and not rec.domain_filter(domain)):
             return 0
         rid = next(_range_ids)
-        _open_ranges[rid] = (message, _perf(), domain, rec.buffer())
+        _open_ranges[rid] = (message, _perf(), domain, rec, rec.buffer())
         return rid
 
     @staticmethod
     def range_end(range_id: int, domain: str = "default") -> None:
         t1 = _perf()
         opened = _open_ranges.pop(range_id, None)
-        rec = _recorder
-        if opened is None or rec is None:
+        if opened is None:
             return
-        message, t0, dom, buf = opened
-        buf.append((_RANGE, message, t0, t1, dom, ""))
+        message, t0, dom, rec, buf = opened
+        # recorded on the thread that started the range; dropped if its window already ended
+        if rec is _recorder:
+            buf += (_RANGE, message, t0, t1, dom, "")
 
 
 def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[str] = None) -> Any:
@@ -300,7 +450,11 @@ def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[s
             try:
                 return f(*a, **kw)
             finally:
-                rec.buffer().append((_API, label, t0, _perf(), level, ""))
+                t1 = _perf()
+                try:
+                    rec._local.e += (_API, label, t0, t1, level, "")
+                except AttributeError:
+                    rec._register().events.extend((_API, label, t0, t1, level, ""))
 
         return wrapper  # type: ignore[return-value]
 
