@@ -47,6 +47,28 @@ def fresh_process_state():
     return acl
 
 
+def release_double() -> None:
+    """Undo import_double: later tests in this pytest process must not see an ``acl`` module
+    (the pyACL backend engages in any process that imported acl)."""
+    from npuprof.integrations.pyacl import checked, plugin, subscribe
+    from npuprof.integrations.pyacl.contract import CONTRACT
+    from npuprof.integrations.pyacl.tracking import _before_finalize
+
+    plugin._backend.finalize_quietly()
+    acl = sys.modules.get("acl")
+    if acl is not None and getattr(acl, "IS_TEST_DOUBLE", False):
+        acl._double_reset()
+    for name in [m for m in sys.modules if m == "acl" or m.startswith("acl.")]:
+        del sys.modules[name]
+    while str(DOUBLE_DIR) in sys.path:
+        sys.path.remove(str(DOUBLE_DIR))
+    CONTRACT.reset()
+    checked._reset_shared()
+    plugin._reset_for_tests()
+    subscribe._active = None
+    _before_finalize.clear()
+
+
 def write_model(path: Path, ops: list, fail_after: Optional[int] = None) -> Path:
     """A model file for the double: ops = [(name, type, duration_us), ...]."""
     path.write_text(json.dumps({"ops": [{"name": n, "type": t, "duration_us": d} for n, t, d in ops],

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from acl_support import fresh_process_state, write_model
+from acl_support import release_double, fresh_process_state, write_model
 from npuprof.errors import ProfilerConfigError, ProfilerError
 from npuprof.integrations.pyacl import constants as C
 from npuprof.integrations.pyacl.checked import CheckedProf
@@ -25,7 +25,7 @@ def acl(monkeypatch):
     monkeypatch.delenv("PROFILER_SAMPLECONFIG", raising=False)
     mod = fresh_process_state()
     yield mod
-    mod._double_reset()
+    release_double()
 
 
 @pytest.fixture

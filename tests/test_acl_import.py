@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from acl_support import FAKE_MSPROF_DIR, fresh_process_state, write_model
+from acl_support import release_double, FAKE_MSPROF_DIR, fresh_process_state, write_model
 from npuprof.events import EventKind
 from npuprof.integrations.pyacl.cann_import import column_map, parse_prof_dir, us_to_ns
 from npuprof.integrations.pyacl.profiler import AclProfiler
@@ -121,7 +121,7 @@ def collected(tmp_path, monkeypatch):
             acl.mdl.execute(mid, 0, 0)
         prof.stop(h)
     acl.finalize()
-    acl._double_reset()
+    release_double()
     return prof.prof_dirs[0]
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from acl_support import FAKE_MSPROF_DIR, fresh_process_state, write_model
+from acl_support import release_double, FAKE_MSPROF_DIR, fresh_process_state, write_model
 from npuprof import Profiler, mstx, record_function, schedule
 from npuprof.events import EventKind
 from npuprof.integrations.pyacl.checked import shared_prof
@@ -28,10 +28,7 @@ def acl(monkeypatch):
     monkeypatch.delenv("DEVICE_ID", raising=False)
     mod = fresh_process_state()
     yield mod
-    from npuprof.integrations.pyacl import plugin
-
-    plugin._backend.finalize_quietly()
-    mod._double_reset()
+    release_double()
 
 
 def prof_names(acl):

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from acl_support import fresh_process_state, write_model
+from acl_support import release_double, fresh_process_state, write_model
 from npuprof.errors import ProfilerConfigError, ProfilerDataError, ProfilerStateError
 from npuprof.events import EventKind
 from npuprof.integrations.pyacl.contract import CONTRACT
@@ -23,7 +23,7 @@ def acl():
     mod.init()
     mod.rt.set_device(0)
     yield mod
-    mod._double_reset()
+    release_double()
 
 
 def reader_threads():
@@ -159,3 +159,10 @@ def test_record_layout_and_crc():
         decode_records(recs[:-1], 72)
     d80 = decode_records(build_record(1, 1, 1, 0, 5, size=80, device=3), 80)
     assert d80["devId"].tolist() == [3]
+
+
+def test_the_double_is_released_after_each_test():
+    """Later tests in the same pytest process must not find an ``acl`` module (the backend would engage)."""
+    import sys
+
+    assert "acl" not in sys.modules
