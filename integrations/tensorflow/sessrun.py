@@ -182,9 +182,7 @@ class SessionProfiling:
         self.runs += 1
 
     def _start(self) -> None:
-        from npuprof import profiler as core
-
-        other = core._running() if core._running is not None else None
+        other = running_profiler()
         if other is not None and getattr(other, "_started", False):
             if getattr(other, "npuprof_steps_from_sessions", False):
                 # The launcher's job-wide profiler: profiled sess.run calls are its steps.
@@ -224,6 +222,19 @@ class SessionProfiling:
             log.warning("npuprof: profiling this session failed (%s: %s); the session goes on unprofiled",
                         type(error).__name__, error)
         self.disabled = True
+
+
+def running_profiler() -> Any:
+    """The npuprof Profiler running in this process, or None."""
+    from npuprof import profiler as core
+
+    public = getattr(core, "running_profiler", None)
+    if callable(public):
+        return public()
+    ref = getattr(core, "_running", None)  # a Profiler, or a weakref to one in older cores
+    if ref is None or isinstance(ref, core.Profiler):
+        return ref
+    return ref() if callable(ref) else None
 
 
 def _step_shared(prof: Any) -> None:
