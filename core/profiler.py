@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import json
 import logging
@@ -23,13 +24,13 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from . import recorder as _rec
 from .config import ProfilerConfig, build_config
 from .enums import ProfilerAction
 from .errors import ProfilerConfigError, ProfilerStateError
-from .fileio import atomic_write, secure_mkdir
+from .fileio import atomic_write, open_private, secure_mkdir
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
 from .rawstore import RAW_DIR, RawWriter
@@ -39,10 +40,16 @@ from .session import ClockAnchor, CollectionSession
 
 log = logging.getLogger("npuprof")
 
-_running: Optional["weakref.ref[Profiler]"] = None
+# The started Profiler of this process (a strong reference: a running profiler
+# must not be collected before it is stopped), and the lock around it.
+_running: Optional["Profiler"] = None
 _running_lock = threading.Lock()
 MAX_METADATA_BYTES = 100 << 20
 LOCK_FILE = ".npuprof.lock"
+# Signals whose handler npuprof wraps while a Profiler runs: SIGTERM stops and
+# saves the window first; both are held back while the profiler is in the
+# middle of one of its own operations (see ``_operation``).
+_WRAPPED_SIGNALS = ("SIGTERM", "SIGINT")
 
 
 class Profiler:
@@ -113,23 +120,37 @@ class Profiler:
         self._sampler: Optional[HostSampler] = None
         self._clock = ClockAnchor.now()
         self._pending_async: list = []
+        self._op_lock = threading.RLock()
+        self._op_owner: Optional[int] = None
+        self._op_depth = 0
+        self._deferred: list = []          # signals that arrived during an operation
+        self._owner_pid = os.getpid()
+        self._atexit_registered = False
         if self.config.start_profile:
             self.start()
 
     # -- public API -------------------------------------------------------------
     def start(self) -> None:
         """Begin: apply ``schedule(0)``; raises if another Profiler runs."""
+        with self._operation():
+            self._start()
+
+    def _start(self) -> None:
         global _running
         if self._started:
             log.warning("npuprof: profiler already started; start() ignored")
             return
+        if os.getpid() != self._owner_pid:
+            raise ProfilerStateError("this Profiler was created in the parent of a forked process; "
+                                     "create a new Profiler in the child")
         with _running_lock:
-            other = _running() if _running is not None else None
+            other = _running
             if other is not None and other is not self and other._started:
-                raise ProfilerStateError("another npuprof Profiler is already running in this process; "
-                                         "stop it before starting a new one")
+                raise ProfilerStateError(
+                    f"another npuprof Profiler is already running in this process (output_path "
+                    f"{other.config.output_path}); stop it before starting a new one")
             self._acquire_dir_lock()
-            _running = weakref.ref(self)
+            _running = self
         self._started = True
         self._install_exit_handlers()
         self.step_num = 0
@@ -138,6 +159,12 @@ class Profiler:
 
     def step(self) -> None:
         """Mark the end of one training step and apply the schedule."""
+        if os.getpid() != self._owner_pid:
+            return   # a forked child's copy of the parent's profiler: inert
+        with self._operation():
+            self._step()
+
+    def _step(self) -> None:
         if not self._started:
             log.warning("npuprof: profiler is stopped, step() takes no effect")
             return
@@ -155,26 +182,34 @@ class Profiler:
     def stop(self) -> None:
         """Leave the profiler: a recording window is saved (marked partial if
         its schedule cycle had not ended), a warm-up window is discarded."""
+        if os.getpid() != self._owner_pid:
+            return   # a forked child's copy of the parent's profiler: inert
+        with self._operation():
+            self._stop()
+
+    def _stop(self) -> None:
         global _running
         if not self._started:
             return
-        if self.config.schedule is not None and not self._stepped:
-            log.warning("npuprof: the profiler has a schedule but step() was never called; "
-                        "call prof.step() once per training step")
-        if self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
-            self._close_step(time.perf_counter_ns())
-            if self.current_session is not None and self.config.schedule is not None:
-                # the schedule's cycle had not reached its last step() yet
-                self.current_session.partial = True
-        if self.action is ProfilerAction.WARMUP:
-            log.warning("npuprof: profiler stopped during WARMUP at step %d; that window had recorded nothing "
-                        "and is discarded", self.step_num)
-        self._transition(self.action, None)
-        self._started = False
-        self._release_dir_lock()
-        with _running_lock:
-            if _running is not None and _running() is self:
-                _running = None
+        try:
+            if self.config.schedule is not None and not self._stepped:
+                log.warning("npuprof: the profiler has a schedule but step() was never called; "
+                            "call prof.step() once per training step")
+            if self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
+                self._close_step(time.perf_counter_ns())
+                if self.current_session is not None and self.config.schedule is not None:
+                    # the schedule's cycle had not reached its last step() yet
+                    self.current_session.partial = True
+            if self.action is ProfilerAction.WARMUP:
+                log.warning("npuprof: profiler stopped during WARMUP at step %d; that window had recorded "
+                            "nothing and is discarded", self.step_num)
+            self._transition(self.action, None)
+        finally:
+            self._started = False
+            self._release_dir_lock()
+            with _running_lock:
+                if _running is self:
+                    _running = None
 
     def analyse(self, export_type: Any = None, **kwargs: Any) -> list:
         """Analyse every saved window not analysed yet; stops first if running.
@@ -261,6 +296,7 @@ class Profiler:
 
     def _transition(self, prev: ProfilerAction, current: Optional[ProfilerAction]) -> None:
         ops = TRANSITIONS[(prev, current)]
+        interrupted: Optional[BaseException] = None
         for op in ops:
             if self._failed and op in (Op.PREPARE, Op.START):
                 continue
@@ -268,8 +304,13 @@ class Profiler:
                 self._apply(op, prev, current)
             except Exception as e:
                 self._fail_collection(op.value, e)
+            except BaseException as e:  # SystemExit / KeyboardInterrupt from a callback: finish, then raise
+                if interrupted is None:
+                    interrupted = e
         if current is not None:
             self.action = current
+        if interrupted is not None:
+            raise interrupted
 
     def _apply(self, op: Op, prev: ProfilerAction, current: Optional[ProfilerAction]) -> None:
         if op is Op.PREPARE:
@@ -318,8 +359,11 @@ class Profiler:
             info["npuprof"]["events_written"] = s.writer.events_written
             if s.writer.report.aged_out_segments:
                 info["npuprof"]["storage"] = s.writer.report.__dict__
-            if self._recorder is not None and self._recorder.failed is not None:
-                info["npuprof"]["collection_error"] = str(self._recorder.failed)
+            error = s.writer.failed or (self._recorder.failed if self._recorder is not None else None)
+            if error is not None:
+                info["npuprof"]["collection_error"] = f"{type(error).__name__}: {error}"
+            if self._recorder is not None and self._recorder.dropped:
+                info["npuprof"]["events_dropped"] = self._recorder.dropped
         write_info(s.run_dir, self.config.rank, info)
 
     def _start_recording(self) -> None:
@@ -360,12 +404,18 @@ class Profiler:
         if s is None:
             return
         s.saved = True
-        self._write_info("stopped")
-        self._write_metadata(s.run_dir)
+        # Each step on its own: a full disk while writing profiler_info must not
+        # keep the window out of saved_runs or skip on_trace_ready.
+        for what, action in (("profiler_info", lambda: self._write_info("stopped")),
+                             ("metadata", lambda: self._write_metadata(s.run_dir))):
+            try:
+                action()
+            except Exception as e:
+                self._fail_collection(f"save ({what})", e)
         self._recorder = None
         self.saved_runs.append(s.run_dir)
-        self._call("npuprof_trace_ready", session=s)
         self.current_session = None
+        self._call("npuprof_trace_ready", session=s)
         if self.config.on_trace_ready is not None:
             try:
                 self.config.on_trace_ready(self)
@@ -402,34 +452,85 @@ class Profiler:
             log.warning(message)
 
     def _on_write_failure(self, error: BaseException) -> None:
-        self._warn_once("write", f"npuprof: writing profiling data failed ({error}); collection stopped, "
-                                 "data written so far is kept and analysable")
+        # Called from the flusher thread: only flags here; the sampler stops itself on the next step.
+        self._report_failure(f"npuprof: writing profiling data failed ({error}); collection stopped, "
+                             "data written so far is kept and analysable; training goes on")
         self._failed = True
 
     def _fail_collection(self, where: str, error: BaseException) -> None:
-        self._warn_once(f"fail:{where}", f"npuprof: profiling failed in {where} "
-                                         f"({type(error).__name__}: {error}); collection stopped, training goes on")
+        self._report_failure(f"npuprof: profiling failed in {where} ({type(error).__name__}: {error}); "
+                             "collection stopped, data written so far is kept; training goes on")
         self._failed = True
         if self._recorder is not None:
             try:
                 self._recorder.stop()
             except Exception:
                 pass
+        if self._sampler is not None:
+            try:
+                self._sampler.stop()
+            except Exception:
+                pass
+            self._sampler = None
 
-    # -- locks and exit handling ---------------------------------------------------
+    def _report_failure(self, message: str) -> None:
+        """The first failure is a warning; later ones (their consequences) are logged at INFO."""
+        if "failure" not in self._warned:
+            self._warned.add("failure")
+            log.warning(message)
+        else:
+            log.info(message)
+
+    # -- operations, locks and exit handling --------------------------------------
+    @contextlib.contextmanager
+    def _operation(self) -> Iterator[None]:
+        """One public operation (start, step, stop) at a time. A SIGTERM or
+        SIGINT that arrives while this thread is inside one is held back and
+        handled when the outermost operation ends, so a handler never re-enters
+        half-done profiler state (or a lock this thread holds)."""
+        me = threading.get_ident()
+        with self._op_lock:
+            outer = self._op_depth == 0
+            self._op_depth += 1
+            self._op_owner = me
+            try:
+                yield
+            finally:
+                self._op_depth -= 1
+                if self._op_depth == 0:
+                    self._op_owner = None
+        if outer and self._deferred and threading.current_thread() is threading.main_thread():
+            signum, frame, previous = self._deferred.pop(0)
+            self._deferred.clear()
+            _handle_signal(self, signum, frame, previous)
+
+    def _in_operation_here(self) -> bool:
+        return self._op_owner == threading.get_ident()
+
     def _acquire_dir_lock(self) -> None:
+        """An exclusive flock on ``output_path/.npuprof.lock``: one running
+        profiler per output directory, across processes. The kernel drops the
+        lock when its owner dies, so a crashed run never leaves it stuck."""
         out = self.config.output_path
         secure_mkdir(out)
-        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            fd = open_private(out / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+        except OSError as e:
+            raise ProfilerStateError(f"output_path {out}: cannot create the lock file {LOCK_FILE} "
+                                     f"({e.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             owner = os.pread(fd, 64, 0).decode(errors="replace").strip()
             os.close(fd)
             raise ProfilerStateError(f"output_path {out} is in use by another running profiler"
-                                     f"{' (pid ' + owner + ')' if owner else ''}; use another output_path") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+                                     f"{' (pid ' + owner + ')' if owner else ''}; use another output_path "
+                                     "or stop that profiler first") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass   # the pid is only informative; a full disk must not stop the lock
         self._lock_fd = fd
 
     def _release_dir_lock(self) -> None:
@@ -441,20 +542,29 @@ class Profiler:
                 self._lock_fd = None
 
     def _install_exit_handlers(self) -> None:
-        ref = weakref.ref(self)
-        atexit.register(_stop_at_exit, ref)
-        if threading.current_thread() is threading.main_thread():
+        if not self._atexit_registered:
+            atexit.register(_stop_at_exit, weakref.ref(self))
+            self._atexit_registered = True
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in _WRAPPED_SIGNALS:
+            signum = getattr(signal, name)
             try:
-                previous = signal.getsignal(signal.SIGTERM)
-                if not getattr(previous, "_npuprof", False):
-                    signal.signal(signal.SIGTERM, _make_sigterm_handler(previous))
+                previous = signal.getsignal(signum)
+                # Not installed from Python (None) or ignored: leave it alone.
+                if previous is None or previous == signal.SIG_IGN or getattr(previous, "_npuprof", False):
+                    continue
+                if signum == signal.SIGINT and previous is not signal.default_int_handler \
+                        and not callable(previous):
+                    continue
+                signal.signal(signum, _make_signal_handler(previous))
             except (ValueError, OSError):
                 pass
 
 
 def _stop_at_exit(ref: "weakref.ref[Profiler]") -> None:
     prof = ref()
-    if prof is not None and prof._started:
+    if prof is not None and prof._started and os.getpid() == prof._owner_pid:
         log.warning("npuprof: profiler still running at interpreter exit; stopping it and saving the window")
         try:
             prof.stop()
@@ -462,24 +572,57 @@ def _stop_at_exit(ref: "weakref.ref[Profiler]") -> None:
             log.warning("npuprof: stopping at exit failed: %s", e)
 
 
-def _make_sigterm_handler(previous: Any) -> Callable:
+def _make_signal_handler(previous: Any) -> Callable:
+    """A handler that stops the running profiler on SIGTERM, then chains to
+    ``previous`` (the user's handler, or the default action re-raised)."""
     def handler(signum: int, frame: Any) -> None:
-        prof = _running() if _running is not None else None
-        if prof is not None and prof._started:
-            try:
-                prof.stop()
-            except Exception as e:
-                log.warning("npuprof: stopping on SIGTERM failed: %s", e)
-        if callable(previous):
-            previous(signum, frame)
-        elif previous == signal.SIG_IGN:
-            return
-        else:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+        prof = _running
+        if prof is not None and os.getpid() == prof._owner_pid and prof._in_operation_here():
+            if not prof._deferred:
+                prof._deferred.append((signum, frame, previous))
+                return
+            # a second signal while the first is held back: act at once
+        _handle_signal(prof, signum, frame, previous)
 
     handler._npuprof = True  # type: ignore[attr-defined]
+    handler.previous = previous  # type: ignore[attr-defined]
     return handler
+
+
+def _handle_signal(prof: Optional[Profiler], signum: int, frame: Any, previous: Any) -> None:
+    if signum == signal.SIGTERM and prof is not None and prof._started and os.getpid() == prof._owner_pid:
+        try:
+            prof.stop()
+        except Exception as e:
+            log.warning("npuprof: stopping on SIGTERM failed: %s", e)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:
+        # the default action (terminate) with the right exit status
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits the parent's running profiler: make it inert
+    there. The child's copy of the lock descriptor is closed (not unlocked:
+    that would release the parent's lock) and annotations stop buffering into
+    memory no flusher will ever write."""
+    global _running, _running_lock
+    prof = _running
+    _running = None
+    _running_lock = threading.Lock()   # another thread may have held it at fork time
+    _rec._recorder = None
+    if prof is not None and prof._lock_fd is not None:
+        try:
+            os.close(prof._lock_fd)
+        except OSError:
+            pass
+        prof._lock_fd = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 profile = Profiler
