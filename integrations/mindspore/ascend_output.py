@@ -133,13 +133,15 @@ class _Columns:
                                        name=self.name, type=self.type, args=self.args, source=SOURCE)
 
 
-def read_ascend_output(out_dir: Path, device: int = 0, pid: int = 0, skip_cpu_ops: bool = False
-                       ) -> tuple[EventTable, list[str]]:
+def read_ascend_output(out_dir: Path, device: int = 0, pid: int = 0, skip_cpu_ops: bool = False,
+                       skip_mstx: bool = False) -> tuple[EventTable, list[str]]:
     """Events from MindSpore's output directory ``out_dir`` (its
     ``ASCEND_PROFILER_OUTPUT/``, see module doc).
 
     ``skip_cpu_ops``: the caller already read ``FRAMEWORK/`` (exact ns), so
-    the ``CPU OP`` process of the trace is not read again. Device tasks come
+    the ``CPU OP`` process of the trace is not read again; ``skip_mstx``:
+    npuprof recorded the user's ranges itself (they were forwarded to
+    MindSpore's mstx), so the trace's copies are not read. Device tasks come
     from ``kernel_details.csv`` when present, else from the trace's
     ``Ascend Hardware`` process. Returns the events and the problems met.
     """
@@ -155,7 +157,7 @@ def read_ascend_output(out_dir: Path, device: int = 0, pid: int = 0, skip_cpu_op
     if tv.is_file():
         if is_mindspore_trace(tv):
             tables.append(_read_trace_view(tv, device, pid, problems, skip_cpu_ops=skip_cpu_ops,
-                                           skip_hardware=kernels_read))
+                                           skip_hardware=kernels_read, skip_mstx=skip_mstx))
     mem = out_dir / MEMORY_RECORD
     if mem.is_file():
         tables.append(_read_memory_record(mem, pid, problems))
@@ -206,7 +208,7 @@ def _int_or(text: Optional[str], default: int) -> int:
 
 # -- trace_view.json ----------------------------------------------------------------------------------
 def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], skip_cpu_ops: bool,
-                     skip_hardware: bool) -> EventTable:
+                     skip_hardware: bool, skip_mstx: bool = False) -> EventTable:
     check_input_file(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -229,7 +231,7 @@ def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], ski
             continue
         try:
             _add_trace_event(cols, ev, ph, proc_name, proc_device, thread_name, device, pid,
-                             skip_cpu_ops, skip_hardware)
+                             skip_cpu_ops, skip_hardware, skip_mstx)
         except (TypeError, ValueError, KeyError):
             bad += 1
     if bad:
@@ -266,10 +268,14 @@ def _as_int(value: Any) -> int:
 
 
 def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_device: dict, thread_name: dict,
-                     default_device: int, pid: int, skip_cpu_ops: bool, skip_hardware: bool) -> None:
+                     default_device: int, pid: int, skip_cpu_ops: bool, skip_hardware: bool,
+                     skip_mstx: bool) -> None:
     epid, etid = ev.get("pid"), ev.get("tid")
     process = proc_name.get(epid, "")
     if process in _DERIVED:
+        return
+    is_mstx = process in _MSTX_PROCESSES or ev.get("cat") == "MsTx"
+    if skip_mstx and is_mstx:
         return
     dev = proc_device.get(epid)
     device = -1 if dev is None else (default_device if dev == -2 else dev)
@@ -321,7 +327,7 @@ def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_de
         m = _HCOM_RE.match(name)
         cols.add(ts, dur, EventKind.COMM, name, m.group(1) if m else name, pid=pid, tid=tid, device=device,
                  args=extra)
-    elif process in _MSTX_PROCESSES or ev.get("cat") == "MsTx":
+    elif is_mstx:
         cols.add(ts, dur, EventKind.RANGE if dur > 0 else EventKind.MARK, name, "mstx", pid=pid, tid=tid)
     else:
         cols.add(ts, dur, EventKind.RANGE, name, process, pid=pid, tid=tid, device=device, args=extra)

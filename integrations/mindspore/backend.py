@@ -3,10 +3,13 @@
 For each recording window npuprof opens, :class:`MindSporeBackend` starts a
 ``mindspore.profiler.profile`` with the window's settings (activities,
 level, AI Core metrics, memory, shapes, stacks, mstx) writing under
-``<run_dir>/MINDSPORE/``, stops it when the window ends, and moves what it
-wrote (``FRAMEWORK/``, and on an NPU the CANN ``PROF_*`` directories) to the
-top of the run directory, where ``npuprof analyse`` reads them next to
-npuprof's own host events. MindSpore's own analysis is not run.
+``<run_dir>/MINDSPORE/``, and stops it when the window ends. On CPU (and
+GPU) the host operator files (``FRAMEWORK/``) move to the top of the run
+directory, where ``npuprof analyse`` reads them next to npuprof's own host
+events; MindSpore's analysis is not run. On Ascend MindSpore's
+``*_ascend_ms`` directory (``FRAMEWORK/``, CANN ``PROF_*``,
+``profiler_info``) stays whole under ``MINDSPORE/``: ``npuprof analyse``
+has MindSpore turn it into ``ASCEND_PROFILER_OUTPUT`` there and reads that.
 
 Time base: MindSpore's CPU profiler stamps operators with the wall clock
 (``CLOCK_REALTIME``, ns since the epoch); npuprof stores host events on the
@@ -42,9 +45,9 @@ log = logging.getLogger("npuprof")
 NATIVE_DIR = "MINDSPORE"
 # MindSpore warnings that only describe how npuprof drives it (one window, no schedule).
 _NOISE = ("Profiler won't be using warmup", "Incorrect schedule: Stop profiler while current state is RECORD")
-# What of MindSpore's *_ascend_ms directory moves to the top of the run directory.
+# What of MindSpore's *_ascend_ms directory moves to the top of the run directory
+# (CPU/GPU only: on Ascend MindSpore's directory stays whole for its CANN analysis).
 _MOVED = ("FRAMEWORK",)
-_MOVED_PREFIX = ("PROF_",)
 
 
 class _NoiseFilter(logging.Filter):
@@ -105,6 +108,7 @@ class MindSporeBackend:
             import mindspore.profiler  # noqa: F401
         except Exception as e:  # a broken install must not break the user's Profiler
             raise BackendUnavailable(f"mindspore.profiler cannot be imported: {e}") from None
+        _prewarm_mindspore_context(target)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, session: Any) -> None:
@@ -164,6 +168,8 @@ class MindSporeBackend:
                 win.prof.stop()
         finally:
             _reset_mindspore_output_path()
+        if mindspore_device_target() == "Ascend":
+            return  # PROF_* + FRAMEWORK + profiler_info stay together; the parser analyses them there
         moved = relocate_native_output(win.native_dir, session.run_dir)
         if any(str(a) == "CPU" or getattr(a, "value", "") == "CPU" for a in win.activities):
             fw = session.run_dir / "FRAMEWORK"
@@ -172,6 +178,36 @@ class MindSporeBackend:
                                                      f"{session.run_dir.name} (no MindSpore op ran in the window, "
                                                      "or see the MindSpore log)")
         log.debug("npuprof: MindSpore data moved into %s: %s", session.run_dir, moved)
+
+
+def _prewarm_mindspore_context(target: Optional[str]) -> None:
+    """Create MindSpore's profiler context now, in the Profiler constructor (CPU/GPU only).
+
+    Its first creation looks for the CANN version by walking
+    ``$ASCEND_HOME_PATH`` up to depth 10, and with the variable unset it
+    walks the *current directory* (0.2 s in a source checkout, much more in
+    a large home directory). Without an Ascend device there is no CANN to
+    find: the walk is pointed at an empty directory and done here, so the
+    cost stays out of the first recorded step. On Ascend the context is left
+    to MindSpore (it caches the rank, which may not be initialised yet, and
+    CANN's set_env.sh sets ASCEND_HOME_PATH).
+    """
+    import tempfile
+
+    if target == "Ascend" or os.environ.get("ASCEND_HOME_PATH"):
+        return
+    try:
+        from mindspore.profiler.common.profiler_context import ProfilerContext
+    except Exception:
+        return
+    with tempfile.TemporaryDirectory(prefix="npuprof-nocann-") as empty:
+        os.environ["ASCEND_HOME_PATH"] = empty
+        try:
+            ProfilerContext()
+        except Exception:
+            pass
+        finally:
+            os.environ.pop("ASCEND_HOME_PATH", None)
 
 
 def _mindspore_profiler_running() -> bool:
@@ -224,7 +260,7 @@ def _experimental(msp: Any, cfg: Any) -> Any:
 
 
 def relocate_native_output(native_dir: Path, run_dir: Path) -> list[str]:
-    """Move ``FRAMEWORK/`` and ``PROF_*`` out of MindSpore's ``*_ascend_ms`` dirs into ``run_dir``.
+    """Move ``FRAMEWORK/`` out of MindSpore's ``*_ascend_ms`` dirs into ``run_dir``.
 
     MindSpore's own logs stay under ``native_dir``. A name already present in
     ``run_dir`` is merged file by file (never overwritten). Returns the
@@ -235,7 +271,7 @@ def relocate_native_output(native_dir: Path, run_dir: Path) -> list[str]:
         return moved
     for ms_dir in sorted(native_dir.glob("*_ascend_ms")):
         for child in sorted(ms_dir.iterdir()):
-            if not (child.name in _MOVED or child.name.startswith(_MOVED_PREFIX)) or child.is_symlink():
+            if child.name not in _MOVED or child.is_symlink():
                 continue
             target = run_dir / child.name
             if not target.exists():

@@ -2,9 +2,11 @@
 
 Two kinds of directories:
 
-* an npuprof run directory (it has ``NPUPROF/``) into which the MindSpore
-  backend moved ``FRAMEWORK/``: only the framework files are read (the
-  ``ASCEND_PROFILER_OUTPUT/`` there is npuprof's own output);
+* an npuprof run directory (it has ``NPUPROF/``): the ``FRAMEWORK/`` the
+  MindSpore backend moved to its top (CPU/GPU), and, on Ascend, MindSpore's
+  whole ``MINDSPORE/*_ascend_ms`` directory, which MindSpore's own offline
+  analysis turns into an ``ASCEND_PROFILER_OUTPUT`` there first (the
+  ``ASCEND_PROFILER_OUTPUT/`` at the run's top is npuprof's own output);
 * a ``*_ascend_ms`` directory written by ``mindspore.profiler`` itself:
   ``FRAMEWORK/`` host operators plus MindSpore's ``ASCEND_PROFILER_OUTPUT/``
   (kernel_details.csv, trace_view.json, memory_record.csv).
@@ -21,6 +23,7 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -47,6 +50,13 @@ def framework_dirs(run_dir: Path) -> list[Path]:
     if native.is_dir():
         dirs.extend(sorted(native.glob("*_ascend_ms/FRAMEWORK")))
     return [d for d in dirs if has_framework_data(d)]
+
+
+def nested_mindspore_dirs(run_dir: Path) -> list[Path]:
+    """MindSpore's own ``*_ascend_ms`` directories the backend left under ``MINDSPORE/``."""
+    native = run_dir / NATIVE_DIR
+    return sorted(p for p in native.glob("*_ascend_ms") if p.is_dir() and not p.is_symlink()) \
+        if native.is_dir() else []
 
 
 def is_npuprof_run(run_dir: Path) -> bool:
@@ -76,6 +86,7 @@ def recognise(path: Path) -> bool:
 def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     """All MindSpore events of ``run_dir`` (None when it holds none)."""
     pid = _run_pid(run_dir, context)
+    device = _device_id(context)
     tables = []
     fw_dirs = framework_dirs(run_dir)
     for fw in fw_dirs:
@@ -83,19 +94,52 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
         for p in problems:
             context.warn(p)
         tables.append(table)
-    if not is_npuprof_run(run_dir):
+    if is_npuprof_run(run_dir):
+        # Ascend: MindSpore's directory stayed whole under MINDSPORE/ (see backend)
+        for nested in nested_mindspore_dirs(run_dir):
+            _analyse_cann_data(nested, context)
+            out = mindspore_output_dir(nested)
+            if out is not None:
+                tables.append(_read_output(out, _own_device_id(nested, device), pid, bool(fw_dirs), True,
+                                           context))
+    else:
         out = mindspore_output_dir(run_dir)
         if out is not None:
-            table, problems = read_ascend_output(out, device=_device_id(context), pid=pid,
-                                                 skip_cpu_ops=bool(fw_dirs))
-            for p in problems:
-                context.warn(p)
-            tables.append(table)
+            tables.append(_read_output(out, device, pid, bool(fw_dirs), False, context))
             if out.name == OUTPUT_DIR:
                 _preserve(out, run_dir / PRESERVED_DIR, context)
     if not tables:
         return None
     return EventTable.concat(tables)
+
+
+def _read_output(out: Path, device: int, pid: int, skip_cpu_ops: bool, skip_mstx: bool, context: Any) -> EventTable:
+    table, problems = read_ascend_output(out, device=device, pid=pid, skip_cpu_ops=skip_cpu_ops, skip_mstx=skip_mstx)
+    for p in problems:
+        context.warn(p)
+    return table
+
+
+def _analyse_cann_data(ms_dir: Path, context: Any) -> None:
+    """Have MindSpore analyse the CANN data (``PROF_*``) of ``ms_dir`` once.
+
+    Needs MindSpore and CANN's msprof, i.e. an Ascend machine; unverified
+    without one. Anything missing is reported and the CPU data is still read.
+    """
+    if (ms_dir / OUTPUT_DIR).is_dir() or not any(ms_dir.glob("PROF_*")):
+        return
+    try:
+        from mindspore.profiler.profiler import analyse as ms_analyse
+    except Exception as e:
+        context.warn(f"{ms_dir}: holds CANN data (PROF_*) but MindSpore cannot be imported to analyse it ({e})")
+        return
+    try:
+        ms_analyse(str(ms_dir), max_process_number=1)
+    except Exception as e:  # MindSpore logs its own reasons; keep going with what exists
+        context.warn(f"{ms_dir}: MindSpore's analysis of the CANN data failed ({type(e).__name__}: {e})")
+    if not (ms_dir / OUTPUT_DIR).is_dir():
+        context.warn(f"{ms_dir}: MindSpore's analysis wrote no {OUTPUT_DIR} (see {ms_dir / 'logs'}); "
+                     "device data of this run is missing")
 
 
 def _preserve(src: Path, dst: Path, context: Any) -> None:
@@ -117,6 +161,17 @@ def _run_pid(run_dir: Path, context: Any) -> int:
         return int(npu["pid"])
     m = _PID_RE.search(run_dir.name)
     return int(m.group(1)) if m else 0
+
+
+def _own_device_id(ms_dir: Path, default: int) -> int:
+    """The device id in MindSpore's own profiler_info_{rank}.json of ``ms_dir``."""
+    for path in sorted(ms_dir.glob("profiler_info*.json")):
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+            return int(info["ms_profiler_info"]["device_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return default
 
 
 def _device_id(context: Any) -> int:
