@@ -131,6 +131,24 @@ def scenario_model_train(out: Path, mode: str = "graph", epochs: int = 2, n: int
             "steps_trained": len(losses.steps), "losses": losses.steps}
 
 
+def scenario_model_eval(out: Path, mode: str = "graph", n: int = 20, callback_kwargs: Any = None) -> dict:
+    """Model.eval with a ProfilerCallback (training before it runs without one)."""
+    from mindspore.train import Accuracy
+
+    set_mode(mode)
+    net = make_net()
+    model = make_model(net)
+    model.train(1, make_dataset(n), dataset_sink_mode=False)
+    from mindspore import nn
+    from mindspore.train import Model
+
+    evaluator = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                      metrics={"acc": Accuracy()})
+    cb = _callback_cls("step")(str(out / "prof"), activities=["CPU"], **(callback_kwargs or {}))
+    metrics = evaluator.eval(make_dataset(n), callbacks=[cb], dataset_sink_mode=False)
+    return {"saved_runs": [str(p) for p in cb.saved_runs], "metrics": metrics}
+
+
 def scenario_train_raises(out: Path, mode: str = "graph", fail_at: int = 5) -> dict:
     """Training raises at step ``fail_at`` inside the recorded window: the user's error
     reaches the user, the window so far is saved and analysed."""
@@ -338,7 +356,7 @@ def scenario_parity(out: Path) -> dict:
                               export_type=[ExportType.Text, ExportType.Db], host_sys=[HostSystem.CPU, HostSystem.MEM],
                               data_simplification=False)
     with profile(output_path=str(out / "prof"), activities=[ProfilerActivity.CPU], experimental_config=exp,
-                 with_stack=False, profile_memory=False) as prof:
+                 with_stack=False, profile_memory=True) as prof:
         for _ in range(3):
             net(x).asnumpy()
     cfg = prof.config

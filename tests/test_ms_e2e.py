@@ -118,6 +118,17 @@ def test_whole_run_without_schedule_and_ranks_filter(tmp_path):
     assert not any((tmp_path / "rank" / "prof").glob("*_ascend_ms"))
 
 
+def test_model_eval_is_profiled_by_the_same_callback(tmp_path):
+    facts = ok(run_scenario("model_eval", tmp_path, n=20, callback_kwargs={"start_step": 2, "stop_step": 4}))
+    assert "acc" in facts["metrics"]
+    (run,) = facts["saved_runs"]
+    res = analyse(run)
+    assert step_numbers(res) == [1, 2, 3]
+    stats = op_stats(res)
+    assert COMPUTE_TYPES <= set(stats)
+    assert "ApplyMomentum" not in stats                       # evaluation: forward only
+
+
 def test_sink_mode_windows_cover_whole_sinks(tmp_path):
     # cur_step_num advances by sink_size=4 per step_end, as on an NPU in sink mode;
     # steps 6..13 lie in the sinks (4,8], (8,12], (12,16]
@@ -215,6 +226,10 @@ def test_npuprof_analyse_cli_reads_plain_mindspore_output(tmp_path):
         assert_real_compute_ops(res)
     assert (ms_dir / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").exists()
     assert (ms_dir / "MINDSPORE_PROFILER_OUTPUT" / "trace_view.json").exists()
+    shown = subprocess.run([sys.executable, "-m", "npuprof", "show", "-dir", str(ms_dir)],
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    assert "op_statistic" in shown.stdout and "MatMul" in shown.stdout
 
 
 # -- parity and bad input -------------------------------------------------------------------------------------------
@@ -252,6 +267,9 @@ def test_mindspore_enums_and_experimental_config_map_and_record(tmp_path):
                                "host_sys": ["cpu", "mem"], "data_simplification": False}
     res = analyse(facts["saved_runs"][0])
     assert COMPUTE_TYPES <= set(op_stats(res))
+    # profile_memory: MindSpore's own CPU memory record arrives as counter series
+    series = {r["Series"]: r for r in res.tables["host_usage"].records()}
+    assert series["MindSpore Total Allocated(Byte)"]["Max"] > 0
 
 
 # -- the demo ---------------------------------------------------------------------------------------------------

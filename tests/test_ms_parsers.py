@@ -96,6 +96,19 @@ def test_damaged_and_torn_lines_are_skipped_and_reported_rest_kept(tmp_path):
     assert len(problems) == 3 and all("skipped" in p for p in problems)
 
 
+def test_memory_record_becomes_counter_series(tmp_path):
+    fw = write_framework(tmp_path, PYNATIVE_TIMESTAMPS)
+    (fw / "cpu_ms_memory_record_0.txt").write_text(
+        "Timestamp(ns),Total Allocated(Byte),Total Reserved(Byte),Total Active(Byte)\n"
+        "1795307196769466164,512,1073741824,512\n1795307196769565282,1024,1073741824,1024\n1795307196\n")
+    table, problems = read_framework_dir(fw)
+    ctr = table.select(table["kind"] == int(EventKind.COUNTER))
+    assert len(ctr) == 6 and len(problems) == 1
+    alloc = ctr.select(ctr.string_array("name") == "MindSpore Total Allocated(Byte)")
+    assert alloc["ts"].tolist() == [1795307196769466164, 1795307196769565282]
+    assert alloc["value"].tolist() == [512.0, 1024.0]
+
+
 def test_us_text_to_ns_is_exact_at_epoch_magnitude():
     assert us_text_to_ns("1795306209649981.618") == 1795306209649981618
     assert us_text_to_ns("1795306209649981.6184\t") == 1795306209649981618
@@ -191,7 +204,7 @@ def test_trace_view_processes_map_to_event_kinds(tmp_path):
                                                              "Kernel") in kinds["API"]
     assert kinds["KERNEL"] == [("Default/MatMul-op0", "MatMul")]
     assert kinds["COMM"] == [("hcom_allReduce__123_0_1", "hcom_allReduce")]
-    assert kinds["COUNTER"] == [("AI Core Freq AI Core Freq", "MHz")]
+    assert kinds["COUNTER"] == [("AI Core Freq MHz", "AI Core Freq")]
     assert kinds["RANGE"] == [("my_range", "mstx")]
     assert kinds["STACK"] == [("train.py(12): step", "python_function")]
     assert "Default" not in [n for n, _ in sum(kinds.values(), [])]  # Scope Layer is derived: skipped

@@ -289,7 +289,7 @@ def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_de
                 val = float(value)
             except (TypeError, ValueError):
                 continue
-            cols.add(ts, 0, EventKind.COUNTER, f"{process} {name}".strip(), str(series), pid=pid, tid=tid,
+            cols.add(ts, 0, EventKind.COUNTER, f"{name} {series}".strip(), process, pid=pid, tid=tid,
                      device=device, value=val)
         return
     if ph in ("i", "I"):
@@ -351,6 +351,6 @@ def _read_memory_record(path: Path, pid: int, problems: list[str]) -> EventTable
                 val = float(row[s])
             except (TypeError, ValueError):
                 continue
-            cols.add(ts, 0, EventKind.COUNTER, who or "memory", s, pid=pid, value=val)
+            cols.add(ts, 0, EventKind.COUNTER, f"{who} {s}".strip(), "memory", pid=pid, value=val)
     return cols.table()
 

@@ -10,6 +10,10 @@ MindSpore's CPU profiler (2.x, including 2.10) writes, at ``stop()``:
 ``cpu_op_detail_info_{rank}.csv``
     ``op_side,op_type,op_name,full_op_name,...,pid``: gives each full name's
     op type and the process id.
+``cpu_ms_memory_record_{rank}.txt`` (``profile_memory=True``)
+    ``Timestamp(ns),Total Allocated(Byte),Total Reserved(Byte),Total Active(Byte)``
+    rows, wall clock: read as :data:`EventKind.COUNTER` series
+    ``MindSpore Total Allocated(Byte)`` ...
 
 Each timestamp becomes one :data:`EventKind.OP` event (``name`` = full op
 name, ``type`` = op type such as ``MatMul``, ``source`` = ``"mindspore"``).
@@ -36,6 +40,7 @@ from npuprof.fileio import check_input_file
 SOURCE = "mindspore"
 OP_TIMESTAMP_GLOB = "cpu_op_execute_timestamp_*.txt"
 OP_DETAIL_GLOB = "cpu_op_detail_info_*.csv"
+MEMORY_GLOB = "cpu_ms_memory_record_*.txt"
 _RANK_RE = re.compile(r"_(\d+)\.(?:txt|csv)$")
 _OP_SUFFIX_RE = re.compile(r"-op\d+$")
 _NS_PER_MS = 1_000_000
@@ -77,7 +82,40 @@ def read_framework_dir(framework_dir: Path, default_pid: int = 0) -> tuple[Event
         table = _read_timestamps(path, types, default_pid if pid is None else pid, problems)
         if len(table):
             tables.append(table)
+    for path in sorted(framework_dir.glob(MEMORY_GLOB)):
+        tables.append(_read_memory(path, default_pid, problems))
     return EventTable.concat(tables), problems
+
+
+def _read_memory(path: Path, pid: int, problems: list[str]) -> EventTable:
+    """MindSpore's CPU memory record: one COUNTER series per column."""
+    check_input_file(path)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not lines:
+        return EventTable.empty()
+    header = [h.strip() for h in lines[0].split(",")]
+    if not header or header[0] != "Timestamp(ns)":
+        problems.append(f"{path}: unexpected header {lines[0][:80]!r}; file skipped")
+        return EventTable.empty()
+    rows = [ln.split(",") for ln in lines[1:] if ln.strip()]
+    good = [r for r in rows if len(r) == len(header)]
+    if len(good) != len(rows):
+        problems.append(f"{path}: {len(rows) - len(good)} damaged row(s) skipped")
+    if not good:
+        return EventTable.empty()
+    try:
+        arr = np.array(good, dtype=str)
+        ts = arr[:, 0].astype(np.int64)
+        values = arr[:, 1:].astype(np.float64)
+    except ValueError:
+        problems.append(f"{path}: non-numeric values; file skipped")
+        return EventTable.empty()
+    series = header[1:]
+    n = len(ts)
+    return EventTable.from_records(
+        ts=np.tile(ts, len(series)), kind=int(EventKind.COUNTER), pid=pid,
+        value=values.T.reshape(-1), name=[f"MindSpore {s}" for s in series for _ in range(n)],
+        type="memory", source=SOURCE)
 
 
 def _rank_of(path: Path) -> Optional[str]:
