@@ -32,7 +32,7 @@ config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
 with tf.compat.v1.Session(config=config) as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     batch = np.random.rand(64, 256).astype(np.float32)
-    for step in range(20):
+    for _ in range(20):
         sess.run(train_op, {x: batch})
 
 print("run directories:", nptf.current_activation().profilers[0].saved_runs)

@@ -51,6 +51,9 @@ def run_demo(output_dir: Union[str, Path], epochs: int = 2) -> dict:
     [op_statistic.csv paths], "traces": [trace_view.json paths],
     "profiling_options": str, "accuracy": float}``.
     """
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's C++ info lines out of the demo output
     import tensorflow as tf
 
     import npuprof
