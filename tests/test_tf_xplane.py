@@ -105,9 +105,11 @@ def test_corrupt_and_empty_files(tmp_path, tf_logdir):
 
 
 def test_proto_module_fallback(monkeypatch):
+    monkeypatch.setattr(xplane, "_pb2_cache", [])
     monkeypatch.setattr(xplane, "_PROTO_MODULES",
                         ("no_such_pkg.xplane_pb2", "tensorflow.tsl.profiler.protobuf.xplane_pb2"))
     assert xplane.xplane_pb2().__name__ == "tensorflow.tsl.profiler.protobuf.xplane_pb2"
+    monkeypatch.setattr(xplane, "_pb2_cache", [])
     monkeypatch.setattr(xplane, "_PROTO_MODULES", ("no_such_pkg.xplane_pb2",))
     with pytest.raises(ImportError, match="no XSpace protobuf module"):
         xplane.xplane_pb2()
@@ -235,3 +237,18 @@ def test_window_not_saved_discards_tf_data(tmp_path):
         f(tf.ones([4]))  # warm-up only, then the profiler stops
     assert prof.saved_runs == []
     assert plugin._running_for is None and plugin._pending is None
+
+
+def test_offline_parsing_does_not_import_tensorflow(tf_logdir):
+    code = textwrap.dedent(f"""
+        import sys
+        from npuprof.integrations.tensorflow import xplane
+        table = xplane.read_logdir({str(tf_logdir)!r})
+        types = set(table.of_kind(xplane.EventKind.OP).column_strings("type"))
+        assert "Relu" in types, types
+        assert "tensorflow" not in sys.modules
+        print("OK")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "OK"

@@ -23,7 +23,9 @@ Example::
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
@@ -42,6 +44,10 @@ _PROTO_MODULES = (
     "xprof.protobuf.xplane_pb2",
     "tensorboard_plugin_profile.protobuf.xplane_pb2",
 )
+_PROTO_FILES = (
+    ("tsl/profiler/protobuf/xplane_pb2.py", "tensorflow.tsl.profiler.protobuf.xplane_pb2"),
+    ("core/profiler/protobuf/xplane_pb2.py", "tensorflow.core.profiler.protobuf.xplane_pb2"),
+)
 # "<node name>:<OpType>": TF's own TfOp naming (ParseTfOpFullname). The node part
 # has no spaces and does not end in ':' (which rules out "ExecutorState::Process").
 _TF_OP_RE = re.compile(r"^(?P<name>[^\s:][^\s]*?[^\s:]|[^\s:]):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -50,15 +56,54 @@ _DEVICE_RE = re.compile(r"^/device:(?P<kind>[A-Z]+):(?P<id>\d+)")
 _EPOCH_FLOOR_NS = 10 ** 17
 
 
+_pb2_cache: list = []
+
+
 def xplane_pb2() -> Any:
-    """The ``xplane_pb2`` module: TF's tsl location first, then the older ones."""
+    """The ``xplane_pb2`` module: TF's tsl location first, then the older ones.
+
+    When TensorFlow is installed but not imported, the generated module is
+    loaded straight from TensorFlow's package directory (it needs only
+    protobuf), so that ``npuprof analyse`` does not pay for importing all of
+    TensorFlow; the message classes are the same ones TF registers later.
+    """
+    if _pb2_cache:
+        return _pb2_cache[0]
+    module = None if "tensorflow" in sys.modules else _load_without_tensorflow()
     errors = []
-    for name in _PROTO_MODULES:
-        try:
-            return importlib.import_module(name)
-        except ImportError as e:  # try the next location
-            errors.append(f"{name}: {e}")
-    raise ImportError("no XSpace protobuf module found (install tensorflow or xprof): " + "; ".join(errors))
+    if module is None:
+        for name in _PROTO_MODULES:
+            try:
+                module = importlib.import_module(name)
+                break
+            except ImportError as e:  # try the next location
+                errors.append(f"{name}: {e}")
+    if module is None:
+        raise ImportError("no XSpace protobuf module found (install tensorflow or xprof): " + "; ".join(errors))
+    _pb2_cache.append(module)
+    return module
+
+
+def _load_without_tensorflow() -> Any:
+    try:
+        spec = importlib.util.find_spec("tensorflow")
+    except (ImportError, ValueError):
+        return None
+    for base in (spec.submodule_search_locations or []) if spec else []:
+        for rel, name in _PROTO_FILES:
+            path = Path(base) / rel
+            if not path.is_file():
+                continue
+            file_spec = importlib.util.spec_from_file_location(name, path)
+            if file_spec is None or file_spec.loader is None:
+                continue
+            module = importlib.util.module_from_spec(file_spec)
+            try:
+                file_spec.loader.exec_module(module)
+            except Exception:  # a protobuf version mismatch: fall back to the regular import
+                continue
+            return module
+    return None
 
 
 def find_xspace_files(root: Union[str, Path]) -> list[Path]:
