@@ -263,3 +263,46 @@ def run_ms_ranks(out: Path, steps: int = 6, world: int = 2, timeout: int = 600) 
         assert p.returncode == 0, stderr[-4000:]
         facts.append(json.loads(stdout.strip().splitlines()[-1]))
     return facts
+
+
+# -- the ecosystem tools' own environment ------------------------------------------------------------------------
+# msprof-analyze, HTA and xprof pull pandas 3, jupyterlab and google-cloud clients; they live in their own venv so
+# the project's .venv stays lean. `make interop` (or the first interop test) creates it.
+INTEROP_VENV = REPO / ".venv-interop"
+INTEROP_PACKAGES = ["msprof-analyze==26.2.0", "HolisticTraceAnalysis==0.5.0", "xprof==2.24.2"]
+
+
+def interop_python() -> Path:
+    """Python of .venv-interop, created with the pinned tools when missing (serialised by a file lock)."""
+    import fcntl
+    import subprocess
+
+    py = INTEROP_VENV / "bin" / "python"
+    stamp = INTEROP_VENV / ".npuprof-interop-installed"
+    import tempfile
+
+    lock_path = Path(tempfile.gettempdir()) / "npuprof-venv-interop.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == " ".join(INTEROP_PACKAGES):
+            return py
+        if not py.exists():
+            subprocess.run([_base_python(), "-m", "venv", str(INTEROP_VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", *INTEROP_PACKAGES], check=True, timeout=1800)
+        stamp.write_text(" ".join(INTEROP_PACKAGES))
+    return py
+
+
+def _base_python() -> str:
+    """The interpreter the project venv was made from (its 'home' in pyvenv.cfg), else this one."""
+    cfg = Path(sys.prefix) / "pyvenv.cfg"
+    if cfg.exists():
+        for line in cfg.read_text().splitlines():
+            key, _, val = line.partition("=")
+            if key.strip() == "executable":
+                return val.strip()
+            if key.strip() == "home":
+                cand = Path(val.strip()) / f"python{sys.version_info.major}.{sys.version_info.minor}"
+                if cand.exists():
+                    return str(cand)
+    return sys.executable

@@ -196,7 +196,34 @@ def communication_json(c: CommEvents) -> dict:
                 "Synchronization Time Ratio": 0}
         out.setdefault(_step_key(step), {"collective": {}, "p2p": {}})[kind][name] = {
             "Communication Time Info": info, "Communication Bandwidth Info": bw}
+    for step_dict in out.values():
+        for kind, ops in step_dict.items():
+            if ops:
+                ops["Total Op Info"] = _total_op_info(list(ops.values()))
     return out
+
+
+def _total_op_info(ops: list) -> dict:
+    """The per-step "Total Op Info" entry torch_npu writes: sums over the step's ops."""
+    keys = ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)", "Idle Time(ms)")
+    t = {k: round(sum(o["Communication Time Info"][k] for o in ops), 6) for k in keys}
+    wait, transit, sync = t["Wait Time(ms)"], t["Transit Time(ms)"], t["Synchronization Time(ms)"]
+    t["Wait Time Ratio"] = round(wait / (wait + transit), 4) if wait + transit > 0 else 0
+    t["Synchronization Time Ratio"] = round(sync / (sync + transit), 4) if sync + transit > 0 else 0
+    bw: dict = {}
+    for o in ops:
+        for tr, v in o["Communication Bandwidth Info"].items():
+            a = bw.setdefault(tr, {"Transit Time(ms)": 0.0, "Transit Size(MB)": 0.0, "Bandwidth(GB/s)": 0,
+                                   "Large Packet Ratio": 0, "Size Distribution": {}})
+            a["Transit Time(ms)"] = round(a["Transit Time(ms)"] + v["Transit Time(ms)"], 6)
+            a["Transit Size(MB)"] = round(a["Transit Size(MB)"] + v["Transit Size(MB)"], 6)
+            for size, (cnt, tm) in v["Size Distribution"].items():
+                c0, t0 = a["Size Distribution"].get(size, [0, 0.0])
+                a["Size Distribution"][size] = [c0 + cnt, round(t0 + tm, 6)]
+    for a in bw.values():
+        t_ms, s_mb = a["Transit Time(ms)"], a["Transit Size(MB)"]
+        a["Bandwidth(GB/s)"] = round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0
+    return {"Communication Time Info": t, "Communication Bandwidth Info": bw}
 
 
 def communication_matrix_json(c: CommEvents) -> dict:
