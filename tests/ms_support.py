@@ -131,6 +131,23 @@ def scenario_model_train(out: Path, mode: str = "graph", epochs: int = 2, n: int
             "steps_trained": len(losses.steps), "losses": losses.steps}
 
 
+def scenario_model_fit(out: Path, mode: str = "graph", epochs: int = 2, n: int = 20,
+                       callback_kwargs: Any = None) -> dict:
+    """Model.fit with validation every epoch: the callback profiles training only."""
+    from mindspore import nn
+    from mindspore.train import Accuracy, Model
+
+    set_mode(mode)
+    net = make_net()
+    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                  nn.Momentum(net.trainable_params(), 0.01, 0.9), metrics={"acc": Accuracy()})
+    cb = _callback_cls("step")(str(out / "prof"), activities=["CPU"], **(callback_kwargs or {}))
+    losses = _loss_recorder()
+    model.fit(epochs, make_dataset(n), valid_dataset=make_dataset(n), callbacks=[cb, losses],
+              dataset_sink_mode=False)
+    return {"saved_runs": [str(p) for p in cb.saved_runs], "steps_trained": len(losses.steps)}
+
+
 def scenario_model_eval(out: Path, mode: str = "graph", n: int = 20, callback_kwargs: Any = None) -> dict:
     """Model.eval with a ProfilerCallback (training before it runs without one)."""
     from mindspore.train import Accuracy

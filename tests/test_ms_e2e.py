@@ -118,6 +118,18 @@ def test_whole_run_without_schedule_and_ranks_filter(tmp_path):
     assert not any((tmp_path / "rank" / "prof").glob("*_ascend_ms"))
 
 
+def test_fit_with_validation_keeps_one_training_window(tmp_path):
+    # the window spans the end of epoch 1, where Model.fit evaluates with the same callbacks
+    facts = ok(run_scenario("model_fit", tmp_path, epochs=2, n=20,
+                            callback_kwargs={"start_step": 8, "stop_step": 13}))
+    assert facts["steps_trained"] == 20 and len(facts["saved_runs"]) == 1
+    res = analyse(facts["saved_runs"][0])
+    assert step_numbers(res) == [7, 8, 9, 10, 11, 12]
+    stats = op_stats(res)
+    # 6 training steps of 2 BiasAdd each + the 10 evaluation steps (2 BiasAdd each) of epoch 1
+    assert stats["BiasAdd"]["Count"] == 6 * 2 + 10 * 2 and stats["ApplyMomentum"]["Count"] == 6 * 4
+
+
 def test_model_eval_is_profiled_by_the_same_callback(tmp_path):
     facts = ok(run_scenario("model_eval", tmp_path, n=20, callback_kwargs={"start_step": 2, "stop_step": 4}))
     assert "acc" in facts["metrics"]
