@@ -1,24 +1,37 @@
 """File writing rules: private permissions, no symlink games, atomic outputs.
 
 Directories are created 0750 and files 0640 whatever the umask. Outputs are
-written to ``<name>.tmp.<pid>`` and renamed, so a reader never sees half a file.
+written to ``<name>.tmp.<pid>.<n>`` and renamed, so a reader never sees half
+a file, and a failed write (full disk) leaves no empty or partial file under
+the final name. Input files for analysis are checked before they are read:
+a regular file, under the size limit (10 GiB, or ``NPUPROF_MAX_INPUT_BYTES``)
+unless reading is forced.
 
 Example::
 
     atomic_write(out_dir / "op_statistic.csv", csv_text)
+    with forced_reading():                 # what ``npuprof analyse --force`` does
+        check_input_file(huge_trace)       # no size limit inside the block
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
 import os
 import stat
 from pathlib import Path
-from typing import Callable, IO, Union
+from typing import IO, Callable, Iterator, Optional, Union
 
 from .errors import ProfilerDataError
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 MAX_INPUT_FILE_SIZE = 10 << 30  # 10 GiB, as the Ascend tools
+MAX_INPUT_ENV = "NPUPROF_MAX_INPUT_BYTES"
+
+_force_reading: contextvars.ContextVar[bool] = contextvars.ContextVar("npuprof_force_reading", default=False)
+_tmp_counter = itertools.count()
 
 
 def secure_mkdir(path: Union[str, Path]) -> Path:
@@ -33,8 +46,10 @@ def secure_mkdir(path: Union[str, Path]) -> Path:
         try:
             os.mkdir(path, DIR_MODE)
         except FileExistsError:
-            if not path.is_dir():
-                raise ProfilerDataError(path, "exists and is not a directory") from None
+            # someone else created it meanwhile: accept a real directory only
+            if path.is_symlink() or not path.is_dir():
+                raise ProfilerDataError(path, "appeared as a symbolic link or a file while being created") \
+                    from None
         else:
             os.chmod(path, DIR_MODE)  # umask may have removed bits; never add more than 0750
     return path
@@ -43,15 +58,24 @@ def secure_mkdir(path: Union[str, Path]) -> Path:
 def open_private(path: Union[str, Path], flags: int) -> int:
     """``os.open`` with mode 0640 and O_NOFOLLOW; returns the fd."""
     fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
-    os.fchmod(fd, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 
 def atomic_write(path: Union[str, Path], data: Union[bytes, str, Callable[[IO[bytes]], None]]) -> Path:
-    """Write ``data`` (bytes, text or a writer callback) to ``path`` atomically."""
+    """Write ``data`` (bytes, text or a writer callback) to ``path`` atomically.
+
+    The temporary name is unique per process and call, so two threads writing
+    the same file never interleave; on any error the temporary file is removed
+    and the previous content of ``path`` (if any) stays as it was.
+    """
     path = Path(path)
     secure_mkdir(path.parent)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -69,9 +93,33 @@ def atomic_write(path: Union[str, Path], data: Union[bytes, str, Callable[[IO[by
     return path
 
 
-def check_input_file(path: Union[str, Path], force: bool = False,
-                     max_size: int = MAX_INPUT_FILE_SIZE) -> Path:
-    """Checks before reading a file for analysis: regular file, size limit."""
+@contextlib.contextmanager
+def forced_reading(enabled: bool = True) -> Iterator[None]:
+    """Inside the block :func:`check_input_file` skips the size limit
+    (``analyse(..., force=True)`` / ``npuprof analyse --force``)."""
+    token = _force_reading.set(bool(enabled) or _force_reading.get())
+    try:
+        yield
+    finally:
+        _force_reading.reset(token)
+
+
+def max_input_size() -> int:
+    """The input size limit: ``NPUPROF_MAX_INPUT_BYTES`` ("2GB", "4096") or 10 GiB."""
+    raw = os.environ.get(MAX_INPUT_ENV)
+    if raw is None or raw.strip() == "":
+        return MAX_INPUT_FILE_SIZE
+    from .validate import parse_size
+
+    return parse_size(MAX_INPUT_ENV, raw, minimum=1)
+
+
+def check_input_file(path: Union[str, Path], force: Optional[bool] = None,
+                     max_size: Optional[int] = None) -> Path:
+    """Checks before reading a file for analysis: it exists, is a regular
+    file (not a device, FIFO or directory) and is under the size limit unless
+    ``force`` (default: inside :func:`forced_reading`). Raises
+    :class:`ProfilerDataError` naming the file and the problem."""
     path = Path(path)
     try:
         st = os.stat(path)
@@ -79,6 +127,33 @@ def check_input_file(path: Union[str, Path], force: bool = False,
         raise ProfilerDataError(path, f"cannot be read ({e.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise ProfilerDataError(path, "is not a regular file")
-    if st.st_size > max_size and not force:
-        raise ProfilerDataError(path, f"is {st.st_size} bytes, over the {max_size}-byte limit (use force=True / --force)")
+    limit = max_input_size() if max_size is None else max_size
+    forced = _force_reading.get() if force is None else force
+    if st.st_size > limit and not forced:
+        raise ProfilerDataError(path, f"is {st.st_size} bytes, over the {limit}-byte input limit "
+                                      f"(use force=True / --force, or set {MAX_INPUT_ENV})")
+    return path
+
+
+def check_private_file(path: Union[str, Path], what: str = "credentials file") -> Path:
+    """Refuse a secret (an SSH key, a password file) that others could read.
+
+    The file must be a regular file (not a symlink), owned by the current
+    user (or root) and not readable or writable by group or others, like
+    ssh's own rule. The message names the file and the fix, never its content.
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise ProfilerDataError(path, f"{what} cannot be read ({e.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ProfilerDataError(path, f"{what} is a symbolic link; give the real file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ProfilerDataError(path, f"{what} is not a regular file")
+    if st.st_uid not in (os.getuid(), 0):
+        raise ProfilerDataError(path, f"{what} belongs to uid {st.st_uid}, not to you")
+    if st.st_mode & 0o077:
+        raise ProfilerDataError(path, f"{what} is accessible by group or others (mode "
+                                      f"{oct(st.st_mode & 0o777)}); run chmod 600 {path}")
     return path

@@ -126,6 +126,7 @@ class Profiler:
         self._deferred: list = []          # signals that arrived during an operation
         self._owner_pid = os.getpid()
         self._atexit_registered = False
+        self._halted_window = -1
         if self.config.start_profile:
             self.start()
 
@@ -169,13 +170,16 @@ class Profiler:
             log.warning("npuprof: profiler is stopped, step() takes no effect")
             return
         self._stepped = True
+        if self._failed:
+            self._halt_after_failure()
         now = time.perf_counter_ns()
         self._close_step(now)
         self.step_num += 1
         self._step_t0 = now
         if self.current_session is not None:
             self.current_session.step_num = self.step_num
-            self._call("npuprof_step", session=self.current_session, step_num=self.step_num)
+            if self.current_session.window != self._halted_window:
+                self._call("npuprof_step", session=self.current_session, step_num=self.step_num)
         prev = self.action
         self._transition(prev, self._next_action(self.step_num))
 
@@ -288,7 +292,9 @@ class Profiler:
 
     def _close_step(self, now: int) -> None:
         rec = self._recorder
-        if rec is not None and self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) and \
+        halted = self.current_session is not None and self.current_session.window == self._halted_window
+        if rec is not None and rec.failed is None and not halted and \
+                self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) and \
                 (self.config.schedule is not None or self._stepped):
             rec.add(int(_rec.EventKind.STEP), f"ProfilerStep#{self.step_num}", self._step_t0, now, "ProfilerStep")
             if self.current_session is not None:
@@ -362,8 +368,9 @@ class Profiler:
             error = s.writer.failed or (self._recorder.failed if self._recorder is not None else None)
             if error is not None:
                 info["npuprof"]["collection_error"] = f"{type(error).__name__}: {error}"
-            if self._recorder is not None and self._recorder.dropped:
-                info["npuprof"]["events_dropped"] = self._recorder.dropped
+            dropped = s.writer.events_failed + (self._recorder.dropped if self._recorder is not None else 0)
+            if dropped:
+                info["npuprof"]["events_dropped"] = dropped
         write_info(s.run_dir, self.config.rank, info)
 
     def _start_recording(self) -> None:
@@ -389,7 +396,7 @@ class Profiler:
 
     def _stop_recording(self) -> None:
         s = self.current_session
-        if s is not None:
+        if s is not None and s.window != self._halted_window:
             self._call("npuprof_stop", session=s)
         if self._sampler is not None:
             self._sampler.stop()
@@ -398,6 +405,19 @@ class Profiler:
             self._recorder.stop()
         if s is not None:
             s.writer.close()
+
+    def _halt_after_failure(self) -> None:
+        """After a write failure: stop every collector of the window now (the
+        sampler, the backends) rather than at the window's end; the window is
+        still saved with what reached the disk."""
+        s = self.current_session
+        if s is None or s.window == self._halted_window:
+            return
+        try:
+            self._stop_recording()
+        except Exception as e:
+            log.info("npuprof: stopping collectors after a failure: %s: %s", type(e).__name__, e)
+        self._halted_window = s.window
 
     def _save_window(self) -> None:
         s = self.current_session

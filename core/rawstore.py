@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import threading
 import zlib
@@ -38,7 +39,7 @@ import numpy as np
 
 from .errors import ProfilerDataError
 from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable
-from .fileio import atomic_write, open_private, secure_mkdir
+from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 
 MAGIC = b"NPR1"
 FRAME = struct.Struct("<4sII")
@@ -48,8 +49,12 @@ _DTYPES = {**{k: np.dtype(v).newbyteorder("<") for k, v in NUMERIC_COLUMNS.items
            **{k: np.dtype("<i4") for k in STRING_COLUMNS}}
 RAW_DIR = "NPUPROF"
 SEGMENT_GLOB = "events_*.npr"
+STORAGE_REPORT = "storage.json"
 DEFAULT_SEGMENT_BYTES = 32 << 20
 MAX_RECORD_BYTES = 1 << 30
+_SEGMENT_RE = re.compile(r"^events_(\d+)_(\d+)\.npr$")
+# The one call that puts bytes on disk; tests replace it to inject ENOSPC/EIO.
+_write = os.write
 
 
 def encode_chunk(table: EventTable) -> bytes:
@@ -124,6 +129,7 @@ class RawWriter:
         self._segments: list[tuple[Path, int]] = []
         self.failed: Optional[BaseException] = None
         self.events_written = 0
+        self.events_failed = 0      # events handed over but not on disk (write error)
 
     def _open_segment(self) -> None:
         if self._fd is not None:
@@ -142,13 +148,14 @@ class RawWriter:
         record = FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
         with self._lock:
             if self.failed is not None:
+                self.events_failed += len(table)
                 raise RawWriteError(f"raw writer stopped after an earlier error: {self.failed}")
             try:
                 if self._fd is None or self._size + len(record) > self.segment_bytes and self._size:
                     self._open_segment()
                 view = memoryview(record)
                 while view:
-                    written = os.write(self._fd, view)
+                    written = _write(self._fd, view)
                     view = view[written:]
                 self._size += len(record)
                 path, _ = self._segments[-1]
@@ -157,6 +164,7 @@ class RawWriter:
                 self._enforce_limit()
             except OSError as e:
                 self.failed = e
+                self.events_failed += len(table)
                 raise RawWriteError(e.errno, f"writing raw data in {self.directory} failed: {e.strerror}") from e
 
     def _enforce_limit(self) -> None:
@@ -165,11 +173,14 @@ class RawWriter:
         total = sum(size for _, size in self._segments)
         while total > self.storage_limit and len(self._segments) > 1:
             path, size = self._segments.pop(0)
-            os.unlink(path)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
             total -= size
             self.report.aged_out_segments.append(path.name)
             self.report.bytes_aged_out += size
-            atomic_write(self.directory / "storage.json", json.dumps(self.report.__dict__, indent=1))
+            atomic_write(self.directory / STORAGE_REPORT, json.dumps(self.report.__dict__, indent=1))
 
     def close(self) -> None:
         with self._lock:
@@ -192,7 +203,12 @@ class ReadReport:
 
 
 def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
-    """Read every intact record of one segment; damage is reported, not raised."""
+    """Read every intact record of one segment; damage is reported, not raised.
+
+    Raises ProfilerDataError (naming the file) only when the file cannot be
+    read at all or is over the input size limit.
+    """
+    check_input_file(path)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -219,8 +235,8 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
                 report.records += 1
                 pos = body + length
                 continue
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-                problem = f"undecodable record ({e})"
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError, OverflowError) as e:
+                problem = f"undecodable record ({type(e).__name__}: {str(e)[:80]})"
         nxt = data.find(MAGIC, pos + 1)
         nxt = end if nxt < 0 else nxt
         report.skipped_bytes += nxt - pos
@@ -229,13 +245,47 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
     return tables
 
 
+def segment_order(path: Path) -> tuple:
+    """Sort key: (pid, sequence) numerically, so segment 100000 follows 99999."""
+    m = _SEGMENT_RE.match(path.name)
+    return (0, int(m.group(1)), int(m.group(2)), "") if m else (1, 0, 0, path.name)
+
+
 def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
-    """All events of a raw directory, segments in write order."""
+    """All events of a raw directory, segments in write order.
+
+    A segment that cannot be read (or is over the size limit) is skipped and
+    reported; what ``storage_limit`` aged out is reported too.
+    """
     report = ReadReport()
     tables: list[EventTable] = []
-    for path in sorted(Path(directory).glob(SEGMENT_GLOB)):
+    directory = Path(directory)
+    for path in sorted(directory.glob(SEGMENT_GLOB), key=segment_order):
+        if path.is_symlink() or not path.is_file():
+            report.problems.append(f"{path.name}: not a regular file; skipped")
+            continue
         report.files += 1
-        tables.extend(read_segment(path, report))
+        try:
+            tables.extend(read_segment(path, report))
+        except ProfilerDataError as e:
+            report.problems.append(f"{path.name}: {e.problem}; skipped")
+    aged = _aged_out(directory)
+    if aged:
+        report.problems.append(aged)
     table = EventTable.concat(tables)
     report.events = len(table)
     return table, report
+
+
+def _aged_out(directory: Path) -> str:
+    path = directory / STORAGE_REPORT
+    if not path.is_file():
+        return ""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        segments, size = len(data["aged_out_segments"]), int(data["bytes_aged_out"])
+        limit = data.get("limit_bytes")
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{STORAGE_REPORT}: unreadable storage report; some of the oldest raw data may have been aged out"
+    return (f"storage_limit {limit} bytes: the {segments} oldest raw segments ({size} bytes) were aged out "
+            "during collection; the run's earliest events are not in the analysis")

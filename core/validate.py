@@ -24,8 +24,11 @@ E = TypeVar("E", bound=enum.Enum)
 
 MAX_PATH_LENGTH = 4096
 MAX_FILE_NAME_LENGTH = 255
-# Characters Ascend's path manager accepts, plus ':' and '+' which are common in real paths.
-_PATH_RE = re.compile(r"^[\.\/_\-\s~0-9a-zA-Z\u4e00-\u9fa5:+@=,]+$")
+# Characters accepted in output paths: Ascend's path manager set (letters, digits,
+# CJK, ``. / _ - ~`` and spaces), widened to any Unicode letter and ``: + @ = , # %``
+# which real paths use. Shell and quoting characters (; | & $ ` ' " < > * ? ! \\ ( ) [ ] { } ^)
+# are refused: they break the msprof tools and scripts that handle the path.
+_PATH_CHAR_RE = re.compile(r"[\w./\- ~:+@=,#%]", re.UNICODE)
 
 
 def check_bool(name: str, value: Any) -> bool:
@@ -114,9 +117,22 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
 def check_output_path(name: str, value: Any) -> Path:
     """Validate a directory we will write into (it may not exist yet).
 
-    Refuses: non-strings, over-long paths or components, control characters,
-    a path whose existing part is a symlink, a non-directory, and a parent that
-    is world-writable without the sticky bit (another user could swap it).
+    Refuses, with the reason: a non-string; a path over 4096 characters or
+    with a component over 255; control characters or characters outside
+    letters, digits, spaces and ``. / _ - ~ : + @ = , # %`` (the Ascend tools'
+    set, widened); an existing file in the way; a symbolic link as the output
+    directory or as the directory it would be created in; any other symbolic
+    link on the path unless root placed it in a root-only directory (system
+    layouts such as ``/home -> /data/home``); and any existing directory on
+    the path that is world-writable without the sticky bit (another user
+    could swap the path under us).
+
+    Example::
+
+        >>> check_output_path("output_path", "/tmp/prof;rm -rf ~")
+        Traceback (most recent call last):
+        ...
+        npuprof.errors.ProfilerConfigError: invalid output_path='/tmp/prof;rm -rf ~': expected a path ...
     """
     if isinstance(value, Path):
         value = str(value)
@@ -124,27 +140,45 @@ def check_output_path(name: str, value: Any) -> Path:
         raise ProfilerConfigError(name, value, "a non-empty path string")
     if len(value) > MAX_PATH_LENGTH:
         raise ProfilerConfigError(name, value[:40] + "...", f"a path of at most {MAX_PATH_LENGTH} characters")
-    if any(ord(c) < 32 for c in value):
-        raise ProfilerConfigError(name, value, "a path without control characters")
+    bad = sorted({c for c in value if ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise ProfilerConfigError(name, value, "a path without control characters",
+                                  hint=f"found {', '.join(repr(c) for c in bad)}")
+    bad = sorted({c for c in value if not _PATH_CHAR_RE.match(c)})
+    if bad:
+        raise ProfilerConfigError(name, value, "a path of letters, digits, spaces and . / _ - ~ : + @ = , # %",
+                                  hint=f"found {' '.join(bad)}")
     path = Path(os.path.expanduser(value))
     for part in path.parts:
         if len(part) > MAX_FILE_NAME_LENGTH:
-            raise ProfilerConfigError(name, value, f"path components of at most {MAX_FILE_NAME_LENGTH} characters")
-    path = path.absolute()
-    # Walk the existing prefix: no symlinks (lexically given), no insecure parents.
+            raise ProfilerConfigError(name, value, f"path components of at most {MAX_FILE_NAME_LENGTH} characters",
+                                      hint=f"{part[:40]}... has {len(part)}")
+    path = Path(os.path.abspath(path))
+    # The nearest existing part of the path: the directory itself, or where it will be created.
     probe = path
     while not os.path.lexists(probe):
         probe = probe.parent
-    if probe == path and os.path.islink(path):
-        raise ProfilerConfigError(name, value, "a real directory, not a symbolic link")
-    if os.path.exists(probe) and not os.path.isdir(probe):
-        raise ProfilerConfigError(name, value, "a directory path (an existing file is in the way)")
-    st = os.stat(probe)
-    if probe != path and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-        raise ProfilerConfigError(name, value, "a location whose parent is not world-writable without the sticky bit",
-                                  hint=f"{probe} is mode {oct(st.st_mode & 0o7777)}")
-    if probe == path and st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-        raise ProfilerConfigError(name, value, "a directory that is not world-writable without the sticky bit")
+    if os.path.islink(probe):
+        where = "the output directory" if probe == path else "the directory it would be created in"
+        raise ProfilerConfigError(name, value, "a real directory, not a symbolic link",
+                                  hint=f"{probe} ({where}) links to {os.path.realpath(probe)}; give that path")
+    if not os.path.isdir(probe):
+        raise ProfilerConfigError(name, value, "a directory path (an existing file is in the way)",
+                                  hint=f"{probe} is a file")
+    for part in [probe, *probe.parents]:
+        st = os.lstat(part)
+        if stat.S_ISLNK(st.st_mode):
+            parent_st = os.stat(part.parent)
+            trusted = st.st_uid == 0 and parent_st.st_uid == 0 and not parent_st.st_mode & 0o022
+            if not trusted:
+                raise ProfilerConfigError(name, value, "a path without symbolic links",
+                                          hint=f"{part} links to {os.path.realpath(part)}; give the real path "
+                                               f"{os.path.realpath(path)}")
+            continue
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise ProfilerConfigError(name, value, "a path with no world-writable directory lacking the sticky bit",
+                                      hint=f"{part} is mode {oct(st.st_mode & 0o7777)}; any user could replace "
+                                           "what is inside (chmod o-w or +t)")
     return path
 
 
