@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npuprof-installed
 
-.PHONY: demo test test-fast bench venv system-deps clean
+.PHONY: demo test test-fast bench venv system-deps tf215 clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,11 @@ system-deps:
 demo: $(STAMP)
 	$(PY) -m npuprof demo --output ./npuprof_demo
 
-test: $(STAMP) system-deps
+# .venv-tf215: TF 2.15 + tensorflow-estimator for the real tf.estimator tests.
+tf215: $(STAMP)
+	$(PY) tests/tf_support.py
+
+test: $(STAMP) system-deps tf215
 	$(PY) -m pytest -ra
 
 test-fast: $(STAMP)
@@ -32,4 +36,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) npuprof_demo .pytest_cache
+	rm -rf $(VENV) .venv-tf215 npuprof_demo .pytest_cache
