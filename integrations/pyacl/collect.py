@@ -121,9 +121,18 @@ def merged_acl_json(existing: Optional[str], section: dict, where: str) -> str:
 
 
 def profiling_env(section: dict) -> dict:
-    """CANN's environment switch: PROFILING_MODE=true and PROFILING_OPTIONS (the section without 'switch')."""
-    options = {k: v for k, v in section.items() if k != "switch"}
-    return {"PROFILING_MODE": "true", "PROFILING_OPTIONS": json.dumps(options, separators=(",", ":"))}
+    """CANN's environment switch: PROFILING_MODE=true and PROFILING_OPTIONS.
+
+    PROFILING_OPTIONS follows GE's profiling_options schema, not acl.json's:
+    acl.json-only keys (switch, ascendcl, SVP's acl_api/aacpu/interval) are
+    dropped, and the result is checked by the profiling_options validator.
+    """
+    from npuprof.integrations.tensorflow.options import KEYS, parse_profiling_options
+
+    options = {k: v for k, v in section.items() if k in KEYS}
+    text = json.dumps(options, separators=(",", ":"))
+    parse_profiling_options(text)
+    return {"PROFILING_MODE": "true", "PROFILING_OPTIONS": text}
 
 
 def _extra_env(pairs: list) -> dict:
