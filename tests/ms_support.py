@@ -118,7 +118,8 @@ def _schedule(spec: Any) -> Any:
 
 # -- scenarios ------------------------------------------------------------------------------------------------------
 def scenario_model_train(out: Path, mode: str = "graph", epochs: int = 2, n: int = 20, kind: str = "step",
-                         schedule: Any = None, callback_kwargs: Any = None, sink: bool = False) -> dict:
+                         schedule: Any = None, callback_kwargs: Any = None, sink: bool = False,
+                         repeat_train: int = 1) -> dict:
     """Model.train with a ProfilerCallback (or the epoch variant)."""
     set_mode(mode)
     kw = dict(callback_kwargs or {})
@@ -126,9 +127,13 @@ def scenario_model_train(out: Path, mode: str = "graph", epochs: int = 2, n: int
         kw["schedule"] = _schedule(schedule)
     cb = _callback_cls(kind)(str(out / "prof"), activities=["CPU"], **kw)
     losses = _loss_recorder()
-    make_model(make_net()).train(epochs, make_dataset(n), callbacks=[cb, losses], dataset_sink_mode=sink)
+    model = make_model(make_net())
+    runs = []
+    for _ in range(repeat_train):  # the same callback object profiles each train() call
+        model.train(epochs, make_dataset(n), callbacks=[cb, losses], dataset_sink_mode=sink)
+        runs.append(len(cb.saved_runs))
     return {"saved_runs": [str(p) for p in cb.saved_runs], "analysed": [str(r.run_dir) for r in cb.results],
-            "steps_trained": len(losses.steps), "losses": losses.steps}
+            "steps_trained": len(losses.steps), "losses": losses.steps, "runs_after_each_train": runs}
 
 
 def scenario_model_fit(out: Path, mode: str = "graph", epochs: int = 2, n: int = 20,
@@ -269,6 +274,30 @@ def scenario_plain_mindspore(out: Path, mode: str = "graph") -> dict:
     make_model(make_net()).train(1, make_dataset(20), callbacks=[StepProf(prof)], dataset_sink_mode=False)
     prof.stop()
     return {"dirs": sorted(str(p) for p in target.glob("*_ascend_ms"))}
+
+
+def scenario_coexist(out: Path) -> dict:
+    """The user's own mindspore.profiler session runs: npuprof leaves it alone, says so once,
+    and still records its host events; MindSpore's session keeps its data."""
+    import mindspore as ms
+    from mindspore.profiler import ProfilerActivity, profile, tensorboard_trace_handler
+
+    import npuprof
+
+    set_mode("pynative")
+    net = make_net()
+    x = ms.Tensor(np.ones((2, N_FEATURES), dtype=np.float32))
+    ms_prof = profile(activities=[ProfilerActivity.CPU], start_profile=False,
+                      on_trace_ready=tensorboard_trace_handler(str(out / "ms_own"), analyse_flag=False))
+    ms_prof.start()
+    with npuprof.Profiler(output_path=str(out / "prof"), activities=["CPU"]) as prof:
+        for _ in range(3):
+            with npuprof.record_function("fwd"):
+                net(x).asnumpy()
+            prof.step()
+    ms_prof.stop()
+    return {"saved_runs": [str(p) for p in prof.saved_runs],
+            "ms_files": sorted(str(p) for p in (out / "ms_own").glob("*_ascend_ms/FRAMEWORK/cpu_op_execute*"))}
 
 
 def scenario_sink_units(out: Path, sink_size: int = 4, sinks: int = 5) -> dict:

@@ -91,12 +91,14 @@ def test_schedule_windows_hold_the_active_steps_and_real_ops(scheduled_training)
 
 # -- start/stop steps, epochs, ranks --------------------------------------------------------------------------------
 def test_start_stop_steps_record_exactly_those_steps(tmp_path):
-    facts = ok(run_scenario("model_train", tmp_path, epochs=2, n=20,
+    facts = ok(run_scenario("model_train", tmp_path, epochs=2, n=20, repeat_train=2,
                             callback_kwargs={"start_step": 3, "stop_step": 7}))
-    assert facts["steps_trained"] == 20 and len(facts["saved_runs"]) == 1
-    res = analyse(facts["saved_runs"][0])
-    assert step_numbers(res) == [2, 3, 4, 5, 6]              # ProfilerStep#k ends MindSpore step k+1
-    assert_real_compute_ops(res)
+    assert facts["steps_trained"] == 40
+    assert facts["runs_after_each_train"] == [1, 2]          # one window per train() call
+    for run in facts["saved_runs"]:
+        res = analyse(run)
+        assert step_numbers(res) == [2, 3, 4, 5, 6]          # ProfilerStep#k ends MindSpore step k+1
+        assert_real_compute_ops(res)
 
 
 def test_epoch_callback_records_whole_epochs(tmp_path):
@@ -217,6 +219,16 @@ def test_mindspore_op_times_share_npuprof_time_base(custom_loop):
         o0, o1 = rng[f"optimizer#{i}"]
         sgd = sel.select(sel.string_array("type") == "SGD")
         assert len(sgd) and sgd["ts"].min() >= o0 and (sgd["ts"] + sgd["dur"]).max() <= o1
+
+
+def test_a_running_mindspore_profiler_session_is_left_alone(tmp_path):
+    facts = ok(run_scenario("coexist", tmp_path))
+    assert "mindspore.profiler session is already running" in facts["stderr"]
+    assert len(facts["ms_files"]) == 1                       # the user's MindSpore data is intact
+    res = analyse(facts["saved_runs"][0])
+    assert not (Path(facts["saved_runs"][0]) / "FRAMEWORK").exists()
+    assert [r[0] for r in res.tables["range_statistic"].rows()] == ["fwd"]
+    assert step_numbers(res) == [0, 1, 2, 3]                 # no schedule: stop() closes the open step
 
 
 # -- a directory from plain mindspore.profiler -----------------------------------------------------------------------

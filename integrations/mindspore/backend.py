@@ -76,12 +76,14 @@ def quiet_mindspore_logger() -> Iterator[None]:
 
 
 class _Window:
-    __slots__ = ("prof", "native_dir", "activities")
+    __slots__ = ("prof", "native_dir", "activities", "interface", "lost")
 
-    def __init__(self, prof: Any, native_dir: Path, activities: list) -> None:
+    def __init__(self, prof: Any, native_dir: Path, activities: list, interface: Any) -> None:
         self.prof = prof
         self.native_dir = native_dir
         self.activities = activities
+        self.interface = interface   # MindSpore's ProfilerInterface class (is_initialized while running)
+        self.lost = False
 
 
 class MindSporeBackend:
@@ -147,13 +149,17 @@ class MindSporeBackend:
                                                  "log); no MindSpore operator data")
             _reset_mindspore_output_path()
             return
+        from mindspore.profiler.profiler_interface import ProfilerInterface
+
         with self._lock:
-            self._windows[session.run_dir] = _Window(prof, native, activities)
+            self._windows[session.run_dir] = _Window(prof, native, activities, ProfilerInterface)
         _add_mstx_sink(cfg)
 
     def step(self, session: Any, step_num: int) -> None:
         """Notice a MindSpore profiler stopped behind npuprof's back (cheap)."""
-        if session.run_dir in self._windows and not _mindspore_profiler_running():
+        win = self._windows.get(session.run_dir)
+        if win is not None and not win.lost and not win.interface.is_initialized:
+            win.lost = True
             session.warn_once("mindspore-lost", "npuprof: mindspore.profiler was stopped by other code during "
                                                 f"step {step_num}; MindSpore operator data ends there")
 

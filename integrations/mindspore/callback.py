@@ -187,7 +187,6 @@ class _ProfilerCallbackBase(Callback):
         self.results: list = []
         self._phase: Optional[str] = None
         self._running = False
-        self._done = False
         self._disabled = False
         self._depth = 0
         self._warned: set = set()
@@ -256,13 +255,10 @@ class _ProfilerCallbackBase(Callback):
 
     def _begin(self, phase: str, cb: Any, epoch: int, epochs: int) -> None:
         self._phase = phase
-        if self._done:
-            return
         if self._rank_ids is not None:
             rank = _current_rank(self.profiler.config.rank)
             if rank not in self._rank_ids:
                 log.info("npuprof: rank %d is not in profile_rank_ids %s; not profiling", rank, self._rank_ids)
-                self._done = True
                 return
         if self._planned is not None:
             self._planned.plan.begin(cb, epoch, epochs)
@@ -271,7 +267,6 @@ class _ProfilerCallbackBase(Callback):
         except ProfilerError as e:
             log.warning("npuprof: %s cannot start the profiler (%s); training goes on without it",
                         type(self).__name__, e)
-            self._done = True
             return
         self._running = True
 
@@ -283,10 +278,10 @@ class _ProfilerCallbackBase(Callback):
         self.profiler.step()
 
     def _finish(self, failed: bool) -> None:
+        self._phase = None  # the same callback may profile a later train/eval run again
         if not self._running:
             return
         self._running = False
-        self._done = True
         if failed:
             log.warning("npuprof: training raised; saving the profiling collected so far")
         self.profiler.stop()
