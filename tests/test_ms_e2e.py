@@ -101,6 +101,17 @@ def test_start_stop_steps_record_exactly_those_steps(tmp_path):
         assert_real_compute_ops(res)
 
 
+def test_stop_step_beyond_the_run_ends_the_window_with_the_run(tmp_path):
+    facts = ok(run_scenario("model_train", tmp_path / "long", epochs=1, n=12,
+                            callback_kwargs={"start_step": 4, "stop_step": 100}))
+    res = analyse(facts["saved_runs"][0])
+    assert step_numbers(res) == [3, 4, 5]                    # steps 4..6, no empty trailing step
+    assert res.info["npuprof"]["partial"] is False
+    late = ok(run_scenario("model_train", tmp_path / "late", epochs=1, n=12,
+                           callback_kwargs={"start_step": 50, "stop_step": 60}))
+    assert late["saved_runs"] == [] and "no step of this run fell in the window" in late["stderr"]
+
+
 def test_epoch_callback_records_whole_epochs(tmp_path):
     facts = ok(run_scenario("model_train", tmp_path, epochs=3, n=20, kind="epoch",
                             callback_kwargs={"start_epoch": 2, "stop_epoch": 2}))

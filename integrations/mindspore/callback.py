@@ -113,7 +113,7 @@ class _StepWindow:
 
     def action(self, plan: _Plan) -> ProfilerAction:
         lo, hi = plan.next_unit()
-        stop = self.stop if self.stop is not None else plan.total
+        stop = self.stop if plan.total is None else min(plan.total, self.stop or plan.total)
         if hi < self.start or (stop is not None and lo >= stop):
             return A.NONE
         return A.RECORD_AND_SAVE if stop is not None and hi >= stop else A.RECORD
@@ -285,6 +285,9 @@ class _ProfilerCallbackBase(Callback):
         if failed:
             log.warning("npuprof: training raised; saving the profiling collected so far")
         self.profiler.stop()
+        if not self.profiler.saved_runs and self._planned is not None:
+            log.warning("npuprof: no step of this run fell in the window %s (%d steps ran); nothing was recorded",
+                        self._planned.window.to_dict(), self._planned.plan.last_end - self._planned.plan.first_step)
         analyse = self._analyse if self._analyse is not None else self.profiler.config.on_trace_ready is None
         if analyse and self.profiler.saved_runs:
             self.results.extend(self.profiler.analyse())
