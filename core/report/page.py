@@ -1,0 +1,200 @@
+"""``npuprof report``: one self-contained HTML page for a run or a job.
+
+The page embeds everything (CSS and SVG charts inline, no script, no font or
+image from the network): step-time breakdown per step and per rank, slow
+ranks and the rule used, top operators by time, host CPU/memory over time,
+the communication matrix when there is one, and relative links to every
+trace file and cluster table. Numbers come from :func:`npuprof.cluster.
+cluster_analyse` (one rank works too), which also writes the tables linked
+from the page.
+
+Example::
+
+    path = write_report("./prof")             # -> ./prof/npuprof_report.html
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from ..fileio import atomic_write
+from . import svg
+
+REPORT_NAME = "npuprof_report.html"
+HOST_SERIES = ("CPU Usage(%)", "Memory Usage(%)")
+MAX_HOST_LINES = 8
+TOP_OPS = 15
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:960px;color:#1d232b}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;
+padding-bottom:4px}.meta{color:#5b6776}.chart{display:block;margin:6px 0;background:#fbfcfd;border:1px solid #e3e8ee}
+.chart .grid{stroke:#e3e8ee}.chart .tick{font-size:11px;fill:#5b6776}.chart .legend{font-size:12px;fill:#1d232b}
+.chart .unit,.chart .axis{font-size:11px;fill:#5b6776}.chart .slow{fill:none;stroke:#d62728;stroke-width:2}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}td,th{border:1px solid #dde3ea;padding:3px 8px;
+text-align:right}th{background:#f1f4f7}td.l,th.l{text-align:left}.bad{color:#d62728;font-weight:600}
+.note{color:#5b6776;font-size:12px}ul.links li{margin:2px 0}code{background:#f1f4f7;padding:0 3px}
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _rel(target: Union[str, Path], base: Path) -> str:
+    return Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix()
+
+
+def _table(headers: list, rows: list, left: int = 1) -> str:
+    out = ["<table><tr>"]
+    out += [f'<th class="{"l" if i < left else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{v}</td>' for i, v in enumerate(r))
+                   + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _num(v: float) -> str:
+    return f"{v:,.1f}"
+
+
+def render(res: Any, page_dir: Path, title: str) -> str:
+    """HTML text of the report for a :class:`~npuprof.cluster.ClusterResult`."""
+    summaries = res.summaries
+    steps_t = res.tables["cluster_step_trace_time"].records()
+    slow = set(res.slow.get("slow_ranks", []))
+    parts = ["\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+                        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+                        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"])]
+    n_steps = len({r["Step"] for r in steps_t})
+    hosts = sorted({s.hostname for s in summaries})
+    parts.append(f"<h1>{_e(title)}</h1><p class='meta'>{len(summaries)} rank(s) on {len(hosts)} host(s) · "
+                 f"{n_steps} step(s) · {sum(s.events for s in summaries):,} events · generated "
+                 f"{_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by npuprof</p>")
+
+    # -- step breakdown per step and per rank
+    parts.append("<h2 id='steps'>Step time breakdown</h2>")
+    cols = ["Computing", "Communication(Not Overlapped)", "Overlapped", "Free"]
+    by_step: dict = {}
+    for r in steps_t:
+        by_step.setdefault(r["Step"], []).append(r)
+    step_labels = [str(s) for s in sorted(by_step)]
+    series = {c: [float(np.mean([r[c] for r in by_step[int(s)]])) for s in step_labels] for c in cols}
+    parts.append("<p class='note'>Per step, mean over ranks (µs). Computing + Communication(Not Overlapped) + Free "
+                 "= step time; Overlapped is communication hidden under computing.</p>")
+    parts.append(svg.stacked_bars(step_labels, series, "µs", x_title="step"))
+    by_rank: dict = {}
+    for r in steps_t:
+        by_rank.setdefault(r["Index"], []).append(r)
+    rank_labels = [str(r) for r in sorted(by_rank)]
+    series_r = {c: [float(np.mean([x[c] for x in by_rank[int(r)]])) for r in rank_labels] for c in cols}
+    parts.append("<p class='note'>Per rank, mean over steps (µs); slow ranks outlined in red.</p>")
+    parts.append(svg.stacked_bars(rank_labels, series_r, "µs", highlight={str(r) for r in slow}, x_title="rank"))
+    if res.slow.get("applicable"):
+        verdict = (f"<span class='bad'>slow ranks: {', '.join(map(str, sorted(slow)))}</span>" if slow
+                   else "no slow rank")
+        parts.append(f"<p>{verdict}. <span class='note'>Rule: {_e(res.slow['rule'])}.</span></p>")
+    else:
+        parts.append(f"<p class='note'>Slow-rank test not applied: {_e(res.slow.get('note', ''))}.</p>")
+    rows = []
+    for rec in res.tables["cluster_rank_summary"].records()[:64]:
+        flag = "<span class='bad'>slow</span>" if rec["Slow"] else ""
+        rows.append([_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
+                     _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
+                     _num(rec["Free Mean(us)"]), flag])
+    parts.append(_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free", ""],
+                        rows, left=2))
+
+    # -- top operators
+    parts.append("<h2 id='ops'>Top operators by time</h2>")
+    ops = res.tables["cluster_op_statistic"].records()[:TOP_OPS]
+    if ops:
+        parts.append("<p class='note'>Total time over all ranks (µs); device kernels when recorded, else host "
+                     "framework operators.</p>")
+        parts.append(svg.horizontal_bars([f"{o['OP Type']} ({o['Core Type']})" for o in ops],
+                                         [o["Total Time(us)"] for o in ops], "µs (all ranks)"))
+        parts.append(_table(["OP Type", "Core", "Ranks", "Count", "Total (µs)", "Avg per rank (µs)", "Max rank"],
+                            [[_e(o["OP Type"]), _e(o["Core Type"]), o["Ranks"], f"{o['Count']:,}",
+                              _num(o["Total Time(us)"]), _num(o["Avg Time per Rank(us)"]), o["Max Rank"]]
+                             for o in ops], left=2))
+    else:
+        parts.append("<p class='note'>No operator or kernel events were recorded.</p>")
+
+    # -- host usage over time
+    parts.append("<h2 id='host'>Host CPU and memory over time</h2>")
+    t0 = min((s.t0_ns for s in summaries if s.t0_ns), default=0)
+    chosen = [s for s in summaries if s.rank in slow][:MAX_HOST_LINES]
+    chosen += [s for s in summaries if s not in chosen][:MAX_HOST_LINES - len(chosen)]
+    any_host = False
+    for name in HOST_SERIES:
+        lines = {}
+        for s in sorted(chosen, key=lambda x: x.rank):
+            if name in s.host_series:
+                t, v = s.host_series[name]
+                lines[f"rank {s.rank}"] = ([(x - t0) / 1e9 for x in np.asarray(t).tolist()],
+                                           np.asarray(v, dtype=float).tolist())
+        if lines:
+            any_host = True
+            parts.append(f"<p class='note'>{_e(name)}</p>")
+            parts.append(svg.line_chart(lines, "%", y_max=100.0))
+    if not any_host:
+        parts.append("<p class='note'>No host usage was sampled (Profiler(host_sys=['cpu', 'mem'])).</p>")
+
+    # -- communication matrix
+    matrix = res.tables["cluster_communication_matrix"].records()
+    if matrix:
+        parts.append("<h2 id='comm'>Communication matrix</h2>")
+        top = sorted(matrix, key=lambda m: -m["Transit Time(ms)"])[:20]
+        parts.append(_table(["Group", "OP", "Src", "Dst", "Transport", "Count", "Time (ms)", "Size (MB)", "GB/s"],
+                            [[_e(m["Group"]), _e(m["OP Type"]), m["Src Rank"], m["Dst Rank"],
+                              _e(m["Transport Type"]), m["Count"], f"{m['Transit Time(ms)']:.3f}",
+                              f"{m['Transit Size(MB)']:.3f}", f"{m['Bandwidth(GB/s)']:.3f}"] for m in top], left=2))
+
+    # -- links
+    parts.append("<h2 id='files'>Trace files and tables</h2><ul class='links'>")
+    for s in summaries:
+        for t in s.traces:
+            parts.append(f"<li>rank {s.rank}: <a href='{_e(_rel(t, page_dir))}'>{_e(Path(t).parent.parent.name)}/"
+                         f"{_e(Path(t).name)}</a></li>")
+    for r, p, _, _ in res.traces:
+        parts.append(f"<li>rank {r} (filtered): <a href='{_e(_rel(p, page_dir))}'>{_e(Path(p).name)}</a></li>")
+    if res.merged_timeline:
+        parts.append(f"<li>merged timeline: <a href='{_e(_rel(res.merged_timeline, page_dir))}'>"
+                     f"{_e(res.merged_timeline.name)}</a></li>")
+    for f in res.files:
+        if Path(f).suffix in (".csv", ".json") and Path(f).name != "cluster_summary.json":
+            parts.append(f"<li><a href='{_e(_rel(f, page_dir))}'>{_e(Path(f).name)}</a></li>")
+    parts.append("</ul><p class='note'>Open traces in Perfetto (ui.perfetto.dev) or chrome://tracing; tables in "
+                 "any spreadsheet; Parquet tables with DuckDB.</p></body></html>\n")
+    return "\n".join(parts)
+
+
+def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
+                 workers: Optional[int] = None, timeline_ranks: Any = None,
+                 progress: Any = None) -> Path:
+    """Analyse ``path`` (a run or a parent of ranks' runs) and write the HTML report.
+
+    Returns the page path (default ``<path>/npuprof_report.html``).
+    """
+    from ..cluster import cluster_analyse
+
+    root = Path(path)
+    page = Path(output) if output is not None else root / REPORT_NAME
+    formats = ("csv", "json")
+    try:
+        import pyarrow  # noqa: F401
+
+        formats = ("csv", "json", "parquet")
+    except ImportError:
+        pass
+    res = cluster_analyse(root, backend=backend, workers=workers, timeline_ranks=timeline_ranks, formats=formats,
+                          progress=progress)
+    title = f"npuprof report: {root.resolve().name}"
+    return atomic_write(page, render(res, page.parent, title))

@@ -1,0 +1,35 @@
+"""Built-in plugin: the ``npuprof report`` command.
+
+Example::
+
+    npuprof report ./prof -o report.html
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..hookspecs import hookimpl
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .page import write_report
+
+    progress = None if args.quiet else (lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr))
+    path = write_report(args.path, output=args.output, backend=args.backend, workers=args.workers,
+                        timeline_ranks=args.timeline, progress=progress)
+    print(path)
+    return 0
+
+
+@hookimpl
+def npuprof_add_commands(subparsers: Any) -> None:
+    r = subparsers.add_parser("report", help="write one self-contained HTML report of a run or a job")
+    r.add_argument("path", help="a run directory or a parent of ranks' runs")
+    r.add_argument("-o", "--output", default=None, help="HTML file (default <path>/npuprof_report.html)")
+    r.add_argument("--backend", choices=["process", "dask", "serial"], default="process")
+    r.add_argument("--workers", type=int, default=None)
+    r.add_argument("--timeline", default=None, metavar="RANKS", help="also write a merged timeline of these ranks")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_report)

@@ -1,0 +1,170 @@
+"""Inline SVG charts for the HTML report (no JavaScript, no network).
+
+Each function returns an ``<svg>`` string; values are escaped; every bar and
+point has a ``<title>`` tooltip.
+
+Example::
+
+    >>> svg = stacked_bars(["1", "2"], {"Computing": [3.0, 4.0], "Free": [1.0, 0.5]}, "µs")
+    >>> svg.startswith("<svg") and svg.count('class="bar"')
+    4
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Optional, Sequence
+
+PALETTE = ["#3b7dd8", "#e8833a", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f", "#bab0ac",
+           "#4e79a7"]
+SERIES_COLORS = {"Computing": "#3b7dd8", "Communication(Not Overlapped)": "#e8833a", "Overlapped": "#76b7b2",
+                 "Free": "#bab0ac"}
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def nice_ticks(vmax: float, n: int = 5) -> list[float]:
+    """Round tick values from 0 to at least ``vmax``.
+
+    Example::
+
+        >>> nice_ticks(93.0)
+        [0, 20, 40, 60, 80, 100]
+    """
+    if vmax <= 0 or not math.isfinite(vmax):
+        return [0.0, 1.0]
+    raw = vmax / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    count = int(math.ceil(vmax / step - 1e-9))
+    return [round(i * step, 10) for i in range(count + 1)]
+
+
+def _fmt(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.1f}M"
+    if abs(v) >= 1e4:
+        return f"{v / 1e3:.0f}k"
+    return f"{v:g}" if abs(v) >= 1 or v == 0 else f"{v:.2g}"
+
+
+def _frame(width: int, height: int, label: str, body: list, legend: list, legend_x: int = 70) -> str:
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(label)}">']
+    parts.extend(body)
+    x = legend_x
+    for name, color in legend:
+        parts.append(f'<rect x="{x}" y="6" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{x + 16}" y="16" class="legend">{_e(name)}</text>')
+        x += 24 + 7 * len(name)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _y_axis(ticks: list, x0: int, x1: int, y_of, unit: str) -> list:
+    out = []
+    for t in ticks:
+        y = y_of(t)
+        out.append(f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                   f'<text x="{x0 - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>')
+    out.append(f'<text x="{x0 - 6}" y="{y_of(ticks[-1]) - 8:.1f}" class="unit" text-anchor="end">{_e(unit)}</text>')
+    return out
+
+
+def stacked_bars(labels: Sequence[str], series: dict, unit: str, width: int = 900, height: int = 280,
+                 highlight: Optional[set] = None, x_title: str = "") -> str:
+    """Vertical stacked bars: one bar per label, one segment per series."""
+    highlight = highlight or set()
+    n = max(len(labels), 1)
+    left, right, top, bottom = 64, 16, 40, 46
+    totals = [sum(float(v[i]) for v in series.values()) for i in range(len(labels))]
+    ticks = nice_ticks(max(totals) if totals else 0.0)
+    span = ticks[-1] or 1.0
+    plot_h = height - top - bottom
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - v / span)
+
+    body = _y_axis(ticks, left, width - right, y_of, unit)
+    slot = (width - left - right) / n
+    bar_w = max(min(slot * 0.7, 60), 1.5)
+    label_every = max(1, int(math.ceil(n / 40)))
+    for i, lab in enumerate(labels):
+        x = left + slot * i + (slot - bar_w) / 2
+        acc = 0.0
+        for j, (name, vals) in enumerate(series.items()):
+            v = float(vals[i])
+            if v <= 0:
+                continue
+            color = SERIES_COLORS.get(name, PALETTE[j % len(PALETTE)])
+            y1, y0 = y_of(acc + v), y_of(acc)
+            body.append(f'<rect class="bar" x="{x:.1f}" y="{y1:.1f}" width="{bar_w:.1f}" height="{y0 - y1:.1f}" '
+                        f'fill="{color}"><title>{_e(lab)}: {_e(name)} {v:,.3f} {_e(unit)}</title></rect>')
+            acc += v
+        if lab in highlight:
+            body.append(f'<rect x="{x - 1:.1f}" y="{y_of(acc) - 1:.1f}" width="{bar_w + 2:.1f}" '
+                        f'height="{y_of(0) - y_of(acc) + 2:.1f}" class="slow"/>')
+        if i % label_every == 0:
+            body.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 14}" class="tick" '
+                        f'text-anchor="middle">{_e(lab)}</text>')
+    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 8}" class="axis" '
+                f'text-anchor="middle">{_e(x_title)}</text>')
+    legend = [(name, SERIES_COLORS.get(name, PALETTE[j % len(PALETTE)])) for j, name in enumerate(series)]
+    return _frame(width, height, f"stacked bars per {x_title}", body, legend)
+
+
+def horizontal_bars(labels: Sequence[str], values: Sequence[float], unit: str, width: int = 900,
+                    color: str = "#3b7dd8") -> str:
+    """One horizontal bar per label (top operators)."""
+    row = 22
+    left, right, top = 220, 90, 28
+    height = top + row * max(len(labels), 1) + 30
+    vmax = max([float(v) for v in values] or [0.0]) or 1.0
+    body = []
+    for i, (lab, v) in enumerate(zip(labels, values)):
+        y = top + i * row
+        w = (width - left - right) * float(v) / vmax
+        short = lab if len(lab) <= 32 else lab[:30] + "…"
+        body.append(f'<text x="{left - 8}" y="{y + 15}" class="tick" text-anchor="end">{_e(short)}</text>'
+                    f'<rect class="bar" x="{left}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row - 6}" '
+                    f'fill="{color}"><title>{_e(lab)}: {float(v):,.3f} {_e(unit)}</title></rect>'
+                    f'<text x="{left + max(w, 1) + 6:.1f}" y="{y + 15}" class="tick">{float(v):,.1f}</text>')
+    body.append(f'<text x="{left}" y="{height - 8}" class="axis">{_e(unit)}</text>')
+    return _frame(width, height, "top operators", body, [])
+
+
+def line_chart(series: dict, unit: str, width: int = 900, height: int = 240, y_max: Optional[float] = None) -> str:
+    """Lines over time: ``series[name] = (x_seconds, y)``."""
+    left, right, top, bottom = 64, 16, 40, 40
+    xs = [x for xv, _ in series.values() for x in xv]
+    ys = [y for _, yv in series.values() for y in yv]
+    x_ticks = nice_ticks(max(xs) if xs else 0.0, 8)
+    y_ticks = nice_ticks(y_max if y_max is not None else (max(ys) if ys else 0.0))
+    xs_span, ys_span = x_ticks[-1] or 1.0, y_ticks[-1] or 1.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x_of(v: float) -> float:
+        return left + plot_w * v / xs_span
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - v / ys_span)
+
+    body = _y_axis(y_ticks, left, width - right, y_of, unit)
+    for t in x_ticks:
+        body.append(f'<text x="{x_of(t):.1f}" y="{height - bottom + 16}" class="tick" '
+                    f'text-anchor="middle">{_fmt(t)}</text>')
+    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="axis" '
+                f'text-anchor="middle">time since start (s)</text>')
+    legend = []
+    for j, (name, (xv, yv)) in enumerate(series.items()):
+        color = PALETTE[j % len(PALETTE)]
+        legend.append((name, color))
+        pts = " ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in zip(xv, yv))
+        if len(xv) == 1:
+            body.append(f'<circle class="point" cx="{x_of(xv[0]):.1f}" cy="{y_of(yv[0]):.1f}" r="3" '
+                        f'fill="{color}"><title>{_e(name)}</title></circle>')
+        body.append(f'<polyline class="line" points="{pts}" fill="none" stroke="{color}" stroke-width="1.8">'
+                    f'<title>{_e(name)}</title></polyline>')
+    return _frame(width, height, f"{unit} over time", body, legend)
