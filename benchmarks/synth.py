@@ -25,8 +25,8 @@ from npuprof.rawstore import RAW_DIR, RawWriter
 from npuprof.runinfo import base_info, new_run_dir, write_info
 
 # share of each kind among the non-step events of one step
-MIX = ((EventKind.OP, 0.50), (EventKind.RANGE, 0.25), (EventKind.API, 0.12),
-       (EventKind.MARK, 0.05), (EventKind.COUNTER, 0.08))
+MIX = ((EventKind.OP, 0.55), (EventKind.RANGE, 0.28), (EventKind.API, 0.12),
+       (EventKind.MARK, 0.04), (EventKind.COUNTER, 0.01))
 OP_TYPES = [f"{t}" for t in ("MatMul", "BiasAdd", "Relu", "Conv2D", "Add", "Mul", "Softmax", "Reshape", "Transpose",
                               "ReduceMean", "Cast", "LayerNorm", "Gelu", "Concat", "Slice", "Gather", "AdamW",
                               "SoftmaxCrossEntropy", "Dropout", "BatchMatMul")]
@@ -92,9 +92,11 @@ def synth_chunk(first_step: int, n_steps: int, events_per_step: int, t0_ns: int,
     dur[point] = 0
     value[kind == int(EventKind.COUNTER)] = rng.random(int((kind == int(EventKind.COUNTER)).sum())) * 100
     source = np.ones(n, np.int32)
-    return EventTable.from_codes(
+    table = EventTable.from_codes(
         {"ts": ts, "dur": dur, "kind": kind, "pid": np.int64(pid), "tid": tid, "value": value},
         {"name": name, "type": type_, "source": source}, strings)
+    # the recorder writes each flush thread by thread: time order holds per thread only
+    return table.select(np.argsort(tid, kind="stable"))
 
 
 def make_run(parent: Path, n_events: int, events_per_step: int = 1000, chunk_events: int = 50_000,

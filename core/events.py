@@ -121,22 +121,42 @@ class EventTable:
         return cls(cols, list(strings))
 
     @staticmethod
-    def concat(tables: Iterable["EventTable"]) -> "EventTable":
-        """Concatenate tables, merging their string pools."""
+    def concat(tables: Iterable["EventTable"], consume: bool = False) -> "EventTable":
+        """Concatenate tables, merging their string pools.
+
+        Each output column is allocated once and filled part by part. With
+        ``consume=True`` every input column is dropped from its table as
+        soon as it is copied, so peak memory is the output plus one column
+        instead of twice the data (the inputs are unusable afterwards).
+        """
         tables = [t for t in tables if t is not None and len(t)]
         if not tables:
             return EventTable.empty()
         if len(tables) == 1:
             return tables[0]
         pool = _Pool()
-        parts: dict[str, list[np.ndarray]] = {k: [] for k in (*NUMERIC_COLUMNS, *STRING_COLUMNS)}
+        remaps = []
         for t in tables:
             remap = pool.codes(t.strings)
-            for k in NUMERIC_COLUMNS:
-                parts[k].append(t.cols[k])
-            for k in STRING_COLUMNS:
-                parts[k].append(remap[t.cols[k]])
-        return EventTable({k: np.concatenate(v) for k, v in parts.items()}, pool.strings)
+            identity = len(remap) == 0 or bool((remap == np.arange(len(remap))).all())
+            remaps.append(None if identity else remap)
+        n = sum(len(t) for t in tables)
+        cols: dict[str, np.ndarray] = {}
+        for key in (*NUMERIC_COLUMNS, *STRING_COLUMNS):
+            out = np.empty(n, dtype=NUMERIC_COLUMNS.get(key, np.int32))
+            lo = 0
+            for t, remap in zip(tables, remaps):
+                src = t.cols[key]
+                hi = lo + len(src)
+                if key in STRING_COLUMNS and remap is not None:
+                    np.take(remap, src, out=out[lo:hi])
+                else:
+                    out[lo:hi] = src
+                lo = hi
+                if consume:
+                    del t.cols[key]
+            cols[key] = out
+        return EventTable(cols, pool.strings)
 
     # -- access -------------------------------------------------------------
     def __len__(self) -> int:
@@ -152,9 +172,21 @@ class EventTable:
     def of_kind(self, *kinds: EventKind) -> "EventTable":
         return self.select(np.isin(self.cols["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)))
 
-    def sorted(self) -> "EventTable":
-        """Rows ordered by start time (stable)."""
-        return self.select(np.argsort(self.cols["ts"], kind="stable"))
+    def sorted(self, release: bool = False) -> "EventTable":
+        """Rows ordered by start time (stable); the table itself when already in order.
+
+        With ``release=True`` this table is reordered in place, one column
+        at a time, so each old column is freed as soon as it is replaced.
+        """
+        ts = self.cols["ts"]
+        if len(ts) < 2 or bool((ts[1:] >= ts[:-1]).all()):
+            return self
+        order = np.argsort(ts, kind="stable")
+        if not release:
+            return self.select(order)
+        for key in list(self.cols):
+            self.cols[key] = self.cols[key][order]
+        return self
 
     def code_of(self, text: str) -> int:
         """Code of ``text`` in the pool, or -1 when absent."""

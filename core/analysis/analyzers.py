@@ -3,6 +3,11 @@
 Every number comes from the events; nothing is a constant. Times in the
 tables are microseconds (float, 3 decimals in files), as the Ascend tools.
 
+They read only the columns they need, through row masks (no copy of the
+whole table per event kind), group with linear-time dense keys
+(:mod:`.grouping`), and leave per-event tables (kernel_details) lazy: rows
+are produced block by block when written.
+
 Example::
 
     >>> from npuprof.events import EventTable, EventKind
@@ -15,12 +20,13 @@ Example::
 from __future__ import annotations
 
 import re
-
 import numpy as np
 
 from ..events import EventKind, EventTable
+from .grouping import group_by
 from .intervals import per_bucket_length
-from .table import Table
+from .table import EventRowsTable, Table
+from .textrows import RowBuilder
 
 STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 STEP_TRACE_COLUMNS = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
@@ -34,6 +40,19 @@ KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Name", "Type", "Accelerator C
 RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
+_OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)
+
+
+def _rows_of(events: EventTable, *kinds: EventKind) -> np.ndarray:
+    """Indices of the rows of the given kinds."""
+    kind = events["kind"]
+    if len(kinds) == 1:
+        return np.flatnonzero(kind == np.uint8(kinds[0]))
+    return np.flatnonzero(np.isin(kind, np.array([int(k) for k in kinds], dtype=np.uint8)))
+
+
+def _is_sorted(a: np.ndarray) -> bool:
+    return len(a) < 2 or bool((a[1:] >= a[:-1]).all())
 
 
 def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,17 +60,32 @@ def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     With no step ranges the whole run is one step numbered 0.
     """
-    steps = events.of_kind(EventKind.STEP)
-    if len(steps):
-        numbers = np.array([int(m.group(1)) if (m := STEP_RE.search(s)) else -1
-                            for s in steps.string_array("name")], dtype=np.int32)
-        order = np.argsort(steps["ts"], kind="stable")
-        return numbers[order], steps["ts"][order], (steps["ts"] + steps["dur"])[order]
+    idx = _rows_of(events, EventKind.STEP) if len(events) else np.zeros(0, np.int64)
+    if len(idx):
+        codes = events["name"][idx]
+        uniq, inv = np.unique(codes, return_inverse=True)
+        num_of = np.array([int(m.group(1)) if (m := STEP_RE.search(events.strings[c])) else -1
+                           for c in uniq.tolist()], dtype=np.int32)
+        numbers = num_of[inv.reshape(-1)]
+        ts = events["ts"][idx]
+        ends = ts + events["dur"][idx]
+        order = np.argsort(ts, kind="stable")
+        return numbers[order], ts[order], ends[order]
     if not len(events):
         return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    start = int(events["ts"].min())
-    end = int((events["ts"] + events["dur"]).max())
+    ts = events["ts"]
+    start = int(ts.min())
+    end = int((ts + events["dur"]).max())
     return np.zeros(1, np.int32), np.array([start]), np.array([max(end, start + 1)])
+
+
+def _bucket_of(ts: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """searchsorted(starts, ts, 'right') - 1, linear when ``ts`` is sorted."""
+    if len(ts) > 4 * len(starts) and _is_sorted(ts):
+        pos = np.searchsorted(ts, starts, side="left")
+        counts = np.diff(np.concatenate(([0], pos, [len(ts)])))
+        return np.repeat(np.arange(-1, len(starts), dtype=np.int64), counts)
+    return np.searchsorted(starts, ts, side="right") - 1
 
 
 def assign_steps(events: EventTable) -> EventTable:
@@ -63,17 +97,30 @@ def assign_steps(events: EventTable) -> EventTable:
     if not len(numbers) or not len(events):
         return events
     ts = events["ts"]
-    idx = np.searchsorted(starts, ts, side="right") - 1
-    inside = (idx >= 0) & (ts < ends[np.clip(idx, 0, len(ends) - 1)])
-    step = np.where(inside, numbers[np.clip(idx, 0, len(numbers) - 1)], -1).astype(np.int32)
-    step = np.where(events["step"] >= 0, events["step"], step)
+    idx = _bucket_of(ts, starts)
+    np.clip(idx, -1, len(ends) - 1, out=idx)
+    safe = np.maximum(idx, 0)
+    inside = (idx >= 0) & (ts < ends[safe])
+    step = np.where(inside, numbers[safe], np.int32(-1)).astype(np.int32, copy=False)
+    del idx, safe, inside
+    old = events["step"]
+    keep = old >= 0
+    if keep.any():
+        step = np.where(keep, old, step).astype(np.int32, copy=False)
     return events.with_column("step", step)
+
+
+def compute_rows(events: EventTable) -> np.ndarray:
+    """Row indices of compute events: device kernels when there are any, else host operators."""
+    if not len(events):
+        return np.zeros(0, np.int64)
+    rows = _rows_of(events, EventKind.KERNEL)
+    return rows if len(rows) else _rows_of(events, EventKind.OP)
 
 
 def compute_events(events: EventTable) -> EventTable:
     """Device kernels when there are any, else host framework operators."""
-    kernels = events.of_kind(EventKind.KERNEL)
-    return kernels if len(kernels) else events.of_kind(EventKind.OP)
+    return events.select(compute_rows(events))
 
 
 def step_trace(events: EventTable) -> Table:
@@ -84,13 +131,17 @@ def step_trace(events: EventTable) -> Table:
     covered by neither; Preparing = step start to its first compute event.
     """
     numbers, starts, ends = step_spans(events)
-    comp = compute_events(events)
-    comm = events.of_kind(EventKind.COMM)
-    cs, ce = comp["ts"], comp["ts"] + comp["dur"]
-    ms, me = comm["ts"], comm["ts"] + comm["dur"]
+    comp = compute_rows(events)
+    comm = _rows_of(events, EventKind.COMM) if len(events) else np.zeros(0, np.int64)
+    ts, dur = events["ts"], events["dur"]
+    cs = ts[comp]
+    ce = cs + dur[comp]
+    ms = ts[comm]
+    me = ms + dur[comm]
     computing = per_bucket_length(cs, ce, starts, ends)
     communication = per_bucket_length(ms, me, starts, ends)
-    both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends)
+    both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends) if len(ms) \
+        else computing
     overlapped = computing + communication - both
     free = (ends - starts) - both
     first = np.full(len(numbers), -1, dtype=np.int64)
@@ -110,32 +161,25 @@ def step_trace(events: EventTable) -> Table:
         "Communication(Not Overlapped and Exclude Receive)": us(comm_not_ov), "Preparing": us(preparing)})
 
 
-def _group_stats(keys: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, ...]:
-    """unique keys, count, total, min, max, sum of squares (vectorised)."""
-    uniq, inv = np.unique(keys, return_inverse=True, axis=0)
-    n = len(uniq)
-    count = np.bincount(inv, minlength=n)
-    d = dur.astype(np.float64)
-    total = np.bincount(inv, weights=d, minlength=n)
-    sq = np.bincount(inv, weights=d * d, minlength=n)
-    mn = np.full(n, np.inf)
-    mx = np.full(n, -np.inf)
-    np.minimum.at(mn, inv, d)
-    np.maximum.at(mx, inv, d)
-    return uniq, count, total, mn, mx, sq
+def _stats(rows: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
+    """Groups of ``rows`` by ``key_cols``, ordered by total duration (desc, stable)."""
+    g = group_by(*(events[c][rows] for c in key_cols))
+    d = events["dur"][rows].astype(np.float64)
+    total = g.sum(d)
+    sq = g.sum(d * d)
+    mn, mx = g.min(d), g.max(d)
+    order = np.argsort(-total, kind="stable")
+    return g.keys[order], g.count[order], total[order], mn[order], mx[order], sq[order]
 
 
 def op_statistic(events: EventTable) -> Table:
     """Per operator type: count and time statistics (op_statistic.csv)."""
-    ops = events.of_kind(EventKind.KERNEL, EventKind.OP)
-    if not len(ops):
+    rows = _rows_of(events, EventKind.KERNEL, EventKind.OP) if len(events) else np.zeros(0, np.int64)
+    if not len(rows):
         return Table("op_statistic", OP_STATISTIC_COLUMNS, {c: [] for c in OP_STATISTIC_COLUMNS})
-    keys = np.stack([ops["type"].astype(np.int64), ops["kind"].astype(np.int64), ops["device"].astype(np.int64)], 1)
-    uniq, count, total, mn, mx, _ = _group_stats(keys, ops["dur"])
-    order = np.argsort(-total, kind="stable")
-    uniq, count, total, mn, mx = uniq[order], count[order], total[order], mn[order], mx[order]
-    pool = np.asarray(ops.strings, dtype=object)
-    is_kernel = uniq[:, 1] == int(EventKind.KERNEL)
+    uniq, count, total, mn, mx, _ = _stats(rows, events, ("type", "kind", "device"))
+    pool = np.asarray(events.strings, dtype=object)
+    is_kernel = uniq[:, 1] == _KERNEL
     grand = total.sum() or 1.0
     return Table("op_statistic", OP_STATISTIC_COLUMNS, {
         "Device_id": [str(d) if k else "host" for d, k in zip(uniq[:, 2].tolist(), is_kernel.tolist())],
@@ -149,14 +193,11 @@ def op_statistic(events: EventTable) -> Table:
 
 def api_statistic(events: EventTable) -> Table:
     """Per API (level, name): time statistics and variance (api_statistic.csv)."""
-    api = events.of_kind(EventKind.API)
-    if not len(api):
+    rows = _rows_of(events, EventKind.API) if len(events) else np.zeros(0, np.int64)
+    if not len(rows):
         return Table("api_statistic", API_STATISTIC_COLUMNS, {c: [] for c in API_STATISTIC_COLUMNS})
-    keys = np.stack([api["type"].astype(np.int64), api["name"].astype(np.int64), api["device"].astype(np.int64)], 1)
-    uniq, count, total, mn, mx, sq = _group_stats(keys, api["dur"])
-    order = np.argsort(-total, kind="stable")
-    uniq, count, total, mn, mx, sq = (a[order] for a in (uniq, count, total, mn, mx, sq))
-    pool = np.asarray(api.strings, dtype=object)
+    uniq, count, total, mn, mx, sq = _stats(rows, events, ("type", "name", "device"))
+    pool = np.asarray(events.strings, dtype=object)
     mean = total / count
     var = np.maximum(sq / count - mean * mean, 0.0) / 1e6  # us^2
     return Table("api_statistic", API_STATISTIC_COLUMNS, {
@@ -166,45 +207,117 @@ def api_statistic(events: EventTable) -> Table:
         "Min(us)": np.round(mn / 1e3, 3), "Max(us)": np.round(mx / 1e3, 3), "Variance": np.round(var, 3)})
 
 
-def kernel_details(events: EventTable) -> Table:
-    """One row per compute event (device kernels, else host operators)."""
-    comp = compute_events(events).sorted()
-    n = len(comp)
-    if not n:
-        return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
-    ts, dur = comp["ts"], comp["dur"]
-    # wait = gap since the previous event on the same device queue (stream, else thread)
-    queue = np.where(comp["stream"] >= 0, comp["stream"].astype(np.int64), comp["tid"])
-    order = np.lexsort((ts, queue))
+def _wait_times(ts: np.ndarray, end: np.ndarray, queue: np.ndarray) -> np.ndarray:
+    """Gap since the previous event (in start order) on the same queue, >= 0; 0 for the first."""
+    n = len(ts)
     wait = np.zeros(n, dtype=np.int64)
-    q, t, end = queue[order], ts[order], (ts + dur)[order]
-    same = np.empty(n, dtype=bool)
-    same[0] = False
-    same[1:] = q[1:] == q[:-1]
+    if n < 2:
+        return wait
+    if _is_sorted(ts):
+        qs = group_by(queue)
+        if len(qs) == 1:
+            wait[1:] = np.maximum(ts[1:] - end[:-1], 0)
+            return wait
+        # stable sort by queue keeps start order inside each queue (radix sort on small codes)
+        code = qs.inverse.astype(np.uint16 if len(qs) < (1 << 16) else np.int64)
+        order = np.argsort(code, kind="stable")
+        q = code[order]
+    else:
+        order = np.lexsort((ts, queue))
+        q = queue[order]
+    t, e = ts[order], end[order]
     gaps = np.zeros(n, dtype=np.int64)
-    gaps[1:] = np.maximum(t[1:] - end[:-1], 0)
-    wait[order] = np.where(same, gaps, 0)
-    is_kernel = comp["kind"] == int(EventKind.KERNEL)
-    return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {
-        "Step ID": comp["step"].tolist(),
-        "Device_id": np.where(is_kernel, comp["device"], -1).tolist(),
-        "Name": comp.column_strings("name"), "Type": comp.column_strings("type"),
-        "Accelerator Core": np.where(is_kernel, "AI_CORE", "HOST_CPU").tolist(),
-        "Start Time(us)": [f"{x / 1e3:.3f}" for x in ts.tolist()],
-        "Duration(us)": np.round(dur / 1e3, 3), "Wait Time(us)": np.round(wait / 1e3, 3),
-        "Block Num": ["N/A"] * n})
+    gaps[1:] = np.maximum(t[1:] - e[:-1], 0)
+    gaps[1:][q[1:] != q[:-1]] = 0
+    wait[order] = gaps
+    return wait
+
+
+class KernelDetailsTable(EventRowsTable):
+    """kernel_details, one row per compute event, rendered from the event columns on demand."""
+
+    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray) -> None:
+        super().__init__("kernel_details", KERNEL_DETAILS_COLUMNS, len(rows))
+        self.events = events
+        self.index = rows
+        self.wait = wait
+
+    def block(self, lo: int, hi: int) -> dict:
+        ev, idx = self.events, self.index[lo:hi]
+        is_kernel = ev["kind"][idx] == _KERNEL
+        ts = ev["ts"][idx]
+        dur = ev["dur"][idx]
+        return {
+            "Step ID": ev["step"][idx], "Device_id": np.where(is_kernel, ev["device"][idx], -1),
+            "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
+            "Accelerator Core": _Codes(is_kernel.astype(np.int64), ["HOST_CPU", "AI_CORE"]),
+            "Start Time(us)": _Fixed3(ts, strip=False), "Duration(us)": _Fixed3(dur, strip=True),
+            "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True), "Block Num": _Const("N/A", len(idx))}
+
+
+class _Codes:
+    """A string column as codes into a pool (rendered without per-row Python)."""
+
+    __slots__ = ("codes", "pool")
+
+    def __init__(self, codes: np.ndarray, pool: list) -> None:
+        self.codes, self.pool = codes, pool
+
+    def tolist(self) -> list:
+        return np.asarray(self.pool, dtype=object)[self.codes].tolist()
+
+
+class _Fixed3:
+    """Integer ns shown as µs with 3 decimals: exact strings, or floats rounded to 3 decimals."""
+
+    __slots__ = ("values", "strip")
+
+    def __init__(self, values: np.ndarray, strip: bool) -> None:
+        self.values, self.strip = values, strip
+
+    def tolist(self) -> list:
+        if self.strip:
+            return np.round(self.values / 1e3, 3).tolist()
+        b = RowBuilder(len(self.values))
+        b.fixed3(self.values)
+        b.literal("\n")
+        return b.render().decode().split("\n")[:-1]
+
+
+class _Const:
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: str, n: int) -> None:
+        self.value, self.n = value, n
+
+    def tolist(self) -> list:
+        return [self.value] * self.n
+
+
+def kernel_details(events: EventTable) -> Table:
+    """One row per compute event (device kernels, else host operators), in start order."""
+    rows = compute_rows(events)
+    if not len(rows):
+        return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
+    ts = events["ts"][rows]
+    if not _is_sorted(ts):
+        order = np.argsort(ts, kind="stable")
+        rows, ts = rows[order], ts[order]
+    end = ts + events["dur"][rows]
+    # wait = gap since the previous event on the same device queue (stream, else thread)
+    stream = events["stream"][rows]
+    queue = np.where(stream >= 0, stream.astype(np.int64), events["tid"][rows])
+    wait = _wait_times(ts, end, queue)
+    return KernelDetailsTable(events, rows, wait)
 
 
 def range_statistic(events: EventTable) -> Table:
     """User ranges (record_function, mstx) grouped by name and domain."""
-    rng = events.of_kind(EventKind.RANGE)
-    if not len(rng):
+    rows = _rows_of(events, EventKind.RANGE) if len(events) else np.zeros(0, np.int64)
+    if not len(rows):
         return Table("range_statistic", RANGE_STATISTIC_COLUMNS, {c: [] for c in RANGE_STATISTIC_COLUMNS})
-    keys = np.stack([rng["name"].astype(np.int64), rng["type"].astype(np.int64)], 1)
-    uniq, count, total, mn, mx, _ = _group_stats(keys, rng["dur"])
-    order = np.argsort(-total, kind="stable")
-    uniq, count, total, mn, mx = (a[order] for a in (uniq, count, total, mn, mx))
-    pool = np.asarray(rng.strings, dtype=object)
+    uniq, count, total, mn, mx, _ = _stats(rows, events, ("name", "type"))
+    pool = np.asarray(events.strings, dtype=object)
     return Table("range_statistic", RANGE_STATISTIC_COLUMNS, {
         "Name": pool[uniq[:, 0]].tolist(), "Domain": [d or "default" for d in pool[uniq[:, 1]].tolist()],
         "Count": count.tolist(), "Total Time(us)": np.round(total / 1e3, 3), "Min Time(us)": np.round(mn / 1e3, 3),
@@ -213,22 +326,16 @@ def range_statistic(events: EventTable) -> Table:
 
 def host_usage(events: EventTable) -> Table:
     """Summary of each sampled host series (CPU %, memory %, disk/network B/s)."""
-    ctr = events.of_kind(EventKind.COUNTER)
-    if not len(ctr):
+    rows = _rows_of(events, EventKind.COUNTER) if len(events) else np.zeros(0, np.int64)
+    if not len(rows):
         return Table("host_usage", HOST_USAGE_COLUMNS, {c: [] for c in HOST_USAGE_COLUMNS})
-    names = ctr["name"]
-    uniq, inv = np.unique(names, return_inverse=True)
-    val = ctr["value"]
-    count = np.bincount(inv)
-    total = np.bincount(inv, weights=val)
-    mn = np.full(len(uniq), np.inf)
-    mx = np.full(len(uniq), -np.inf)
-    np.minimum.at(mn, inv, val)
-    np.maximum.at(mx, inv, val)
-    pool = np.asarray(ctr.strings, dtype=object)
+    g = group_by(events["name"][rows])
+    val = events["value"][rows]
+    total = g.sum(val)
+    pool = np.asarray(events.strings, dtype=object)
     return Table("host_usage", HOST_USAGE_COLUMNS, {
-        "Series": pool[uniq].tolist(), "Samples": count.tolist(), "Min": np.round(mn, 3),
-        "Avg": np.round(total / count, 3), "Max": np.round(mx, 3)})
+        "Series": pool[g.keys[:, 0]].tolist(), "Samples": g.count.tolist(), "Min": np.round(g.min(val), 3),
+        "Avg": np.round(total / g.count, 3), "Max": np.round(g.max(val), 3)})
 
 
 ANALYZERS = {
@@ -239,3 +346,4 @@ ANALYZERS = {
     "range_statistic": range_statistic,
     "host_usage": host_usage,
 }
+

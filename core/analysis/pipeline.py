@@ -75,7 +75,10 @@ def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
             continue
         if res is not None:
             tables.append(res)
-    events = EventTable.concat(tables).sorted()
+    events = EventTable.concat(tables, consume=True)
+    del tables
+    # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
+    events = events.sorted(release=True)
     return assign_steps(events), info, ctx.warnings
 
 

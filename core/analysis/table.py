@@ -1,4 +1,19 @@
-"""A small column table for analyzer output (what becomes one CSV)."""
+"""A small column table for analyzer output (what becomes one CSV).
+
+Two kinds share one interface (``name``, ``columns``, ``len()``,
+``column()``, ``rows()``, ``records()``, ``block(lo, hi)``):
+
+- :class:`Table`: columns held in ``data`` (numpy arrays or lists), for the
+  summaries (a few rows per type, step or API);
+- :class:`EventRowsTable`: one row per event (kernel_details), computed from
+  the event columns block by block, so writing a 10M-row CSV never holds 10M
+  Python objects. Asking it for ``data``/``rows()`` builds everything (fine
+  for small runs and tests).
+
+A block maps each column to a numpy array, a list, or a column object with
+``tolist()`` (string codes, fixed-point times) that the CSV writer can
+render without per-row Python.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,10 +50,58 @@ class Table:
     def records(self) -> list[dict]:
         return [dict(zip(self.columns, r)) for r in self.rows()]
 
+    def block(self, lo: int, hi: int) -> dict:
+        """Columns of rows ``lo:hi``."""
+        return {c: self.data[c][lo:hi] for c in self.columns}
+
+
+class EventRowsTable(Table):
+    """A table with one row per event, built on demand (see module doc).
+
+    Subclasses implement :meth:`block`.
+    """
+
+    def __init__(self, name: str, columns: list, n: int) -> None:  # noqa: D107 - no dataclass init
+        self.name = name
+        self.columns = list(columns)
+        self._n = n
+        self._data: dict | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}: {self._n} rows>"
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
+
+    @property  # type: ignore[override]
+    def data(self) -> dict:
+        if self._data is None:
+            blk = self.block(0, self._n)
+            self._data = {c: _materialise(blk[c]) for c in self.columns}
+        return self._data
+
+    def block(self, lo: int, hi: int) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _materialise(values: Any) -> Any:
+    if isinstance(values, (list, np.ndarray)):
+        return values
+    return values.tolist()
+
 
 def _pylist(values: Any) -> list:
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "f":
             return [round(x, 3) for x in values.tolist()]
+        return values.tolist()
+    if isinstance(values, list):
+        return values
+    if hasattr(values, "tolist"):
         return values.tolist()
     return list(values)

@@ -1,13 +1,47 @@
-"""CSV and JSON writers for analyzer tables."""
+"""CSV and JSON writers for analyzer tables.
+
+Small tables go through the :mod:`csv` module. Tables with many rows
+(kernel_details: one row per compute event) are rendered block by block with
+:mod:`npuprof.analysis.textrows`, producing the same text the :mod:`csv`
+module would (minimal quoting, ``\\n`` line ends, floats as
+``repr(round(x, 3))``) without one Python object per cell.
+
+Example::
+
+    write_csv(result.tables["op_statistic"], out_dir / "op_statistic.csv")
+"""
 from __future__ import annotations
 
 import csv
 import io
 import json
 from pathlib import Path
+from typing import IO, Any, Optional
+
+import numpy as np
 
 from ..analysis.table import Table
+from ..analysis.textrows import RowBuilder
 from ..fileio import atomic_write
+
+VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
+BLOCK_ROWS = 16_384        # keeps one block's byte matrix near textrows.MATRIX_BYTES
+
+
+def _csv_line(values: list) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(values)
+    return buf.getvalue()
+
+
+_SPECIAL = frozenset(',"\r\n')
+
+
+def csv_cell(text: str) -> str:
+    """One field as the csv module writes it (quoted only when needed)."""
+    if _SPECIAL.isdisjoint(text):
+        return text
+    return _csv_line([text, ""])[:-2]
 
 
 def table_csv(table: Table) -> str:
@@ -18,9 +52,65 @@ def table_csv(table: Table) -> str:
     return buf.getvalue()
 
 
+def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[bytes]:
+    """CSV lines of one block, or None when a column needs the csv module.
+
+    ``cells`` caches the CSV form of each string pool across blocks.
+    """
+    rows = RowBuilder(n)
+    for i, name in enumerate(columns):
+        if i:
+            rows.literal(",")
+        col = block[name]
+        kind = type(col).__name__
+        if kind == "_Codes":
+            cached = cells.get(id(col.pool))
+            if cached is None or cached[0] is not col.pool:  # the pool is held, so its id stays unique
+                cached = cells[id(col.pool)] = (col.pool, [csv_cell(str(s)) for s in col.pool])
+            rows.pooled(col.codes, cached[1])
+        elif kind == "_Fixed3":
+            rows.fixed3(col.values, strip=col.strip)
+        elif kind == "_Const":
+            rows.literal(csv_cell(str(col.value)))
+        elif isinstance(col, np.ndarray) and col.dtype.kind in "iu":
+            rows.integer(col)
+        else:
+            return None
+    rows.literal("\n")
+    return rows.render()
+
+
+def write_csv_to(fh: IO[bytes], table: Table) -> None:
+    """Header and rows of ``table`` as CSV bytes."""
+    fh.write(_csv_line(list(table.columns)).encode("utf-8"))
+    n = len(table)
+    if n < VECTOR_MIN_ROWS:
+        w_buf = io.StringIO()
+        csv.writer(w_buf, lineterminator="\n").writerows(table.rows())
+        fh.write(w_buf.getvalue().encode("utf-8"))
+        return
+    cells: dict = {}
+    for lo in range(0, n, BLOCK_ROWS):
+        hi = min(n, lo + BLOCK_ROWS)
+        block = table.block(lo, hi)
+        text = _render_block(table.columns, block, hi - lo, cells)
+        if text is None:  # a column of Python objects: the csv module renders this block
+            cols = [_pylist(block[c]) for c in table.columns]
+            w_buf = io.StringIO()
+            csv.writer(w_buf, lineterminator="\n").writerows(zip(*cols))
+            text = w_buf.getvalue().encode("utf-8")
+        fh.write(text)
+
+
+def _pylist(values: Any) -> list:
+    from ..analysis.table import _pylist as conv
+
+    return conv(values)
+
+
 def write_csv(table: Table, path: Path) -> Path:
     """Write ``table`` as CSV with its header row, atomically."""
-    return atomic_write(path, table_csv(table))
+    return atomic_write(path, lambda fh: write_csv_to(fh, table))
 
 
 def write_json(table: Table, path: Path) -> Path:

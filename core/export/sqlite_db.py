@@ -13,10 +13,12 @@ import sqlite3
 from pathlib import Path
 
 from ..analysis.result import AnalysisResult
+from ..analysis.table import _pylist
 from ..fileio import FILE_MODE, secure_mkdir
 from ..runinfo import NPUPROF_VERSION
 
 SCHEMA_VERSION = "1.0.0"
+INSERT_ROWS = 100_000
 
 
 def write_db(result: AnalysisResult, path: Path) -> Path:
@@ -28,6 +30,9 @@ def write_db(result: AnalysisResult, path: Path) -> Path:
     try:
         os.chmod(tmp, FILE_MODE)
         cur = con.cursor()
+        # written to a temporary name and renamed: a rollback journal would only cost time
+        cur.execute("PRAGMA journal_mode=OFF")
+        cur.execute("PRAGMA synchronous=OFF")
         cur.execute("CREATE TABLE META_DATA(name TEXT PRIMARY KEY, value TEXT)")
         cur.executemany("INSERT INTO META_DATA VALUES (?, ?)", [
             ("SCHEMA_VERSION", SCHEMA_VERSION), ("NPUPROF_VERSION", NPUPROF_VERSION),
@@ -38,14 +43,20 @@ def write_db(result: AnalysisResult, path: Path) -> Path:
                     "deviceId INTEGER, streamId INTEGER, step INTEGER, value REAL, name INTEGER, type INTEGER, "
                     "source INTEGER, args INTEGER)")
         ev = result.events
-        cols = [ev["ts"], ev["ts"] + ev["dur"], ev["kind"], ev["pid"], ev["tid"], ev["device"], ev["stream"],
-                ev["step"], ev["value"], ev["name"], ev["type"], ev["source"], ev["args"]]
-        cur.executemany("INSERT INTO EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", zip(*(c.tolist() for c in cols)))
+        for lo in range(0, len(ev), INSERT_ROWS):  # bounded memory: one block of Python rows at a time
+            sl = slice(lo, lo + INSERT_ROWS)
+            ts = ev["ts"][sl]
+            cols = [ts, ts + ev["dur"][sl]] + [ev[k][sl] for k in ("kind", "pid", "tid", "device", "stream", "step",
+                                                                   "value", "name", "type", "source", "args")]
+            cur.executemany("INSERT INTO EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", zip(*(c.tolist() for c in cols)))
         for name, table in result.tables.items():
             cols_sql = ", ".join(f'"{c}"' for c in table.columns)
             cur.execute(f'CREATE TABLE "{name.upper()}" ({cols_sql})')
             marks = ",".join("?" * len(table.columns))
-            cur.executemany(f'INSERT INTO "{name.upper()}" VALUES ({marks})', table.rows())
+            for lo in range(0, len(table), INSERT_ROWS):
+                block = table.block(lo, min(len(table), lo + INSERT_ROWS))
+                cur.executemany(f'INSERT INTO "{name.upper()}" VALUES ({marks})',
+                                zip(*(_pylist(block[c]) for c in table.columns)))
         con.commit()
     finally:
         con.close()

@@ -6,8 +6,12 @@ Kineto conventions kept (reference/formats.md §1): a top-level object with
 after each colon (HTA finds the rank with the regex ``"rank":\\s+(\\d+)``),
 ``baseTimeNanoseconds``, numeric ``ts``/``dur`` in µs with 3 decimals relative
 to that base, ``ProfilerStep#N`` as ``user_annotation`` spans, and a final
-``Record Window End`` instant. Events are formatted per column, not per
-Python dict, and written one per line.
+``Record Window End`` instant. Events are written one per line.
+
+Events are rendered per column, never per Python dict: each chunk of rows
+becomes byte matrices (string pools, digits of integers and fixed-point
+times) laid side by side (:mod:`npuprof.analysis.textrows`). Rows carrying
+very long strings (call stacks) are formatted one by one instead, in place.
 
 Example::
 
@@ -23,6 +27,8 @@ from typing import IO, Any, Iterable, Optional
 import numpy as np
 import orjson
 
+from ..analysis.grouping import small_unique
+from ..analysis.textrows import RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
 from ..fileio import atomic_write
 
@@ -34,6 +40,8 @@ CATEGORY = {
 }
 DEVICE_PID_BASE = 1 << 24   # synthetic pid for device d: DEVICE_PID_BASE + d
 CHUNK = 200_000
+LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
+_MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
 
 
 def _json_strings(strings: list[str]) -> list[str]:
@@ -53,6 +61,10 @@ def _args_json(strings: list[str]) -> list[str]:
     return out
 
 
+def _value_json(v: float) -> str:
+    return repr(v) if np.isfinite(v) else "null"
+
+
 def trace_header(rank: int, world_size: int, base_ns: int, metadata: Optional[dict] = None) -> str:
     """The object prefix up to ``"traceEvents": [``; keys in Kineto's order."""
     head = {"schemaVersion": 1, "deviceProperties": [],
@@ -63,10 +75,26 @@ def trace_header(rank: int, world_size: int, base_ns: int, metadata: Optional[di
     return body[:-1] + ', "traceEvents": [\n'
 
 
+def _host_threads(events: EventTable) -> list[tuple[int, int]]:
+    """Distinct (pid, tid) of host events, without sorting the whole table."""
+    pid, tid, dev = events["pid"], events["tid"], events["device"]
+    keys: set = set()
+    step = 1 << 20
+    for lo in range(0, len(events), step):
+        host = dev[lo:lo + step] < 0
+        if not host.any():
+            continue
+        p, t = pid[lo:lo + step], tid[lo:lo + step]
+        for pv in small_unique(p, host).tolist():
+            sel = host & (p == pv)
+            keys.update((pv, tv) for tv in small_unique(t, sel).tolist())
+    return sorted(keys)
+
+
 def _metadata_events(events: EventTable, base_pid: int) -> list[str]:
     lines = []
-    pids = set(np.unique(events["pid"]).tolist()) if len(events) else set()
-    devices = set(np.unique(events["device"][events["device"] >= 0]).tolist()) if len(events) else set()
+    pids = set(small_unique(events["pid"]).tolist()) if len(events) else set()
+    devices = set(small_unique(events["device"], events["device"] >= 0).tolist()) if len(events) else set()
     for pid in sorted(pids | {base_pid}):
         lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":"Host {pid}"}}}}')
         lines.append(f'{{"ph":"M","name":"process_labels","pid":{pid},"tid":0,"args":{{"labels":"CPU"}}}}')
@@ -75,52 +103,175 @@ def _metadata_events(events: EventTable, base_pid: int) -> list[str]:
         pid = DEVICE_PID_BASE + d
         lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":"Ascend Hardware {d}"}}}}')
         lines.append(f'{{"ph":"M","name":"process_labels","pid":{pid},"tid":0,"args":{{"labels":"NPU {d}"}}}}')
-    host = events.select(events["device"] < 0) if len(events) else events
-    if len(host):
-        pairs = np.unique(np.stack([host["pid"], host["tid"]], 1), axis=0)
-        for pid, tid in pairs.tolist():
+    if len(events):
+        for pid, tid in _host_threads(events):
             lines.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},'
                          f'"args":{{"name":"Thread {tid}"}}}}')
     return lines
 
 
+class _Pools:
+    """Per-table text pools: JSON of every string, and the args bodies."""
+
+    def __init__(self, strings: list[str]) -> None:
+        self.names = _json_strings(strings)
+        self.args = _args_json(strings)
+        # X events: args object is {"Op Type":..,"Step":..[,device,stream]} + the event's own args
+        self.rest = ["," + a[1:] if len(a) > 2 else "}" for a in self.args]
+        self.name_len = np.fromiter(map(len, self.names), dtype=np.int64, count=len(strings))
+        self.args_len = np.fromiter(map(len, self.args), dtype=np.int64, count=len(strings))
+        cats = {int(k): v for k, v in CATEGORY.items()}
+        self.cat = [cats.get(k, "cpu_op") for k in range(256)]
+        self.prefix = [f'{{"ph":"X","cat":"{c}","name":' for c in self.cat]
+
+
+def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, dur: float, typ: int, step: int,
+                device: int, args: int, value: float) -> str:
+    """One event formatted by hand (rows with very long strings)."""
+    if kind == _COUNTER:
+        return (f'{{"ph":"C","name":{p.names[name]},"pid":{pid},"tid":{tid},'
+                f'"ts":{ts:.3f},"args":{{"value":{_value_json(value)}}}}}')
+    if kind == _MARK:
+        return (f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":{p.names[name]},'
+                f'"pid":{pid},"tid":{tid},"ts":{ts:.3f},"args":{p.args[args]}}}')
+    if kind == _MEMORY:
+        return (f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":{pid},'
+                f'"tid":{tid},"ts":{ts:.3f},"args":{{"Bytes":{_value_json(value)}}}}}')
+    extra = f'"Op Type":{p.names[typ]},"Step":{step}'
+    if device >= 0:
+        extra += f',"device":{device},"stream":{tid}'
+    return (f'{p.prefix[kind]}{p.names[name]},"pid":{pid},"tid":{tid},"ts":{ts:.3f},"dur":{dur:.3f},'
+            f'"args":{{{extra}{p.rest[args]}}}')
+
+
+def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
+    """Complete events (spans): every kind but marks, counters and memory."""
+    rows = RowBuilder(len(c["kind"]))
+    rows.literal('{"ph":"X","cat":"')
+    rows.pooled(c["kind"], p.cat)
+    rows.literal('","name":')
+    rows.pooled(c["name"], p.names)
+    rows.literal(',"pid":')
+    rows.integer(c["pid"])
+    rows.literal(',"tid":')
+    rows.integer(c["tid"])
+    rows.literal(',"ts":')
+    rows.fixed3(c["ts"] - base_ns)
+    rows.literal(',"dur":')
+    rows.fixed3(c["dur"])
+    rows.literal(',"args":{"Op Type":')
+    rows.pooled(c["type"], p.names)
+    rows.literal(',"Step":')
+    rows.integer(c["step"])
+    on_dev = c["device"] >= 0
+    if on_dev.any():
+        flag = on_dev.astype(np.int64)
+        rows.pooled(flag, ["", ',"device":'])
+        rows.integer(c["device"], on_dev)
+        rows.pooled(flag, ["", ',"stream":'])
+        rows.integer(c["tid"], on_dev)
+    rows.pooled(c["args"], p.rest)
+    rows.literal("},\n")
+    return rows.render()
+
+
+def _render_instants(p: _Pools, c: dict, base_ns: int, kind: int) -> bytes:
+    """Marks (thread instants with args), counters and memory instants (numeric value)."""
+    rows = RowBuilder(len(c["kind"]))
+    if kind == _COUNTER:
+        rows.literal('{"ph":"C","name":')
+        rows.pooled(c["name"], p.names)
+    elif kind == _MARK:
+        rows.literal('{"ph":"i","s":"t","cat":"cpu_instant_event","name":')
+        rows.pooled(c["name"], p.names)
+    else:
+        rows.literal('{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]"')
+    rows.literal(',"pid":')
+    rows.integer(c["pid"])
+    rows.literal(',"tid":')
+    rows.integer(c["tid"])
+    rows.literal(',"ts":')
+    rows.fixed3(c["ts"] - base_ns)
+    if kind == _MARK:
+        rows.literal(',"args":')
+        rows.pooled(c["args"], p.args)
+        rows.literal("},\n")
+    else:
+        rows.literal(',"args":{"value":' if kind == _COUNTER else ',"args":{"Bytes":')
+        uniq, inv = np.unique(c["value"], return_inverse=True)
+        rows.pooled(inv.reshape(-1), [_value_json(v) for v in uniq.tolist()])
+        rows.literal("}},\n")
+    return rows.render()
+
+
+def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
+    """Trace lines (each followed by ``,\\n``) of a chunk of short rows.
+
+    Spans come first, then marks, counters and memory instants: each group
+    keeps time order, and one template per group keeps the rendering tight
+    (trace viewers order events themselves, as Kineto's own files are grouped
+    by activity type too).
+    """
+    kind = cols["kind"]
+    is_x = (kind != _COUNTER) & (kind != _MARK) & (kind != _MEMORY)
+    if is_x.all():
+        return _render_x(p, cols, base_ns)
+    out = []
+    if is_x.any():
+        out.append(_render_x(p, {k: v[is_x] for k, v in cols.items()}, base_ns))
+    for k in (_MARK, _COUNTER, _MEMORY):
+        sel = kind == k
+        if sel.any():
+            out.append(_render_instants(p, {key: v[sel] for key, v in cols.items()}, base_ns, k))
+    return b"".join(out)
+
+
+def _chunk_columns(events: EventTable, lo: int, hi: int) -> dict:
+    c = events.cols
+    device = c["device"][lo:hi]
+    on_dev = device >= 0
+    pid, tid = c["pid"][lo:hi], c["tid"][lo:hi]
+    if on_dev.any():
+        pid = np.where(on_dev, DEVICE_PID_BASE + device.astype(np.int64), pid)
+        tid = np.where(on_dev, np.maximum(c["stream"][lo:hi], 0).astype(np.int64), tid)
+    return {"kind": c["kind"][lo:hi], "name": c["name"][lo:hi], "type": c["type"][lo:hi],
+            "args": c["args"][lo:hi], "pid": pid, "tid": tid, "ts": c["ts"][lo:hi], "dur": c["dur"][lo:hi],
+            "step": c["step"][lo:hi], "device": device, "value": c["value"][lo:hi]}
+
+
+def event_blocks(events: EventTable, base_ns: int) -> Iterable[bytes]:
+    """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory)."""
+    if not len(events):
+        return
+    p = _Pools(events.strings)
+    # bytes of pooled text per row decide both the chunk size and the rows done by hand
+    est = 2 * int(p.name_len.max(initial=2)) + 200
+    step = chunk_rows(est, CHUNK)
+    for lo in range(0, len(events), step):
+        hi = min(len(events), lo + step)
+        cols = _chunk_columns(events, lo, hi)
+        text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
+        long_rows = np.flatnonzero(text_len > LONG_ROW)
+        if not len(long_rows):
+            yield _render_rows(p, cols, base_ns)
+            continue
+        start = 0
+        for r in long_rows.tolist() + [hi - lo]:
+            if r > start:
+                yield _render_rows(p, {k: v[start:r] for k, v in cols.items()}, base_ns)
+            if r < hi - lo:
+                yield (_row_python(p, int(cols["kind"][r]), int(cols["name"][r]), int(cols["pid"][r]),
+                                   int(cols["tid"][r]), (int(cols["ts"][r]) - base_ns) / 1000.0,
+                                   int(cols["dur"][r]) / 1000.0, int(cols["type"][r]), int(cols["step"][r]),
+                                   int(cols["device"][r]), int(cols["args"][r]), float(cols["value"][r]))
+                       + ",\n").encode()
+            start = r + 1
+
+
 def event_lines(events: EventTable, base_ns: int) -> Iterable[str]:
-    """Trace event JSON lines for a table, in chunks (bounded memory)."""
-    names = _json_strings(events.strings)
-    args = _args_json(events.strings)
-    cats = {int(k): v for k, v in CATEGORY.items()}
-    for lo in range(0, len(events), CHUNK):
-        part = events.select(slice(lo, lo + CHUNK))
-        ts_us = ((part["ts"] - base_ns) / 1000.0).tolist()
-        dur_us = (part["dur"] / 1000.0).tolist()
-        kind = part["kind"].tolist()
-        device = part["device"].tolist()
-        pid = np.where(part["device"] >= 0, DEVICE_PID_BASE + part["device"].astype(np.int64), part["pid"]).tolist()
-        tid = np.where(part["device"] >= 0, np.maximum(part["stream"], 0), part["tid"]).tolist()
-        name_c, arg_c, type_c = part["name"].tolist(), part["args"].tolist(), part["type"].tolist()
-        value = part["value"].tolist()
-        step = part["step"].tolist()
-        out = []
-        for i in range(len(kind)):
-            k = kind[i]
-            if k == 7:  # COUNTER
-                out.append(f'{{"ph":"C","name":{names[name_c[i]]},"pid":{pid[i]},"tid":{tid[i]},'
-                           f'"ts":{ts_us[i]:.3f},"args":{{"value":{value[i]!r}}}}}')
-            elif k == 2:  # MARK
-                out.append(f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":{names[name_c[i]]},'
-                           f'"pid":{pid[i]},"tid":{tid[i]},"ts":{ts_us[i]:.3f},"args":{args[arg_c[i]]}}}')
-            elif k == 8:  # MEMORY
-                out.append(f'{{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":{pid[i]},'
-                           f'"tid":{tid[i]},"ts":{ts_us[i]:.3f},"args":{{"Bytes":{value[i]!r}}}}}')
-            else:
-                a = args[arg_c[i]]
-                extra = f'"Op Type":{names[type_c[i]]},"Step":{step[i]}'
-                if device[i] >= 0:
-                    extra += f',"device":{device[i]},"stream":{tid[i]}'
-                a = "{" + extra + ("," + a[1:] if len(a) > 2 else "}")
-                out.append(f'{{"ph":"X","cat":"{cats.get(k, "cpu_op")}","name":{names[name_c[i]]},'
-                           f'"pid":{pid[i]},"tid":{tid[i]},"ts":{ts_us[i]:.3f},"dur":{dur_us[i]:.3f},"args":{a}}}')
-        yield ",\n".join(out)
+    """Trace event JSON lines joined by ``,\\n`` per chunk (kept for callers of the text form)."""
+    for block in event_blocks(events, base_ns):
+        yield block.decode("utf-8")[:-2]
 
 
 def base_time_ns(events: EventTable) -> int:
@@ -134,17 +285,14 @@ def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size:
                    metadata: Optional[dict] = None, host_pid: int = 0) -> None:
     base = base_time_ns(events)
     fh.write(trace_header(rank, world_size, base, metadata).encode())
-    first = True
-    for line in _metadata_events(events, host_pid):
-        fh.write((("" if first else ",\n") + line).encode())
-        first = False
-    for block in event_lines(events, base):
-        if block:
-            fh.write((("" if first else ",\n") + block).encode())
-            first = False
+    meta = _metadata_events(events, host_pid)
+    if meta:
+        fh.write((",\n".join(meta) + ",\n").encode())
+    for block in event_blocks(events, base):
+        fh.write(block)
     end_ts = ((int((events["ts"] + events["dur"]).max()) - base) / 1000.0) if len(events) else 0.0
     tail = f'{{"ph":"i","s":"g","name":"Record Window End","pid":{host_pid},"tid":0,"ts":{end_ts:.3f}}}'
-    fh.write((("" if first else ",\n") + tail + "\n]}\n").encode())
+    fh.write((tail + "\n]}\n").encode())
 
 
 def write_trace(events: EventTable, path: Path, rank: int = 0, world_size: int = 1,
