@@ -321,3 +321,35 @@ def counts_summary(request: Any) -> None:
     pm = request.config.pluginmanager
     if not pm.has_plugin("npuprof-rel-counts"):
         pm.register(_CountsReporter(), "npuprof-rel-counts")
+
+
+# -- sample data for corruption and fuzz tests -------------------------------------------------------
+
+def make_run(root: Path, chunks: int = 5, per_chunk: int = 50, tag: str = "c") -> tuple:
+    """A finished run whose raw segment holds exactly one record per chunk of
+    ``per_chunk`` marks named ``{tag}{chunk}:{i}``. Returns (run_dir, segment path)."""
+    from npuprof import Profiler, mstx
+    from npuprof.recorder import active_recorder
+
+    with Profiler(output_path=root, flush_interval=3600, worker_name="sample") as prof:
+        rec = active_recorder()
+        for c in range(chunks):
+            for i in range(per_chunk):
+                mstx.mark(f"{tag}{c}:{i}")
+            rec.flush()
+    run = prof.saved_runs[0]
+    segments = sorted((run / "NPUPROF").glob("events_*.npr"))
+    assert len(segments) == 1
+    return run, segments[0]
+
+
+def record_spans(data: bytes) -> list:
+    """(start, end) byte offsets of each framed record in a well-formed segment."""
+    from npuprof.rawstore import FRAME
+
+    spans, pos = [], 0
+    while pos < len(data):
+        _, length, _ = FRAME.unpack_from(data, pos)
+        spans.append((pos, pos + FRAME.size + length))
+        pos += FRAME.size + length
+    return spans
