@@ -167,3 +167,25 @@ def test_real_two_rank_cluster_analysis(real_job, capsys):
     for r in (0, 1):
         head = (res_dir / "traces" / f"rank{r}.pt.trace.json").read_text()[:300]
         assert f'"rank": {r}' in head and '"world_size": 2' in head
+
+
+def test_all_windows_of_each_rank_are_read(clean_env, tmp_path):
+    """A schedule with repeat=2 gives each rank two run directories; cluster reads both."""
+    from npuprof import schedule
+    from npuprof.cluster import cluster_analyse
+
+    ensure_cluster_plugin()
+    for rank in (0, 1, 2):
+        with Profiler(output_path=tmp_path, rank=rank, world_size=3,
+                      schedule=schedule(wait=1, warmup=0, active=2, repeat=2)) as prof:
+            for _ in range(6):
+                with record_function("step_body"):
+                    sum(range(20_000 * (rank + 1)))
+                prof.step()
+        assert len(prof.saved_runs) == 2
+    found = discover_ranks(tmp_path)
+    assert {r: len(d) for r, d in found.items()} == {0: 2, 1: 2, 2: 2}
+    res = cluster_analyse(tmp_path, backend="serial", formats=("csv",))
+    steps = {(r["Step"], r["Index"]) for r in res.tables["cluster_step_trace_time"].records()}
+    assert steps == {(s, r) for s in (1, 2, 4, 5) for r in (0, 1, 2)}
+    assert [s.rank for s in res.summaries] == [0, 1, 2] and all(len(s.run_dirs) == 2 for s in res.summaries)

@@ -152,3 +152,23 @@ def test_per_rank_msprof_communication_files_written(job, results):
     assert set(op["Communication Bandwidth Info"]) == {"HCCS", "LOCAL"}
     matrix = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "communication_matrix.json").read_text())
     assert set(matrix["step2"]["collective"]["AllReduce@world"]) == {"9-10", "9-9"}
+
+
+@pytest.mark.slow
+def test_existing_dask_cluster_by_scheduler_address(tmp_path, capsys):
+    """An already running Dask cluster, given by its address, gives the same tables."""
+    from distributed import LocalCluster
+
+    from npuprof.cli import main
+
+    ensure_cluster_plugin()
+    job = make_job(tmp_path / "job", ranks=12, steps=3, slow_ranks=(4,))
+    assert main(["cluster", str(job.root), "-o", str(tmp_path / "proc"), "--quiet"]) == 0
+    assert "12 ranks analysed on process pool" in capsys.readouterr().out
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main(["cluster", str(job.root), "-o", str(tmp_path / "remote"), "--scheduler",
+                     cluster.scheduler_address, "--json", "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["backend"] == f"dask scheduler {cluster.scheduler_address}" and summary["slow_ranks"] == [4]
+    for name in ("cluster_step_trace_time.csv", "cluster_rank_summary.csv", "cluster_communication_matrix.csv"):
+        assert (tmp_path / "proc" / name).read_bytes() == (tmp_path / "remote" / name).read_bytes()

@@ -281,3 +281,14 @@ def test_xprof_server_lists_and_serves_the_npuprof_run(tools, xplane_logdir, tmp
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_xplane_command_writes_the_tensorboard_layout(real2, tmp_path, capsys):
+    from npuprof.cli import main
+
+    ensure_cluster_plugin()
+    assert main(["xplane", str(real2 / "rank1"), "--logdir", str(tmp_path / "tb"), "--run", "r1"]) == 0
+    out = capsys.readouterr().out
+    (pb,) = (tmp_path / "tb" / "plugins" / "profile" / "r1").glob("*.xplane.pb")
+    assert pb.name == f"{socket.gethostname()}_rank1.xplane.pb" and str(pb) in out and pb.stat().st_size > 1000
+    assert main(["xplane", str(real2 / "rank1"), "--logdir", str(tmp_path / "tb"), "--run", "bad/name"]) == 2

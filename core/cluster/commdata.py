@@ -111,7 +111,7 @@ def is_p2p(op_type: str) -> bool:
     return any(w in low for w in P2P_WORDS)
 
 
-def _op_of_links(c: CommEvents) -> np.ndarray:
+def link_owners(c: CommEvents) -> np.ndarray:
     """Index of the operator holding each link (same group, start inside), -1 if none."""
     n_links = len(c.links["ts"])
     owner = np.full(n_links, -1, dtype=np.int64)
@@ -165,7 +165,7 @@ def _step_key(step: int) -> str:
 def communication_json(c: CommEvents) -> dict:
     """The per-rank ``communication.json`` (torch_npu/MindSpore layout), times from events."""
     out: dict = {}
-    owner = _op_of_links(c)
+    owner = link_owners(c)
     names = op_instance_names(c)
     for i, name in enumerate(names):
         step = int(c.ops["step"][i])
@@ -231,7 +231,7 @@ def communication_matrix_json(c: CommEvents) -> dict:
     out: dict = {}
     if not c.has_links:
         return out
-    owner = _op_of_links(c)
+    owner = link_owners(c)
     op_type = np.where(owner >= 0, c.ops["type"][np.maximum(owner, 0)] if c.has_ops else "", c.links["type"])
     agg: dict = {}
     for i in range(len(c.links["ts"])):

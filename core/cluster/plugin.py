@@ -50,7 +50,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
-    res = cluster_analyse(args.path, output=args.output, backend=args.backend, scheduler=args.scheduler,
+    backend = args.backend or ("dask" if args.scheduler else "process")
+    res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
                           workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
                           formats=formats, analyse_missing=not args.no_analyse, progress=_progress(args.quiet))
@@ -123,7 +124,8 @@ def npuprof_add_commands(subparsers: Any) -> None:
     c = subparsers.add_parser("cluster", help="analyse all ranks of a multi-rank job (process pool or Dask)")
     c.add_argument("path", help="parent directory of the ranks' run directories")
     c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster)")
-    c.add_argument("--backend", choices=["process", "dask", "serial"], default="process")
+    c.add_argument("--backend", choices=["process", "dask", "serial"], default=None,
+                   help="where per-rank work runs (default: process, or dask when --scheduler is given)")
     c.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a local Dask cluster)")
     c.add_argument("--workers", type=int, default=None, help="worker processes (default: half the CPUs)")
     c.add_argument("--ranks", default=None, help="ranks to analyse, e.g. 0-7,12 (default all)")

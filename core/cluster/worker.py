@@ -23,7 +23,7 @@ from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.pipeline import OUTPUT_DIR, analyse_run, load_events
 from ..events import EventKind, EventTable
 from ..runinfo import read_info
-from .commdata import alignment_keys, comm_events
+from .commdata import alignment_keys, comm_events, link_owners
 
 log = logging.getLogger("npuprof")
 
@@ -129,9 +129,7 @@ def summarise_events(rank: int, events: EventTable, info: dict, host_points: int
         a[2] += wait / 1e3
     links: dict = {}
     if c.has_links:
-        from .commdata import _op_of_links
-
-        owner = _op_of_links(c)
+        owner = link_owners(c)
         ltype = [str(c.ops["type"][o]) if o >= 0 else str(t) for o, t in zip(owner.tolist(), c.links["type"])]
         for i in range(len(c.links["ts"])):
             key = (str(c.links["group"][i]), ltype[i], int(c.links["src"][i]), int(c.links["dst"][i]),
