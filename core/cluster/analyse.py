@@ -6,6 +6,8 @@ cluster tables (driver, pure functions) -> write CSV/JSON/Parquet -> optional
 per-rank traces (written by the workers) and a merged timeline of chosen
 ranks. Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input and output paths (shared storage).
+Workers are spawned processes: call this under ``if __name__ == "__main__":``
+in a script (or use ``backend="serial"``).
 
 Example::
 
