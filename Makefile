@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npuprof-installed
 
-.PHONY: demo test test-fast bench venv system-deps tf215 clean
+.PHONY: demo test test-fast bench interop venv system-deps tf215 clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,8 +32,12 @@ test: $(STAMP) system-deps tf215
 test-fast: $(STAMP)
 	$(PY) -m pytest -ra -m "not slow"
 
+# The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
+interop: $(STAMP)
+	$(PY) -m pytest -ra tests/test_interop_tools.py
+
 bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 npuprof_demo .pytest_cache
+	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache

@@ -56,6 +56,7 @@ class ProfilerConfig:
     storage_limit: Optional[int]
     framework: str
     l2_cache: bool = False
+    profile_rank_ids: Optional[tuple[int, ...]] = None
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -131,6 +132,7 @@ def build_config(
     framework: Any = "ms",
     l2_cache: Any = False,
     experimental_config: Any = None,
+    profile_rank_ids: Any = None,
     **extra: Any,
 ) -> ProfilerConfig:
     """Validate keyword arguments into a :class:`ProfilerConfig`.
@@ -195,7 +197,8 @@ def build_config(
             raise ProfilerConfigError("rank", rank_v, f"an integer < world_size ({world_v})")
         world_v = rank_v + 1
     dev_v = env_d if device_id is None else v.check_int("device_id", device_id, minimum=0, maximum=1023)
-    worker = socket.gethostname() if worker_name is None else v.check_str(
+    default_worker = socket.gethostname() + (f"-rank{rank_v}" if world_v > 1 else "")
+    worker = default_worker if worker_name is None else v.check_str(
         "worker_name", worker_name, max_len=225, pattern=r"[0-9A-Za-z_.\-]+",
         allowed="a name of letters, digits, '_', '-', '.' (at most 225 characters)")
     limit = None if storage_limit is None else v.parse_size("storage_limit", storage_limit, minimum=1 << 20)
@@ -226,7 +229,26 @@ def build_config(
         framework=v.check_str("framework", framework, max_len=16, pattern=r"[a-z0-9]+",
                               allowed="a short lowercase tag such as 'ms', 'pt', 'tf'"),
         l2_cache=v.check_bool("l2_cache", l2_cache),
+        profile_rank_ids=_rank_ids(profile_rank_ids),
     )
+
+
+def _rank_ids(value: Any) -> Optional[tuple[int, ...]]:
+    """None (all ranks) or a tuple of rank ids from a list or "0,2,4-7"."""
+    if value is None:
+        return None
+    items: list = []
+    if isinstance(value, str):
+        for part in value.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            if not lo.isdigit() or (sep and not hi.isdigit()):
+                raise ProfilerConfigError("profile_rank_ids", value, 'rank ids such as [0, 2] or "0,2,4-7"')
+            items.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    elif isinstance(value, (list, tuple, set)):
+        items = [v.check_int("profile_rank_ids", x, minimum=0) for x in value]
+    else:
+        raise ProfilerConfigError("profile_rank_ids", value, 'rank ids such as [0, 2] or "0,2,4-7"')
+    return tuple(sorted(set(items)))
 
 
 def _domains(name: str, value: Any) -> tuple[str, ...]:

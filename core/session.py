@@ -37,6 +37,7 @@ class ClockAnchor:
 
     monotonic_ns: int
     realtime_ns: int
+    uncertainty_ns: int = 0   # width of the monotonic bracket around the wall-clock read
 
     @property
     def offset_ns(self) -> int:
@@ -53,7 +54,7 @@ class ClockAnchor:
         m0 = time.perf_counter_ns()
         r = time.time_ns()
         m1 = time.perf_counter_ns()
-        return cls(monotonic_ns=(m0 + m1) // 2, realtime_ns=r)
+        return cls(monotonic_ns=(m0 + m1) // 2, realtime_ns=r, uncertainty_ns=m1 - m0)
 
 
 @dataclass

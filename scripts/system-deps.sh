@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the end-to-end tests use, when missing and when
+# Installs the Debian packages the end-to-end tests use (sshd for remote
+# collection, chromium for the HTML report), when missing and when
 # we may (root with apt). Prints what it did; never fails the build on its own:
 # the tests that need a package say clearly what is missing.
 set -u
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server openssh-client)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system-deps: nothing to install"
   exit 0

@@ -96,3 +96,17 @@ def test_errors_raised_before_anything_is_written(tmp_path):
     with pytest.raises(ProfilerConfigError):
         Profiler(output_path=out, host_sys_usage_freq=-1)
     assert not out.exists()
+
+
+def test_profile_rank_ids_forms(tmp_path):
+    assert build_config(output_path=tmp_path, profile_rank_ids="0,2,4-6").profile_rank_ids == (0, 2, 4, 5, 6)
+    assert build_config(output_path=tmp_path, profile_rank_ids=[3, 1]).profile_rank_ids == (1, 3)
+    for bad in ("a", "1-", [-1], 5, ["x"]):
+        with pytest.raises(ProfilerConfigError) as e:
+            build_config(output_path=tmp_path, profile_rank_ids=bad)
+        assert e.value.param == "profile_rank_ids"
+
+
+def test_worker_name_carries_rank_in_multi_rank_jobs(tmp_path):
+    assert build_config(output_path=tmp_path, rank=1, world_size=2).worker_name.endswith("-rank1")
+    assert "-rank" not in build_config(output_path=tmp_path, rank=0, world_size=1).worker_name

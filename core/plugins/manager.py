@@ -37,6 +37,8 @@ BUILTIN_PLUGINS = {
     "mindspore": "npuprof.integrations.mindspore.plugin",
     "tensorflow": "npuprof.integrations.tensorflow.plugin",
     "pyacl": "npuprof.integrations.pyacl.plugin",
+    "cluster": "npuprof.cluster.plugin",
+    "report": "npuprof.report.plugin",
 }
 
 
