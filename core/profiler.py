@@ -356,7 +356,8 @@ class Profiler:
         info = base_info(self.config.to_json(), self.config.rank, self.config.device_id, self.config.world_size)
         info["npuprof"].update({
             "state": state, "window": s.window, "partial": s.partial, "steps": list(s.steps),
-            "clock": {"monotonic_ns": s.clock.monotonic_ns, "realtime_ns": s.clock.realtime_ns},
+            "clock": {"monotonic_ns": s.clock.monotonic_ns, "realtime_ns": s.clock.realtime_ns,
+                      "uncertainty_ns": s.clock.uncertainty_ns},
             "start_time_ns": s.clock.realtime_ns, "plugins": self._active_plugins,
             "flush_interval": self.config.flush_interval,
         })
