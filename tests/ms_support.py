@@ -300,7 +300,8 @@ def scenario_coexist(out: Path) -> dict:
             "ms_files": sorted(str(p) for p in (out / "ms_own").glob("*_ascend_ms/FRAMEWORK/cpu_op_execute*"))}
 
 
-def scenario_sink_units(out: Path, sink_size: int = 4, sinks: int = 5) -> dict:
+def scenario_sink_units(out: Path, sink_size: int = 4, sinks: int = 5, kind: str = "step",
+                        window: Any = None) -> dict:
     """The callback driven the way Model._train_dataset_sink_process drives it on an NPU:
     a real RunContext whose cur_step_num advances by sink_size per step_end, with a real
     MindSpore training step executed sink_size times inside each "sink"."""
@@ -316,10 +317,11 @@ def scenario_sink_units(out: Path, sink_size: int = 4, sinks: int = 5) -> dict:
                                nn.Momentum(net.trainable_params(), 0.01, 0.9))
     x = ms.Tensor(np.random.default_rng(0).random((2, N_FEATURES)).astype(np.float32))
     y = ms.Tensor(np.array([0, 1], dtype=np.int32))
-    cb = _callback_cls("step")(str(out / "prof"), activities=["CPU"], start_step=6, stop_step=13)
+    cb = _callback_cls(kind)(str(out / "prof"), activities=["CPU"], **(window or {"start_step": 6, "stop_step": 13}))
+    # Model.train(epoch=sinks, sink_size=sink_size): batch_num = sink_size, one sink per epoch
     params = InternalCallbackParam()
     params.cur_step_num = 0
-    params.epoch_num = 1
+    params.epoch_num = sinks
     params.batch_num = sink_size
     params.sink_size = sink_size
     params.dataset_sink_mode = True
@@ -327,15 +329,15 @@ def scenario_sink_units(out: Path, sink_size: int = 4, sinks: int = 5) -> dict:
     ctx = RunContext(params)
     with cb:
         cb.on_train_begin(ctx)
-        params.cur_epoch_num = 1
-        cb.on_train_epoch_begin(ctx)
-        for _ in range(sinks):
+        for epoch in range(1, sinks + 1):
+            params.cur_epoch_num = epoch
+            cb.on_train_epoch_begin(ctx)
             params.cur_step_num += sink_size
             cb.on_train_step_begin(ctx)
             for _ in range(sink_size):
                 step(x, y).asnumpy()
             cb.on_train_step_end(ctx)
-        cb.on_train_epoch_end(ctx)
+            cb.on_train_epoch_end(ctx)
         cb.on_train_end(ctx)
     return {"saved_runs": [str(p) for p in cb.saved_runs]}
 

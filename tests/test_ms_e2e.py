@@ -165,6 +165,10 @@ def test_sink_mode_windows_cover_whole_sinks(tmp_path):
     matmul = ops.select(ops.string_array("type") == "MatMul")
     counts = np.bincount(matmul["step"], minlength=4)[1:]
     assert counts.tolist() == [counts[0]] * 3 and counts[0] % 4 == 0   # 4 training steps per sink
+    epochs = ok(run_scenario("sink_units", tmp_path / "epochs", sink_size=4, sinks=5, kind="epoch",
+                             window={"start_epoch": 2, "stop_epoch": 3}))
+    (run,) = epochs["saved_runs"]
+    assert step_numbers(analyse(run)) == [1, 2]                # one sink per epoch
 
 
 # -- failures -------------------------------------------------------------------------------------------------------
