@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from npuprof.enums import ProfilerActivity, ProfilerLevel
+from npuprof.enums import ProfilerActivity
 from npuprof.errors import BackendUnavailable
 
 from .framework_files import OP_TIMESTAMP_GLOB
