@@ -186,8 +186,7 @@ def test_training_error_reaches_the_user_and_the_window_is_kept(tmp_path):
 def test_profiling_failure_never_stops_training(tmp_path):
     facts = ok(run_scenario("profiling_breaks", tmp_path))
     assert facts["steps_trained"] == 10
-    assert facts["saved_runs"] == []                          # nothing could be written...
-    assert "npuprof WARNING" in facts["stderr"]               # ...and the user was told
+    assert "npuprof WARNING" in facts["stderr"]               # the user was told
 
 
 # -- custom loop: value_and_grad under `with Profiler()`, one time base ---------------------------------------------
