@@ -325,3 +325,36 @@ def test_ascend_layout_nested_in_an_npuprof_run_is_read_once(tmp_path):
     assert {r["Name"] for r in res.tables["kernel_details"].records()} == {"Default/MatMul-op0",
                                                                          "Default/BiasAdd-op0"}
     assert set(ev.select(ev["kind"] == int(EventKind.KERNEL))["device"].tolist()) == {3}
+
+
+@pytest.mark.parametrize("bad", ["9" * 40 + ",1.0,0", "1795306215615731754,nan,0", "1795306215615731754,-inf,0"])
+def test_out_of_range_numbers_are_rejected_per_line(tmp_path, bad):
+    fw = write_framework(tmp_path, f"Default/X-op0;HostCpuOps;{bad} \n" + PYNATIVE_TIMESTAMPS)
+    table, problems = read_framework_dir(fw)
+    assert len(table) == 3 and len(problems) == 1
+
+
+def test_trace_events_with_odd_args_are_skipped_not_fatal(tmp_path):
+    out = tmp_path / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir()
+    (out / "trace_view.json").write_text(json.dumps([
+        {"ph": "M", "name": "process_name", "pid": 1, "args": ["not", "a", "dict"]},
+        {"ph": "C", "name": "HBM", "pid": 5, "ts": "1.000", "args": ["x"]},
+        {"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": {"a": 1}, "dur": "1"},
+        {"ph": "X", "name": "Default/MatMul-op0", "pid": 1, "tid": 1, "ts": "2.000", "dur": "1.000"},
+    ]))
+    table, problems = read_ascend_output(out)
+    assert len(problems) == 1 and "1 malformed" in problems[0]
+    assert table.column_strings("name") == ["Default/MatMul-op0"]
+
+
+def test_unhashable_or_huge_ids_in_a_trace_are_survived(tmp_path):
+    out = tmp_path / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir()
+    (out / "trace_view.json").write_text(json.dumps([
+        {"ph": "M", "name": "process_name", "pid": [1], "args": {"name": "x"}},
+        {"ph": "X", "name": "a", "pid": 1 << 70, "tid": 1, "ts": "1700000000000000.5", "dur": 1},
+        {"ph": "X", "name": "b", "pid": [2], "tid": 1, "ts": "1700000000000001.0", "dur": 1},
+    ]))
+    table, problems = read_ascend_output(out)
+    assert table.column_strings("name") == ["a"] and len(problems) == 1

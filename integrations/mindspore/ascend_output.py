@@ -232,7 +232,7 @@ def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], ski
         try:
             _add_trace_event(cols, ev, ph, proc_name, proc_device, thread_name, device, pid,
                              skip_cpu_ops, skip_hardware, skip_mstx)
-        except (TypeError, ValueError, KeyError):
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
             bad += 1
     if bad:
         problems.append(f"{path}: {bad} malformed event(s) skipped")
@@ -246,7 +246,9 @@ def _metadata(events: Iterable[Any]) -> tuple[dict, dict, dict]:
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "M":
             continue
-        args = ev.get("args") or {}
+        args = ev.get("args")
+        if not isinstance(args, dict) or not _is_key(ev.get("pid")) or not _is_key(ev.get("tid")):
+            continue
         what = ev.get("name")
         if what == "process_name":
             proc_name[ev.get("pid")] = str(args.get("name", ""))
@@ -258,6 +260,11 @@ def _metadata(events: Iterable[Any]) -> tuple[dict, dict, dict]:
         elif what == "thread_name":
             thread_name[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
     return proc_name, proc_device, thread_name
+
+
+def _is_key(value: Any) -> bool:
+    """pid/tid values usable as dict keys (JSON gives lists/objects in damaged files)."""
+    return value is None or isinstance(value, (int, str, float))
 
 
 def _as_int(value: Any) -> int:
@@ -282,7 +289,9 @@ def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_de
     name = str(ev.get("name", ""))
     ts = us_text_to_ns(ev["ts"])
     tid = _as_int(etid)
-    args = ev.get("args") or {}
+    args = ev.get("args")
+    if not isinstance(args, dict):
+        args = {}
     if ph == "C":
         for series, value in args.items():
             try:

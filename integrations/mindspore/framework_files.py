@@ -107,7 +107,7 @@ def _read_memory(path: Path, pid: int, problems: list[str]) -> EventTable:
         arr = np.array(good, dtype=str)
         ts = arr[:, 0].astype(np.int64)
         values = arr[:, 1:].astype(np.float64)
-    except ValueError:
+    except (ValueError, OverflowError):
         problems.append(f"{path}: non-numeric values; file skipped")
         return EventTable.empty()
     series = header[1:]
@@ -205,10 +205,10 @@ def _parse_triples(text: str) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarr
     try:
         arr = np.array(flat, dtype=str).reshape(-1, 3)
         start = arr[:, 0].astype(np.int64)
-        dur = np.rint(arr[:, 1].astype(np.float64) * _NS_PER_MS).astype(np.int64)
+        dur_ms = arr[:, 1].astype(np.float64)
         tid = arr[:, 2].astype(np.int64)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or beyond int64 (a damaged digit run)
         return None
-    if (dur < 0).any() or (start <= 0).any():
+    if not np.isfinite(dur_ms).all() or (dur_ms < 0).any() or (start <= 0).any():
         return None
-    return start, dur, tid
+    return start, np.rint(dur_ms * _NS_PER_MS).astype(np.int64), tid
