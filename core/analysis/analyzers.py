@@ -24,7 +24,7 @@ import numpy as np
 
 from ..events import EventKind, EventTable
 from .grouping import group_by
-from .intervals import per_bucket_length
+from .intervals import bucket_index, per_bucket_length
 from .table import EventRowsTable, Table
 from .textrows import RowBuilder
 
@@ -40,6 +40,7 @@ KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Name", "Type", "Accelerator C
 RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
+FEW_QUEUES = 16
 _OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)
 
 
@@ -79,15 +80,6 @@ def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(1, np.int32), np.array([start]), np.array([max(end, start + 1)])
 
 
-def _bucket_of(ts: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """searchsorted(starts, ts, 'right') - 1, linear when ``ts`` is sorted."""
-    if len(ts) > 4 * len(starts) and _is_sorted(ts):
-        pos = np.searchsorted(ts, starts, side="left")
-        counts = np.diff(np.concatenate(([0], pos, [len(ts)])))
-        return np.repeat(np.arange(-1, len(starts), dtype=np.int64), counts)
-    return np.searchsorted(starts, ts, side="right") - 1
-
-
 def assign_steps(events: EventTable) -> EventTable:
     """Set the ``step`` column by containment of each event's start in a step range.
 
@@ -97,7 +89,7 @@ def assign_steps(events: EventTable) -> EventTable:
     if not len(numbers) or not len(events):
         return events
     ts = events["ts"]
-    idx = _bucket_of(ts, starts)
+    idx = bucket_index(ts, starts)
     np.clip(idx, -1, len(ends) - 1, out=idx)
     safe = np.maximum(idx, 0)
     inside = (idx >= 0) & (ts < ends[safe])
@@ -146,7 +138,7 @@ def step_trace(events: EventTable) -> Table:
     free = (ends - starts) - both
     first = np.full(len(numbers), -1, dtype=np.int64)
     if len(cs) and len(numbers):
-        b = np.searchsorted(starts, cs, side="right") - 1
+        b = bucket_index(cs, starts)
         ok = (b >= 0) & (cs < ends[np.clip(b, 0, len(ends) - 1)])
         first_start = np.full(len(numbers), np.iinfo(np.int64).max)
         np.minimum.at(first_start, b[ok], cs[ok])
@@ -213,19 +205,29 @@ def _wait_times(ts: np.ndarray, end: np.ndarray, queue: np.ndarray) -> np.ndarra
     wait = np.zeros(n, dtype=np.int64)
     if n < 2:
         return wait
-    if _is_sorted(ts):
-        qs = group_by(queue)
-        if len(qs) == 1:
-            wait[1:] = np.maximum(ts[1:] - end[:-1], 0)
-            return wait
-        # stable sort by queue keeps start order inside each queue (radix sort on small codes)
-        code = qs.inverse.astype(np.uint16 if len(qs) < (1 << 16) else np.int64)
-        order = np.argsort(code, kind="stable")
-        q = code[order]
-    else:
+    if not _is_sorted(ts):
         order = np.lexsort((ts, queue))
-        q = queue[order]
-    t, e = ts[order], end[order]
+        q, t, e = queue[order], ts[order], end[order]
+        gaps = np.zeros(n, dtype=np.int64)
+        gaps[1:] = np.maximum(t[1:] - e[:-1], 0)
+        gaps[1:][q[1:] != q[:-1]] = 0
+        wait[order] = gaps
+        return wait
+    qs = group_by(queue)
+    if len(qs) == 1:
+        wait[1:] = np.maximum(ts[1:] - end[:-1], 0)
+        return wait
+    if len(qs) <= FEW_QUEUES:
+        # one pass per queue keeps every gather and scatter in increasing index order
+        for g in range(len(qs)):
+            idx = np.flatnonzero(qs.inverse == g)
+            if len(idx) > 1:
+                wait[idx[1:]] = np.maximum(ts[idx[1:]] - end[idx[:-1]], 0)
+        return wait
+    # stable sort by queue keeps start order inside each queue (radix sort on small codes)
+    code = qs.inverse.astype(np.uint16 if len(qs) < (1 << 16) else np.int64)
+    order = np.argsort(code, kind="stable")
+    q, t, e = code[order], ts[order], end[order]
     gaps = np.zeros(n, dtype=np.int64)
     gaps[1:] = np.maximum(t[1:] - e[:-1], 0)
     gaps[1:][q[1:] != q[:-1]] = 0

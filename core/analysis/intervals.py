@@ -8,8 +8,11 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Merge overlapping [start, end) intervals; returns disjoint sorted segments."""
     if len(starts) == 0:
         return starts.astype(np.int64), ends.astype(np.int64)
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
+    if len(starts) > 1 and bool((starts[1:] >= starts[:-1]).all()):
+        s, e = starts, ends
+    else:
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
     reach = np.maximum.accumulate(e)
     new = np.empty(len(s), dtype=bool)
     new[0] = True
@@ -17,6 +20,15 @@ def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     idx = np.flatnonzero(new)
     seg_end = np.append(reach[idx[1:] - 1], reach[-1])
     return s[idx], seg_end
+
+
+def bucket_index(ts: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``searchsorted(starts, ts, "right") - 1``; linear when ``ts`` is sorted."""
+    if len(ts) > 4 * len(starts) and len(ts) > 1 and bool((ts[1:] >= ts[:-1]).all()):
+        pos = np.searchsorted(ts, starts, side="left")
+        counts = np.diff(np.concatenate(([0], pos, [len(ts)])))
+        return np.repeat(np.arange(-1, len(starts), dtype=np.int64), counts)
+    return np.searchsorted(starts, ts, side="right") - 1
 
 
 def per_bucket_length(starts: np.ndarray, ends: np.ndarray, bucket_starts: np.ndarray,
@@ -31,7 +43,7 @@ def per_bucket_length(starts: np.ndarray, ends: np.ndarray, bucket_starts: np.nd
     out = np.zeros(n, dtype=np.int64)
     if len(starts) == 0 or n == 0:
         return out
-    b = np.searchsorted(bucket_starts, starts, side="right") - 1
+    b = bucket_index(starts, bucket_starts)
     ok = (b >= 0) & (starts < bucket_ends[np.clip(b, 0, n - 1)])
     b, s, e = b[ok], starts[ok], np.minimum(ends[ok], bucket_ends[b[ok]])
     seg_s, seg_e = union(s, e)

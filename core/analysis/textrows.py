@@ -215,3 +215,62 @@ class RowBuilder:
 def chunk_rows(row_bytes: int, max_rows: int = 200_000) -> int:
     """Rows per chunk so one row matrix stays under :data:`MATRIX_BYTES`."""
     return max(1024, min(max_rows, MATRIX_BYTES // max(row_bytes, 1)))
+
+
+class BackgroundWriter:
+    """Writes blocks to a binary file object from a second thread.
+
+    Rendering (numpy, GIL mostly released) and the ``write`` system calls
+    (GIL released) then overlap on two cores. At most ``depth`` blocks wait;
+    an error from the file is raised by the next :meth:`write` or by
+    :meth:`close`.
+
+    Example::
+
+        with BackgroundWriter(fh) as w:
+            for block in blocks:
+                w.write(block)
+    """
+
+    def __init__(self, fh, depth: int = 3) -> None:
+        import queue
+        import threading
+
+        self.fh = fh
+        self.error: Optional[BaseException] = None
+        self._queue: "queue.Queue" = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._run, name="npuprof-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            if self.error is None:
+                try:
+                    self.fh.write(block)
+                except BaseException as e:  # reported to the producer
+                    self.error = e
+
+    def write(self, block: bytes) -> None:
+        if self.error is not None:
+            raise self.error
+        if block:
+            self._queue.put(block)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> "BackgroundWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # stop the thread; the producer's exception wins
+            self._queue.put(None)
+            self._thread.join()

@@ -21,7 +21,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from ..analysis.table import Table
-from ..analysis.textrows import RowBuilder
+from ..analysis.textrows import BackgroundWriter, RowBuilder
 from ..fileio import atomic_write
 
 VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
@@ -90,16 +90,17 @@ def write_csv_to(fh: IO[bytes], table: Table) -> None:
         fh.write(w_buf.getvalue().encode("utf-8"))
         return
     cells: dict = {}
-    for lo in range(0, n, BLOCK_ROWS):
-        hi = min(n, lo + BLOCK_ROWS)
-        block = table.block(lo, hi)
-        text = _render_block(table.columns, block, hi - lo, cells)
-        if text is None:  # a column of Python objects: the csv module renders this block
-            cols = [_pylist(block[c]) for c in table.columns]
-            w_buf = io.StringIO()
-            csv.writer(w_buf, lineterminator="\n").writerows(zip(*cols))
-            text = w_buf.getvalue().encode("utf-8")
-        fh.write(text)
+    with BackgroundWriter(fh) as out:   # render the next block while this one is written
+        for lo in range(0, n, BLOCK_ROWS):
+            hi = min(n, lo + BLOCK_ROWS)
+            block = table.block(lo, hi)
+            text = _render_block(table.columns, block, hi - lo, cells)
+            if text is None:  # a column of Python objects: the csv module renders this block
+                cols = [_pylist(block[c]) for c in table.columns]
+                w_buf = io.StringIO()
+                csv.writer(w_buf, lineterminator="\n").writerows(zip(*cols))
+                text = w_buf.getvalue().encode("utf-8")
+            out.write(text)
 
 
 def _pylist(values: Any) -> list:

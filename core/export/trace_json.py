@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 
 from ..analysis.grouping import small_unique
-from ..analysis.textrows import RowBuilder, chunk_rows
+from ..analysis.textrows import BackgroundWriter, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
 from ..fileio import atomic_write
 
@@ -40,6 +40,7 @@ CATEGORY = {
 }
 DEVICE_PID_BASE = 1 << 24   # synthetic pid for device d: DEVICE_PID_BASE + d
 CHUNK = 200_000
+BACKGROUND_MIN_EVENTS = 100_000   # larger traces are written from a second thread
 LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
 _MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
 
@@ -288,8 +289,13 @@ def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size:
     meta = _metadata_events(events, host_pid)
     if meta:
         fh.write((",\n".join(meta) + ",\n").encode())
-    for block in event_blocks(events, base):
-        fh.write(block)
+    if len(events) >= BACKGROUND_MIN_EVENTS:
+        with BackgroundWriter(fh) as w:   # render the next chunk while this one is written
+            for block in event_blocks(events, base):
+                w.write(block)
+    else:
+        for block in event_blocks(events, base):
+            fh.write(block)
     end_ts = ((int((events["ts"] + events["dur"]).max()) - base) / 1000.0) if len(events) else 0.0
     tail = f'{{"ph":"i","s":"g","name":"Record Window End","pid":{host_pid},"tid":0,"ts":{end_ts:.3f}}}'
     fh.write((tail + "\n]}\n").encode())

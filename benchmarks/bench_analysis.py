@@ -1,0 +1,119 @@
+"""Analysis throughput on synthetic host raw data, and output size.
+
+Modes (``params["mode"]``), each run in a fresh interpreter by ``run.py``:
+
+- ``generate``: write a run directory of ``n`` synthetic host events
+  (:mod:`synth`) under ``parent``;
+- ``analyse``: time ``npuprof.analyse(run_dir)`` end to end (raw files ->
+  events -> every analyzer -> trace_view.json and every CSV), report events
+  per second and the process's peak RSS (VmHWM, imports included); with
+  ``breakdown`` also time the phases separately (a second pass); with
+  ``size`` measure trace_view.json bytes per event, plain and gzip (level 6),
+  the speed of trace JSON encoding alone and of plain file writes here.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import time
+from pathlib import Path
+
+from harness import Clock, child_main, peak_rss_bytes, rss_bytes
+
+
+def generate(params: dict) -> dict:
+    from synth import make_run
+
+    parent = Path(params["parent"])
+    parent.mkdir(parents=True, exist_ok=True)
+    with Clock() as c:
+        run_dir = make_run(parent, int(params["n"]))
+    raw = sum(p.stat().st_size for p in (run_dir / "NPUPROF").iterdir())
+    return {"run_dir": str(run_dir), "seconds": c.wall, "raw_bytes": raw}
+
+
+def _write_speed(directory: Path, total: int = 256 << 20) -> float:
+    """Bytes per second of plain buffered writes of large blocks into ``directory``."""
+    block = os.urandom(1 << 20) * 4
+    path = directory / ".write_speed.tmp"
+    with Clock() as c:
+        with open(path, "wb") as fh:
+            for _ in range(total // len(block)):
+                fh.write(block)
+    path.unlink()
+    return total / c.wall
+
+
+def analyse(params: dict) -> dict:
+    base_rss = rss_bytes()
+    with Clock() as c:
+        import npuprof
+        from npuprof.analysis import pipeline
+    import_s = c.wall
+    run_dir = Path(params["run_dir"])
+    shutil.rmtree(run_dir / "ASCEND_PROFILER_OUTPUT", ignore_errors=True)
+    rss_after_import = rss_bytes()
+    with Clock() as c:
+        (res,) = npuprof.analyse(run_dir)
+    n = len(res.events)
+    out: dict = {"events": n, "seconds": c.wall, "cpu_seconds": c.cpu, "events_per_s": n / c.wall,
+                 "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,
+                 "rss_after_import_bytes": rss_after_import, "import_s": import_s,
+                 "outputs": {p.name: p.stat().st_size for p in res.outputs if p.exists()}}
+    trace = run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    del res
+    if params.get("breakdown"):
+        from npuprof.analysis.analyzers import ANALYZERS
+        from npuprof.export.csvfiles import write_csv
+        from npuprof.export.trace_json import write_trace
+
+        phases = {}
+        with Clock() as c:
+            events, info, _ = pipeline.load_events(run_dir)
+        phases["load_raw_and_sort"] = c.wall
+        tables = {}
+        with Clock() as c:
+            for name, fn in ANALYZERS.items():
+                tables[name] = fn(events)
+        phases["analyzers"] = c.wall
+        tmp = run_dir / "bench_tmp"
+        with Clock() as c:
+            write_trace(events, tmp / "trace_view.json", rank=0)
+        phases["trace_json"] = c.wall
+        trace_bytes = (tmp / "trace_view.json").stat().st_size
+        with Clock() as c:
+            for name, table in tables.items():
+                write_csv(table, tmp / f"{name}.csv")
+        phases["csv"] = c.wall
+        shutil.rmtree(tmp)
+        out["phases_s"] = phases
+        out["trace_json_events_per_s"] = len(events) / phases["trace_json"]
+        out["trace_json_bytes_per_s"] = trace_bytes / phases["trace_json"]
+        del events, tables
+    if params.get("size"):
+        size = trace.stat().st_size
+        n_trace = 0
+        with open(trace, "rb") as fh:
+            for line in fh:
+                n_trace += line.startswith(b"{\"ph\"")
+        gz = run_dir / "trace_view.json.gz"
+        with Clock() as c:
+            with open(trace, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 4 << 20)
+        out["trace_bytes"] = size
+        out["trace_events"] = n_trace
+        out["trace_bytes_per_event"] = size / max(1, n_trace)
+        out["gzip_bytes_per_event"] = gz.stat().st_size / max(1, n_trace)
+        out["gzip_seconds"] = c.wall
+        gz.unlink()
+        out["disk_write_bytes_per_s"] = _write_speed(run_dir)
+    return out
+
+
+def run(params: dict) -> dict:
+    return {"generate": generate, "analyse": analyse}[params.get("mode", "analyse")](params)
+
+
+if __name__ == "__main__":
+    child_main(run)

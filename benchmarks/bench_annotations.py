@@ -1,0 +1,168 @@
+"""Annotation cost: npuprof ``record_function`` / ``mstx.mark`` while profiling,
+against a bare ``time.perf_counter_ns()`` pair and ``torch.profiler.record_function``.
+
+Each sample is the wall time of a loop divided by its iterations. For
+npuprof the sample also includes flushing every buffered event to the raw
+files (the flusher's conversion and write work, normally done on another
+thread, is charged to the annotations). For torch only the loop is timed
+(its post-processing at ``stop`` is not charged), so the ratio is
+conservative. Variants run interleaved, repetition by repetition.
+
+Also measured, as the floor any Python annotation pays: an empty loop, a
+clock read, an empty Python call and an empty ``with`` block.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from harness import child_main, interleave, paired_ratio, summary
+
+_perf = time.perf_counter_ns
+
+
+def _per_iter(fn, n: int) -> float:
+    t0 = _perf()
+    fn(n)
+    return (_perf() - t0) / n
+
+
+def loop_empty(n: int) -> None:
+    for _ in range(n):
+        pass
+
+
+def loop_clock_pair(n: int) -> None:
+    p = time.perf_counter_ns
+    for _ in range(n):
+        p()
+        p()
+
+
+def _noop() -> None:
+    return None
+
+
+def loop_call(n: int) -> None:
+    f = _noop
+    for _ in range(n):
+        f()
+
+
+class _Empty:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> "_Empty":
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+def loop_with_empty(n: int) -> None:
+    for _ in range(n):
+        with _Empty("x"):
+            pass
+
+
+def run(params: dict) -> dict:
+    import npuprof
+    from npuprof import record_function
+    from npuprof import recorder as rec_mod
+
+    reps = int(params.get("reps", 7))
+    n = int(params.get("n", 200_000))
+    n_torch = int(params.get("n_torch", 40_000))
+    out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
+    mstx = npuprof.mstx
+
+    def rf_loop(k: int) -> None:
+        for _ in range(k):
+            with record_function("step_part"):
+                pass
+
+    def mark_loop(k: int) -> None:
+        for _ in range(k):
+            mstx.mark("tick")
+
+    def profiled(loop):
+        def sample() -> float:
+            prof = npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"])
+            try:
+                t0 = _perf()
+                loop(n)
+                rec_mod.active_recorder().flush()   # charge the conversion + write of every event
+                return (_perf() - t0) / n
+            finally:
+                prof.stop()
+        return sample
+
+    variants = {
+        "clock_pair": lambda: _per_iter(loop_clock_pair, n),
+        "record_function": profiled(rf_loop),
+        "mstx_mark": profiled(mark_loop),
+        "record_function_idle": lambda: _per_iter(rf_loop, n),
+    }
+    torch_info: dict = {}
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import record_function as torch_rf
+
+        torch_info["version"] = torch.__version__
+        torch.set_num_threads(1)
+
+        def torch_loop(k: int) -> None:
+            for _ in range(k):
+                with torch_rf("step_part"):
+                    pass
+
+        def torch_sample() -> float:
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                t0 = _perf()
+                torch_loop(n_torch)
+                el = (_perf() - t0) / n_torch
+            torch_info["last_prof"] = prof
+            return el
+
+        torch_loop(1000)
+        variants["torch_record_function"] = torch_sample
+    except Exception as e:  # torch is a bench-only dependency
+        torch_info["error"] = f"{type(e).__name__}: {e}"
+
+    # warm up every path once (imports, first-use registration)
+    for v in variants.values():
+        v()
+    samples = interleave(variants, reps)
+    floors = interleave({"empty_loop": lambda: _per_iter(loop_empty, n),
+                         "python_call": lambda: _per_iter(loop_call, n),
+                         "with_empty": lambda: _per_iter(loop_with_empty, n)}, 5)
+    res = {k: summary(v) for k, v in samples.items()}
+    res.update({k: summary(v) for k, v in floors.items()})
+    res["rf_over_clock"] = paired_ratio(samples["record_function"], samples["clock_pair"])
+    if "torch_record_function" in samples:
+        res["torch_over_rf"] = paired_ratio(samples["torch_record_function"], samples["record_function"])
+        prof = torch_info.pop("last_prof", None)
+        if prof is not None:
+            path = out / "torch_trace.json"
+            prof.export_chrome_trace(str(path))
+            import json
+
+            events = json.loads(path.read_text())["traceEvents"]
+            torch_info["trace_bytes_per_event"] = path.stat().st_size / max(1, len(events))
+            torch_info["trace_events"] = len(events)
+    res["torch"] = torch_info
+    res["n"] = n
+    res["n_torch"] = n_torch
+    res["reps"] = reps
+    res["pid"] = os.getpid()
+    return res
+
+
+if __name__ == "__main__":
+    child_main(run)

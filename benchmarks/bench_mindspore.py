@@ -1,0 +1,184 @@
+"""MindSpore 2.10 on CPU (PyNative): run overhead and analysis time against
+MindSpore's own profiler.
+
+Overhead: the same network and steps under (a) no profiler, (b) MindSpore's
+profiler alone, configured as npuprof drives it (``mindspore.profiler.profile``
+with the CPU activity, ``tensorboard_trace_handler(analyse_flag=False)``,
+started and stopped around the steps), (c) an ``npuprof.Profiler`` whose
+MindSpore plugin drives that same profiler, plus npuprof's own host
+collection (steps, a ``record_function`` per step). Variants alternate,
+repetition by repetition; only the steps are timed.
+
+Analysis: one run of ``steps_analysis`` steps recorded by MindSpore's profiler
+(``mindspore.profiler.Profiler(output_path, activities=[CPU])``), copied
+before MindSpore analyses it; MindSpore's ``analyse()`` is timed on the
+original, ``npuprof.analyse()`` on the copy (same FRAMEWORK files), both in
+this process with their imports done.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from harness import Clock, child_main, column, interleave, paired_ratio, summary
+
+
+def make_training():
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+    ms.set_seed(0)
+
+    class MLP(nn.Cell):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Dense(64, 128)
+            self.fc2 = nn.Dense(128, 64)
+            self.fc3 = nn.Dense(64, 10)
+            self.relu = nn.ReLU()
+
+        def construct(self, x):
+            return self.fc3(self.relu(self.fc2(self.relu(self.fc1(x)))))
+
+    net = MLP()
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = nn.SGD(net.trainable_params(), 0.01)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+    rng = np.random.default_rng(0)
+    x = ms.Tensor(rng.random((32, 64)).astype(np.float32))
+    y = ms.Tensor((np.arange(32) % 10).astype(np.int32))
+
+    def step():
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
+
+
+def _forget_handler_dir() -> None:
+    """tensorboard_trace_handler leaves its directory in MindSpore's process-wide profiler
+    context; a later ``Profiler(output_path=...)`` would write there instead."""
+    try:
+        from mindspore.profiler.common.profiler_context import ProfilerContext
+
+        ProfilerContext().on_trace_ready_output_path = None
+    except Exception:
+        pass
+
+
+def run(params: dict) -> dict:
+    reps = int(params.get("reps", 7))
+    steps = int(params.get("steps", 30))
+    steps_analysis = int(params.get("steps_analysis", 200))
+    analysis_reps = int(params.get("analysis_reps", 3))
+    out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ms-"))
+    t0 = time.perf_counter()
+    import mindspore
+    from mindspore import profiler as msp
+
+    import npuprof
+
+    import_s = time.perf_counter() - t0
+    step = make_training()
+
+    def timed_steps(n: int, prof=None) -> tuple:
+        with Clock() as c:
+            for i in range(n):
+                if prof is not None:
+                    with npuprof.record_function("train_step"):
+                        step()
+                    prof.step()
+                else:
+                    step()
+            step().asnumpy()  # wait for the last step
+        return c.wall / n, c.cpu / n
+
+    def none() -> tuple:
+        return timed_steps(steps)
+
+    def ms_alone() -> tuple:
+        target = out / "ms_alone"
+        prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False,
+                           on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(target), analyse_flag=False))
+        prof.start()
+        try:
+            return timed_steps(steps)
+        finally:
+            prof.stop()
+            _forget_handler_dir()
+
+    npuprof_runs: list = []
+
+    def with_npuprof() -> tuple:
+        prof = npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"])
+        try:
+            return timed_steps(steps, prof)
+        finally:
+            prof.stop()
+            npuprof_runs.extend(prof.saved_runs)
+
+    for _ in range(10):
+        step()
+    for v in (none, ms_alone, with_npuprof):  # warm-up: first-use costs of each path
+        v()
+    samples = interleave({"none": none, "mindspore": ms_alone, "npuprof": with_npuprof}, reps)
+    wall = {k: column(v, 0) for k, v in samples.items()}
+    cpu = {k: column(v, 1) for k, v in samples.items()}
+    plugin_active = bool(npuprof_runs) and (npuprof_runs[-1] / "FRAMEWORK").is_dir()
+
+    # -- analysis of the same MindSpore run: MindSpore's analyse() vs npuprof.analyse() --------
+    ms_times, np_times, events = [], [], []
+    warm = None
+    for r in range(analysis_reps):
+        target = out / f"ms_analysis_{r}"
+        prof = msp.Profiler(output_path=str(target), activities=[msp.ProfilerActivity.CPU])
+        for _ in range(steps_analysis):
+            step()
+        step().asnumpy()
+        prof.stop()
+        copy = out / f"ms_analysis_{r}_copy"
+        shutil.copytree(target, copy)
+        if warm is None:  # first use of npuprof's plugins (imports) is not charged
+            warm = out / "ms_analysis_warm"
+            shutil.copytree(target, warm)
+            npuprof.analyse(warm)
+        with Clock() as c:
+            prof.analyse()
+        ms_times.append(c.wall)
+        with Clock() as c:
+            res = npuprof.analyse(copy)
+        np_times.append(c.wall)
+        events.append(sum(len(x.events) for x in res))
+    own_run = None
+    if npuprof_runs:
+        with Clock() as c:
+            res = npuprof.analyse(npuprof_runs[-1])
+        own_run = {"seconds": c.wall, "events": len(res[0].events)}
+    return {
+        "mindspore_version": mindspore.__version__, "import_s": import_s, "steps": steps, "reps": reps,
+        "plugin_active": plugin_active,
+        "none": summary(wall["none"]), "mindspore": summary(wall["mindspore"]), "npuprof": summary(wall["npuprof"]),
+        "npuprof_over_mindspore": paired_ratio(wall["npuprof"], wall["mindspore"]),
+        "mindspore_over_none": paired_ratio(wall["mindspore"], wall["none"]),
+        "npuprof_over_none": paired_ratio(wall["npuprof"], wall["none"]),
+        "cpu_npuprof_over_mindspore": paired_ratio(cpu["npuprof"], cpu["mindspore"]),
+        "cpu_mindspore_over_none": paired_ratio(cpu["mindspore"], cpu["none"]),
+        "analysis_steps": steps_analysis, "analysis_events": events,
+        "ms_analyse_s": summary(ms_times), "npuprof_analyse_s": summary(np_times),
+        "analysis_speedup": paired_ratio(ms_times, np_times), "npuprof_own_run": own_run,
+    }
+
+
+if __name__ == "__main__":
+    child_main(run)

@@ -1,0 +1,170 @@
+"""TensorFlow 2.21 on CPU: run overhead against TF's own profiler, and XSpace ->
+trace conversion against TF's C++ converter.
+
+Overhead: a small Keras MLP trained by a ``tf.function`` step under (a) no
+profiler, (b) TF's profiler alone (``tf.profiler.experimental.start/stop``
+around the steps), (c) ``npuprof.integrations.tensorflow.Profiler``, whose
+plugin drives that same profiler, plus npuprof's host collection (a
+``record_function`` and ``prof.step()`` per step). Variants alternate,
+repetition by repetition; only the steps are timed.
+
+Conversion: one XSpace of ``steps_convert`` steps recorded by TF's profiler.
+TF: ``_pywrap_profiler_plugin.xspace_to_tools_data([xplane], "trace_viewer@")``
+(its LevelDB cache beside the file is removed before each run, so every run
+converts). npuprof: ``npuprof.analyse(logdir)`` reading the same file
+(without TensorFlow) and writing trace_view.json plus every CSV.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from harness import Clock, child_main, column, interleave, paired_ratio, summary
+
+
+def make_training():
+    import tensorflow as tf
+
+    model = tf.keras.Sequential([tf.keras.layers.Dense(256, activation="relu"),
+                                 tf.keras.layers.Dense(128, activation="relu"), tf.keras.layers.Dense(10)])
+    opt = tf.keras.optimizers.SGD(0.01)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.random((64, 128)).astype(np.float32))
+    y = tf.constant(np.arange(64) % 10)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    def step():
+        return train_step(x, y)
+
+    return step
+
+
+def run(params: dict) -> dict:
+    reps = int(params.get("reps", 11))
+    steps = int(params.get("steps", 200))
+    steps_convert = int(params.get("steps_convert", 400))
+    convert_reps = int(params.get("convert_reps", 5))
+    out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-tf-"))
+    t0 = time.perf_counter()
+    import tensorflow as tf
+
+    import npuprof
+    from npuprof.integrations.tensorflow import Profiler as TFProfiler
+
+    import_s = time.perf_counter() - t0
+    step = make_training()
+
+    def timed_steps(n: int, prof=None) -> tuple:
+        with Clock() as c:
+            for _ in range(n):
+                if prof is not None:
+                    with npuprof.record_function("train_step"):
+                        step()
+                    prof.step()
+                else:
+                    step()
+            step().numpy()
+        return c.wall / n, c.cpu / n
+
+    def none() -> tuple:
+        return timed_steps(steps)
+
+    counter = iter(range(10**6))
+
+    def tf_alone() -> tuple:
+        tf.profiler.experimental.start(str(out / "tf_alone" / str(next(counter))))
+        try:
+            return timed_steps(steps)
+        finally:
+            tf.profiler.experimental.stop()
+
+    npuprof_runs: list = []
+
+    def with_npuprof() -> tuple:
+        prof = TFProfiler(output_path=str(out / "npuprof"))
+        try:
+            return timed_steps(steps, prof)
+        finally:
+            prof.stop()
+            npuprof_runs.extend(prof.saved_runs)
+
+    for _ in range(50):
+        step()
+    for v in (none, tf_alone, with_npuprof):
+        v()
+    samples = interleave({"none": none, "tensorflow": tf_alone, "npuprof": with_npuprof}, reps)
+    wall = {k: column(v, 0) for k, v in samples.items()}
+    cpu = {k: column(v, 1) for k, v in samples.items()}
+    plugin_active = bool(npuprof_runs) and any((npuprof_runs[-1] / "TF").rglob("*.xplane.pb"))
+
+    # -- XSpace -> trace: TF's converter vs npuprof ---------------------------------------------
+    logdir = out / "convert"
+    tf.profiler.experimental.start(str(logdir))
+    for _ in range(steps_convert):
+        step()
+    step().numpy()
+    tf.profiler.experimental.stop()
+    (xplane,) = list(logdir.rglob("*.xplane.pb"))
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin as tf_plugin
+
+    def clean_cache() -> None:
+        for p in xplane.parent.iterdir():
+            if p != xplane:
+                p.unlink() if p.is_file() else shutil.rmtree(p)
+
+    tf_events = 0
+    tf_s, np_s, np_trace_events = [], [], 0
+    np_logdir = out / "convert_npuprof"
+    shutil.copytree(logdir, np_logdir)
+    npuprof.analyse(np_logdir)  # first use of the plugins (imports) is not charged
+
+    def tf_convert() -> float:
+        nonlocal tf_events
+        clean_cache()
+        with Clock() as c:
+            data = tf_plugin.xspace_to_tools_data([str(xplane)], "trace_viewer@")
+        text = data[0] if isinstance(data, tuple) else data
+        tf_events = len(json.loads(text)["traceEvents"])
+        return c.wall
+
+    def np_convert() -> float:
+        nonlocal np_trace_events
+        shutil.rmtree(np_logdir / "ASCEND_PROFILER_OUTPUT", ignore_errors=True)
+        with Clock() as c:
+            res = npuprof.analyse(np_logdir)
+        np_trace_events = len(res[0].events)
+        return c.wall
+
+    conv = interleave({"tf": tf_convert, "npuprof": np_convert}, convert_reps)
+    tf_s, np_s = conv["tf"], conv["npuprof"]
+    return {
+        "tensorflow_version": tf.__version__, "import_s": import_s, "steps": steps, "reps": reps,
+        "plugin_active": plugin_active,
+        "none": summary(wall["none"]), "tensorflow": summary(wall["tensorflow"]), "npuprof": summary(wall["npuprof"]),
+        "npuprof_over_tensorflow": paired_ratio(wall["npuprof"], wall["tensorflow"]),
+        "tensorflow_over_none": paired_ratio(wall["tensorflow"], wall["none"]),
+        "npuprof_over_none": paired_ratio(wall["npuprof"], wall["none"]),
+        "cpu_npuprof_over_tensorflow": paired_ratio(cpu["npuprof"], cpu["tensorflow"]),
+        "cpu_tensorflow_over_none": paired_ratio(cpu["tensorflow"], cpu["none"]),
+        "convert_steps": steps_convert, "xplane_bytes": xplane.stat().st_size,
+        "tf_trace_events": tf_events, "npuprof_events": np_trace_events,
+        "tf_convert_s": summary(tf_s), "npuprof_convert_s": summary(np_s),
+        "convert_ratio": paired_ratio(np_s, tf_s),
+    }
+
+
+if __name__ == "__main__":
+    child_main(run)
