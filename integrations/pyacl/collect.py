@@ -124,12 +124,13 @@ def profiling_env(section: dict) -> dict:
     """CANN's environment switch: PROFILING_MODE=true and PROFILING_OPTIONS.
 
     PROFILING_OPTIONS follows GE's profiling_options schema, not acl.json's:
-    acl.json-only keys (switch, ascendcl, SVP's acl_api/aacpu/interval) are
+    acl.json-only keys (switch, ascendcl, SVP's acl_api/aacpu/interval) and
+    keys GE deprecated (hccl: communication data follows task_time) are
     dropped, and the result is checked by the profiling_options validator.
     """
     from npuprof.integrations.tensorflow.options import KEYS, parse_profiling_options
 
-    options = {k: v for k, v in section.items() if k in KEYS}
+    options = {k: v for k, v in section.items() if k in KEYS and k != "hccl"}
     text = json.dumps(options, separators=(",", ":"))
     parse_profiling_options(text)
     return {"PROFILING_MODE": "true", "PROFILING_OPTIONS": text}
