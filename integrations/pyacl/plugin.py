@@ -22,6 +22,7 @@ import atexit
 import json
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -94,6 +95,11 @@ def npuprof_configure(config: Any) -> None:
 
     if ProfilerActivity.NPU not in config.activities:
         raise BackendUnavailable("NPU activity not requested")
+    # A framework that drives CANN itself owns acl.prof: a second driver would fail (100042)
+    # or double-count device events.
+    for framework in ("mindspore", "npu_bridge", "npu_device"):
+        if framework in sys.modules:
+            raise BackendUnavailable(f"{framework} is imported and drives CANN profiling itself")
     why_not = pyacl_app_running()
     if why_not:
         raise BackendUnavailable(why_not)
