@@ -74,7 +74,13 @@ def encode_chunk(table: EventTable) -> bytes:
 
 
 def decode_chunk(payload: bytes) -> EventTable:
+    """Inverse of :func:`encode_chunk`; raises ValueError (or TypeError,
+    KeyError ...) on a payload that is not one."""
+    if len(payload) < U32.size:
+        raise ValueError(f"payload of {len(payload)} bytes is shorter than its header length field")
     (hlen,) = U32.unpack_from(payload, 0)
+    if U32.size + hlen > len(payload):
+        raise ValueError("header length beyond the payload")
     header = json.loads(payload[4:4 + hlen].decode("utf-8"))
     n, strings = int(header["n"]), header["strings"]
     if not isinstance(strings, list) or n < 0:
@@ -213,12 +219,18 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
         data = path.read_bytes()
     except OSError as e:
         raise ProfilerDataError(path, f"cannot be read ({e.strerror})") from None
+    return parse_records(data, path.name, report)
+
+
+def parse_records(data: bytes, label: str, report: ReadReport) -> list[EventTable]:
+    """Every intact record of one segment's bytes; damage goes to ``report``
+    (prefixed with ``label``). Never raises on any input."""
     tables: list[EventTable] = []
     pos, end = 0, len(data)
     while pos < end:
         if end - pos < FRAME.size:
             report.skipped_bytes += end - pos
-            report.problems.append(f"{path.name}: torn record of {end - pos} bytes at the end dropped")
+            report.problems.append(f"{label}: torn record of {end - pos} bytes at the end dropped")
             break
         magic, length, crc = FRAME.unpack_from(data, pos)
         body = pos + FRAME.size
@@ -235,12 +247,13 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
                 report.records += 1
                 pos = body + length
                 continue
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError, OverflowError) as e:
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError, OverflowError,
+                    MemoryError, struct.error) as e:
                 problem = f"undecodable record ({type(e).__name__}: {str(e)[:80]})"
         nxt = data.find(MAGIC, pos + 1)
         nxt = end if nxt < 0 else nxt
         report.skipped_bytes += nxt - pos
-        report.problems.append(f"{path.name}: {problem} at byte {pos}; {nxt - pos} bytes skipped")
+        report.problems.append(f"{label}: {problem} at byte {pos}; {nxt - pos} bytes skipped")
         pos = nxt
     return tables
 

@@ -94,15 +94,19 @@ def read_info(run_dir: Path) -> dict:
 
 _INT_FIELDS = (("rank_id",), ("npuprof", "rank"), ("npuprof", "world_size"), ("npuprof", "device_id"),
                ("npuprof", "pid"), ("ms_profiler_info", "rank_id"), ("ms_profiler_info", "device_id"),
-               ("npuprof", "clock", "monotonic_ns"), ("npuprof", "clock", "realtime_ns"))
+               ("npuprof", "clock", "monotonic_ns"), ("npuprof", "clock", "realtime_ns"),
+               ("npuprof", "clock", "uncertainty_ns"))
 _DICT_FIELDS = (("npuprof",), ("ms_profiler_info",), ("profiler_parameters",), ("cann_profiler_info",),
                 ("npuprof", "clock"), ("npuprof", "storage"))
 
 
-def _get(data: dict, keys: tuple) -> Any:
+_ABSENT = object()
+
+
+def _get(data: Any, keys: tuple, default: Any = None) -> Any:
     for key in keys:
         if not isinstance(data, dict) or key not in data:
-            return None
+            return default
         data = data[key]
     return data
 
@@ -119,17 +123,17 @@ def _is_int_like(value: Any) -> bool:
 
 def info_problem(data: dict) -> str:
     """Why a parsed profiler_info cannot be used, or "" when it can."""
-    for keys in _DICT_FIELDS:
-        value = _get(data, keys)
-        if value is not None and not isinstance(value, dict):
+    for keys in _DICT_FIELDS:          # present means an object (null is not one)
+        value = _get(data, keys, _ABSENT)
+        if value is not _ABSENT and not isinstance(value, dict):
             return f"field {'.'.join(keys)} is {type(value).__name__}, not an object"
-    for keys in _INT_FIELDS:
+    for keys in _INT_FIELDS:           # readers write int(x or 0): null reads as 0, other junk does not
         value = _get(data, keys)
         if value is not None and not _is_int_like(value):
             return f"field {'.'.join(keys)} is {str(value)[:40]!r}, not an integer"
     clock = _get(data, ("npuprof", "clock"))
-    if clock is not None and not all(_get(clock, (k,)) is not None for k in ("monotonic_ns", "realtime_ns")):
-        return "field npuprof.clock lacks monotonic_ns or realtime_ns"
+    if clock is not None and not all(_is_int_like(_get(clock, (k,))) for k in ("monotonic_ns", "realtime_ns")):
+        return "field npuprof.clock lacks an integer monotonic_ns or realtime_ns"
     steps = _get(data, ("npuprof", "steps"))
     if steps is not None and (not isinstance(steps, list) or not all(_is_int_like(x) for x in steps)):
         return "field npuprof.steps is not a list of step numbers"
