@@ -89,6 +89,7 @@ class KillOutcome:
     oldest_lost_age_ms: float = 0.0
     states: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    sources: collections.Counter = field(default_factory=collections.Counter)   # events per producer
     stderr: str = ""
 
 
@@ -114,7 +115,7 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> bool:
 def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase: str = "running",
              flush: float = 0.2, schedule: Optional[list] = None, style: str = "with", threads: int = 1,
              host_sys: bool = False, user_handler: Optional[str] = None, extra_env: Optional[dict] = None,
-             ) -> KillOutcome:
+             framework: Optional[str] = None) -> KillOutcome:
     """Run the child, end it with ``mode`` ``delay`` s after it is ready
     (``phase="startup"``: after it is spawned), analyse and check.
 
@@ -128,7 +129,7 @@ def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase:
     log_path = work / f"{tag}.truth"
     cfg: dict[str, Any] = {"out": str(out), "log": str(log_path), "tag": tag, "flush": flush,
                            "schedule": schedule, "style": style, "threads": threads, "host_sys": host_sys,
-                           "user_handler": user_handler, "max_seconds": 30}
+                           "user_handler": user_handler, "max_seconds": 30, "framework": framework}
     if mode in ("exception", "os_exit"):
         cfg["self_kill"] = {"mode": mode, "after": delay}
     if mode == "none":
@@ -189,6 +190,7 @@ def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase:
                                  f"files: {sorted(str(p.relative_to(run)) for p in run.rglob('*'))}") from e
         outcome.states.append(res.info.get("npuprof", {}).get("state"))
         outcome.warnings.extend(res.warnings)
+        outcome.sources.update(res.events.column_strings("source"))
         clock = res.info.get("npuprof", {}).get("clock")
         marks = res.events.select(res.events["kind"] == 2)
         if not len(marks):

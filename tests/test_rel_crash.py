@@ -168,3 +168,25 @@ def test_many_more_random_kills(tmp_path, mode, n, capsys):
     assert sum(o.killed for o in outcomes) >= n * 0.85
     with capsys.disabled():
         print("\n" + _summary(f"{mode} (slow)", outcomes))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework,module", [("tf", "tensorflow"), ("ms", "mindspore")])
+def test_real_framework_training_killed_at_random_instants(tmp_path, framework, module, capsys):
+    """The same kills around a real TensorFlow / MindSpore (CPU) training step
+    under that integration's Profiler: raw data survives SIGKILL; SIGTERM
+    also stops the framework's own profiler, whose data is analysed too."""
+    pytest.importorskip(module)
+    rng = random.Random(f"fw-{framework}")
+    outcomes = []
+    for k, mode in enumerate(["SIGKILL", "SIGTERM", "SIGKILL", "SIGTERM", "SIGKILL"]):
+        o = rs.run_kill(tmp_path / "out", tmp_path, f"{framework}{k}", mode, rng.uniform(0.3, 1.5), flush=FLUSH,
+                        framework=framework, threads=2 if k % 2 else 1)
+        rs.COUNTS[f"kill:{mode}"] += int(o.killed)
+        assert o.killed and o.run_dirs
+        if mode == "SIGTERM":
+            assert o.returncode == -15 and o.states == ["stopped"]
+            assert o.sources[module] > 0, f"no {module} events after SIGTERM: {dict(o.sources)}"
+        outcomes.append(o)
+    with capsys.disabled():
+        print("\n" + _summary(f"{module} training", outcomes))

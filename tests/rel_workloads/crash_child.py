@@ -8,7 +8,11 @@ that is then killed at a random instant. Argument: one JSON object::
      "style": "with" | "explicit", "threads": 1 | 2, "host_sys": false,
      "self_kill": null | {"mode": "exception" | "os_exit", "after": seconds},
      "user_handler": null | "before-exit" | "after-flag" | "after-exit",
-     "max_seconds": 30}
+     "framework": null | "tf" | "ms", "max_seconds": 30}
+
+With ``framework`` the training step is a real TensorFlow tf.function or a
+MindSpore PyNative value_and_grad step (CPU), under that integration's
+Profiler, instead of the numpy one.
 
 Ground truth goes to ``log`` with one unbuffered ``os.write`` per line on an
 O_APPEND descriptor (the page cache keeps it when the process is killed):
@@ -81,21 +85,74 @@ def helper_thread() -> None:
         time.sleep(0.0005)
 
 
-def train(prof: Profiler) -> None:
+def numpy_step() -> callable:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4096, 128))
     y = x @ rng.standard_normal((128, 4))
-    w = np.zeros((128, 4))
+    state = {"w": np.zeros((128, 4))}
+
+    def step() -> None:
+        with record_function("forward"):
+            pred = x @ state["w"]
+        with record_function("backward"):
+            grad = x.T @ (pred - y) / len(x)
+        state["w"] -= 0.001 * grad
+
+    return step
+
+
+def tf_step() -> callable:
+    import tensorflow as tf
+
+    w1 = tf.Variable(tf.random.normal([64, 128]))
+    w2 = tf.Variable(tf.random.normal([128, 1]))
+    opt = tf.keras.optimizers.SGD(0.001)
+    x = tf.ones([32, 64])
+
+    @tf.function
+    def train_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)))
+        grads = tape.gradient(loss, [w1, w2])
+        opt.apply_gradients(zip(grads, [w1, w2]))
+        return loss
+
+    train_step(x)   # trace before profiling
+    return lambda: train_step(x).numpy()
+
+
+def ms_step() -> callable:
+    import mindspore as ms
+    from mindspore import nn
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+    net = nn.SequentialCell([nn.Dense(16, 32), nn.ReLU(), nn.Dense(32, 4)])
+    loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+    opt = nn.SGD(net.trainable_params(), 0.05)
+    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+    x = ms.Tensor(np.random.default_rng(0).random((8, 16)).astype(np.float32))
+    y = ms.Tensor((np.arange(8) % 4).astype(np.int32))
+
+    def step() -> None:
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        loss.asnumpy()
+
+    step()
+    return step
+
+
+STEPS = {None: numpy_step, "tf": tf_step, "ms": ms_step}
+
+
+def train(prof: Profiler, step_fn: callable) -> None:
     deadline = time.monotonic() + cfg.get("max_seconds", 30)
     self_kill = cfg.get("self_kill") or {}
     kill_at = now() + int(self_kill["after"] * 1e9) if self_kill else None
     i = 0
     while time.monotonic() < deadline and not stop_requested.is_set():
-        with record_function("forward"):
-            pred = x @ w
-        with record_function("backward"):
-            grad = x.T @ (pred - y) / len(x)
-        w -= 0.001 * grad
+        step_fn()
         for _ in range(10):
             mark("m", i)
             i += 1
@@ -109,19 +166,26 @@ def train(prof: Profiler) -> None:
 
 def main() -> None:
     sched = cfg.get("schedule")
+    framework = cfg.get("framework")
+    step_fn = STEPS[framework]()
     kwargs = dict(output_path=cfg["out"], flush_interval=cfg.get("flush", 0.2),
                   host_sys=["cpu", "mem"] if cfg.get("host_sys") else None, worker_name=TAG)
     if sched:
         kwargs["schedule"] = schedule(wait=sched[0], warmup=sched[1], active=sched[2])
+    profiler_cls = Profiler
+    if framework == "tf":
+        from npuprof.integrations.tensorflow import Profiler as profiler_cls  # noqa: N813
+    elif framework == "ms":
+        kwargs["activities"] = ["CPU"]
     helpers = []
     if cfg.get("style", "with") == "with":
-        with Profiler(**kwargs) as prof:
+        with profiler_cls(**kwargs) as prof:
             started(prof, helpers)
-            train(prof)
+            train(prof, step_fn)
     else:
-        prof = Profiler(**kwargs)
+        prof = profiler_cls(**kwargs)
         started(prof, helpers)
-        train(prof)   # no stop(): the interpreter's exit must finish the run
+        train(prof, step_fn)   # no stop(): the interpreter's exit must finish the run
     stop_requested.set()
     for t in helpers:
         t.join()
