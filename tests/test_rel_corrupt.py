@@ -424,3 +424,17 @@ def test_cann_values_out_of_range(tmp_path, case):
             ci.read_db(path, [].append)
     except ProfilerDataError:
         pass
+
+
+@pytest.mark.parametrize("info", [
+    known_bug("cluster", "ranks.rank_of: AttributeError when profiler_info's npuprof is null", {"npuprof": None}),
+    known_bug("cluster", "ranks.rank_of: AttributeError when profiler_info's npuprof is a list", {"npuprof": [1]}),
+    {"rank_id": "abc"},
+])
+def test_cluster_rank_of_a_damaged_profiler_info(tmp_path, info):
+    ranks = pytest.importorskip("npuprof.cluster.ranks")
+    (tmp_path / "profiler_info_3.json").write_text(json.dumps(info))
+    try:
+        assert ranks.rank_of(tmp_path) in (None, 3)
+    except ProfilerDataError as e:
+        assert "profiler_info_3.json" in e.path

@@ -46,6 +46,7 @@ KNOWN_BUGS = {
     ("ValueError", "cann_import.py"): "pyacl: text where the msprof db has numbers",
     ("OverflowError", "cann_import.py"): "pyacl: out-of-range or infinite numbers in the msprof db",
     ("IndexError", "xplane.py"): "tensorflow: XSpace metadata id out of range",
+    ("AttributeError", "ranks.py"): "cluster: rank_of trusts profiler_info's npuprof to be an object",
 }
 
 
@@ -200,6 +201,18 @@ def test_any_profiler_info_is_used_or_refused_with_a_data_error(tmp_path_factory
         assert e.path.endswith("profiler_info_0.json")
         return
     analyse_run(run)
+
+
+@fuzz_settings(150)
+@given(info=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+                         lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                             st.sampled_from(["npuprof", "rank_id", "rank", "ms_profiler_info"]), c, max_size=3),
+                         max_leaves=8))
+def test_cluster_rank_of_any_profiler_info(tmp_path_factory, info):
+    ranks = pytest.importorskip("npuprof.cluster.ranks")
+    run = tmp_path_factory.mktemp("rank")
+    (run / "profiler_info_3.json").write_text(json.dumps(info))
+    tolerate("cluster rank_of", ranks.rank_of, run)
 
 
 # -- the integrations' importers --------------------------------------------------------------
