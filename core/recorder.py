@@ -1,7 +1,7 @@
 """Host-side event recording: per-thread buffers and a background flusher.
 
 The hot path (``record_function`` exit, ``mstx.mark``) is a clock read and
-one ``list +=`` of a small tuple onto the calling thread's buffer. A flusher
+one ``list.extend`` by a small tuple onto the calling thread's buffer. A flusher
 thread turns buffered events into :class:`EventTable` chunks every
 ``flush_interval`` (sooner when buffers grow), so memory stays bounded
 however long the run.
@@ -15,8 +15,8 @@ no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
 - ``events``: everything else, 6 items per event
   ``kind, name, t0_mono_ns, t1_mono_ns, type, args``.
 
-``list +=`` of a tuple is one atomic operation under the GIL, so a buffer's
-length is always a whole number of events. Draining uses ``n = len(buf);
+``list.extend`` by a tuple is one atomic operation under the GIL, so a
+buffer's length is always a whole number of events. Draining uses ``n = len(buf);
 chunk = buf[:n]; del buf[:n]``: each is atomic and appends only ever land
 past ``n``, so no lock sits on the hot path and nothing is lost.
 """
@@ -47,6 +47,10 @@ _recorder: Optional["Recorder"] = None          # the active recorder, read by a
 _enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
 PENDING_FLUSH_THRESHOLD = 50_000
+# Past this many buffered events the recording threads flush themselves (backpressure): a
+# thread producing events faster than the flusher can write them then pays for its own,
+# and memory stays bounded (~100 bytes per buffered event).
+HIGH_WATER = 100_000
 TICK_SECONDS = 0.05
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
@@ -81,7 +85,8 @@ class Recorder:
         self.on_failure = on_failure
         self.domain_filter = domain_filter
         self._sinks: tuple = ()          # annotation sinks (e.g. msproftx on an NPU)
-        self._plain = not with_stack     # ranges need no stack, no sink: the fast path applies
+        self._throttled = False          # over HIGH_WATER: producers flush themselves
+        self._plain = not with_stack     # no stack, no sink, no backpressure: the fast path applies
         self._local = threading.local()  # .r = ranges list, .e = events list of this thread
         self._threads: list[_Buffers] = []
         self._reg_lock = threading.Lock()
@@ -101,9 +106,22 @@ class Recorder:
     @sinks.setter
     def sinks(self, value: Any) -> None:
         self._sinks = tuple(value)
-        self._plain = not self.with_stack and not self._sinks
+        self._update_plain()
+
+    def _update_plain(self) -> None:
+        self._plain = not self.with_stack and not self._sinks and not self._throttled
         if _recorder is self:
             _set_enter_hook(self)
+
+    def _set_throttled(self, on: bool) -> None:
+        if on != self._throttled:
+            self._throttled = on
+            self._update_plain()
+
+    def relieve(self) -> None:
+        """Called by recording threads while throttled: flush when too much is buffered."""
+        if self.pending() >= HIGH_WATER:
+            self.flush()
 
     # -- buffers --------------------------------------------------------------
     def _register(self) -> _Buffers:
@@ -124,10 +142,9 @@ class Recorder:
     def add(self, kind: int, name: str, t0: int, t1: int, type_: str = "", args: str = "") -> None:
         """Record one event (monotonic ns) from any thread."""
         try:
-            buf = self._local.e
+            self._local.e.extend((kind, name, t0, t1, type_, args))
         except AttributeError:
-            buf = self._register().events
-        buf += (kind, name, t0, t1, type_, args)
+            self._register().events.extend((kind, name, t0, t1, type_, args))
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -152,9 +169,14 @@ class Recorder:
         last = time.monotonic()
         while not self._stop.wait(TICK_SECONDS):
             now = time.monotonic()
-            if now - last >= self.flush_interval or self.pending() >= PENDING_FLUSH_THRESHOLD:
+            pending = self.pending()
+            if pending >= HIGH_WATER:
+                self._set_throttled(True)
+            if now - last >= self.flush_interval or pending >= PENDING_FLUSH_THRESHOLD:
                 self.flush()
                 last = now
+            if self._throttled and self.pending() < PENDING_FLUSH_THRESHOLD:
+                self._set_throttled(False)
 
     def pending(self) -> int:
         """Events buffered and not yet written."""
@@ -174,8 +196,11 @@ class Recorder:
                     chunks.append((bufs.pid, bufs.tid, ranges, events))
             if not chunks:
                 return 0
+            drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+            if drained >= PENDING_FLUSH_THRESHOLD and threading.current_thread() is self._thread:
+                self._set_throttled(True)   # heavy traffic: producers help while this flush runs
             if self.failed is not None:
-                self.dropped += sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+                self.dropped += drained
                 return 0
             try:
                 table = chunks_to_table(chunks, self.offset_ns)
@@ -287,7 +312,7 @@ def chunks_to_table(chunks: list, offset_ns: int) -> EventTable:
 
 def _set_enter_hook(rec: Optional[Recorder]) -> None:
     global _enter_hook
-    _enter_hook = None if rec is None or rec._plain else _slow_enter
+    _enter_hook = None if rec is None or (not rec.with_stack and not rec._sinks) else _slow_enter
 
 
 def _slow_enter(rf: "record_function") -> None:
@@ -346,7 +371,7 @@ class record_function:
         if rec is not None:
             if rec._plain and self.args is None:
                 try:
-                    rec._local.r += (self.name, self._t0, t1)
+                    rec._local.r.extend((self.name, self._t0, t1))
                 except AttributeError:
                     rec._register().ranges.extend((self.name, self._t0, t1))
             else:
@@ -357,10 +382,18 @@ class record_function:
         args = getattr(self, "_stack", "") if rec.with_stack else ""
         if self.args:
             args = json.dumps({**(json.loads(args) if args else {}), **self.args}, default=str)
-        rec.add(_RANGE, self.name, self._t0, t1, "", args)
+        if args:
+            rec.add(_RANGE, self.name, self._t0, t1, "", args)
+        else:
+            try:
+                rec._local.r.extend((self.name, self._t0, t1))
+            except AttributeError:
+                rec._register().ranges.extend((self.name, self._t0, t1))
         if rec._sinks:
             for sink, rid in zip(rec._sinks, getattr(self, "_sink_ids", ())):
                 sink.range_end(rid)
+        if rec._throttled:
+            rec.relieve()
 
     def __call__(self, fn: F) -> F:
         name = self.name
@@ -399,12 +432,14 @@ class mstx:
             return
         t = _perf()
         try:
-            rec._local.e += (_MARK, message, t, t, domain, "")
+            rec._local.e.extend((_MARK, message, t, t, domain, ""))
         except AttributeError:
             rec._register().events.extend((_MARK, message, t, t, domain, ""))
-        if rec._sinks:
+        if not rec._plain:
             for sink in rec._sinks:
                 sink.mark(message)
+            if rec._throttled:
+                rec.relieve()
 
     @staticmethod
     def range_start(message: str, stream: Any = None, domain: str = "default") -> int:
@@ -452,9 +487,11 @@ def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[s
             finally:
                 t1 = _perf()
                 try:
-                    rec._local.e += (_API, label, t0, t1, level, "")
+                    rec._local.e.extend((_API, label, t0, t1, level, ""))
                 except AttributeError:
                     rec._register().events.extend((_API, label, t0, t1, level, ""))
+                if rec._throttled:
+                    rec.relieve()
 
         return wrapper  # type: ignore[return-value]
 

@@ -1,0 +1,231 @@
+"""Results -> goal rows -> Markdown table, and the README section between the
+``<!-- bench:start -->`` / ``<!-- bench:end -->`` markers.
+
+Every figure comes from the result file of one ``benchmarks/run.py`` run;
+each row says its goal and whether the measured median meets it.
+
+Example::
+
+    rows = build_rows(results)
+    print(markdown(results, rows))
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def _ns(x: float) -> str:
+    return f"{x:,.0f} ns" if x >= 100 else f"{x:.1f} ns"
+
+
+def _rng(s: dict, fmt) -> str:
+    return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"
+
+
+def _pct(r: float) -> str:
+    return f"{(r - 1) * 100:+.1f}%"
+
+
+def _ratio(s: dict, unit: str = "x") -> str:
+    return f"{s['median']:.2f}{unit} [{s['min']:.2f}–{s['max']:.2f}]"
+
+
+def _mb(b: float) -> str:
+    return f"{b / 2**20:,.0f} MB"
+
+
+def _s(x: float) -> str:
+    return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
+
+
+def _row(section: str, name: str, npuprof: str, baseline: str, ratio: str, goal: str,
+         met: Optional[bool], key: str, figure: Any = None) -> dict:
+    return {"section": section, "benchmark": name, "npuprof": npuprof, "baseline": baseline, "ratio": ratio,
+            "goal": goal, "met": met, "key": key, "figure": figure}
+
+
+def _err(section: str, name: str, res: dict, key: str) -> dict:
+    return _row(section, name, "not measured", "", "", "", None, key, figure=res.get("error", "missing"))
+
+
+def build_rows(results: dict) -> list[dict]:
+    """One dict per table row (see :func:`markdown`)."""
+    rows: list[dict] = []
+    ann = results.get("annotations", {})
+    if "record_function" in ann:
+        rf, ck = ann["record_function"], ann["clock_pair"]
+        rows.append(_row("Annotations", "`record_function` enter+exit while profiling",
+                         _rng(rf, _ns), f"`perf_counter_ns()` pair {_rng(ck, _ns)}",
+                         _ratio(ann["rf_over_clock"]), "< 1 µs median", rf["median"] < 1000,
+                         "annotation_under_1us", rf["median"]))
+        if "torch_record_function" in ann:
+            tr = ann["torch_record_function"]
+            rows.append(_row("Annotations", "`record_function` vs `torch.profiler.record_function`, enter+exit "
+                                            "(both profiling)",
+                             _rng(rf, _ns), f"torch {ann['torch'].get('version', '')} {_rng(tr, _ns)}",
+                             _ratio(ann["torch_over_rf"]) + " cheaper", ">= 10x cheaper",
+                             ann["torch_over_rf"]["median"] >= 10, "annotation_vs_torch",
+                             ann["torch_over_rf"]["median"]))
+            ra, ta = ann["record_function_amortised"], ann["torch_record_function_amortised"]
+            rows.append(_row("Annotations", "same, amortised with the deferred work per event (npuprof: "
+                                            "columns + raw files; torch: stop and collect)",
+                             _rng(ra, _ns), f"torch {_rng(ta, _ns)}",
+                             _ratio(ann["torch_over_rf_amortised"]) + " cheaper", "(>= 10x cheaper)",
+                             ann["torch_over_rf_amortised"]["median"] >= 10, "annotation_vs_torch_amortised",
+                             ann["torch_over_rf_amortised"]["median"]))
+        else:
+            rows.append(_row("Annotations", "`record_function` vs torch", "", "torch not available", "",
+                             ">= 10x cheaper", None, "annotation_vs_torch", ann.get("torch")))
+        mk = ann["mstx_mark"]
+        rows.append(_row("Annotations", "`mstx.mark` while profiling", _rng(mk, _ns),
+                         f"`perf_counter_ns()` pair {_ns(ck['median'])}", f"{mk['median'] / ck['median']:.1f}x",
+                         "< 1 µs median", mk["median"] < 1000, "mark_under_1us", mk["median"]))
+        if "mstx_mark_amortised" in ann:
+            ma = ann["mstx_mark_amortised"]
+            rows.append(_row("Annotations", "`mstx.mark` amortised with its conversion and write", _rng(ma, _ns),
+                             "", "", "", None, "mark_amortised", ma["median"]))
+        idle = ann["record_function_idle"]
+        rows.append(_row("Annotations", "`record_function` with no profiler running", _rng(idle, _ns),
+                         f"empty `with` block {_ns(ann['with_empty']['median'])}",
+                         f"{idle['median'] / ann['with_empty']['median']:.2f}x", "", None, "annotation_idle"))
+    elif ann:
+        rows.append(_err("Annotations", "annotation cost", ann, "annotation_under_1us"))
+    host = results.get("host", {})
+    if "ratio" in host:
+        r = host["ratio"]
+        rows.append(_row("Run overhead", "host collectors (default Profiler) on a numpy MLP training loop, "
+                                         f"{host['unprofiled']['median'] * 1e3:.1f} ms/step",
+                         f"{host['profiled']['median'] * 1e3:.3f} ms/step",
+                         f"unprofiled {host['unprofiled']['median'] * 1e3:.3f} ms/step",
+                         f"{_pct(r['median'])} [{_pct(r['min'])}…{_pct(r['max'])}]", "< +2%",
+                         r["median"] < 1.02, "host_overhead", r["median"]))
+        hs = results.get("host_sys", {})
+        if "ratio" in hs:
+            r = hs["ratio"]
+            rows.append(_row("Run overhead", "same, plus host_sys sampling (cpu, mem at 50 Hz)",
+                             f"{hs['profiled']['median'] * 1e3:.3f} ms/step",
+                             f"unprofiled {hs['unprofiled']['median'] * 1e3:.3f} ms/step",
+                             f"{_pct(r['median'])} [{_pct(r['min'])}…{_pct(r['max'])}]", "(< +2%)",
+                             r["median"] < 1.02, "host_sys_overhead", r["median"]))
+    elif host:
+        rows.append(_err("Run overhead", "host collectors", host, "host_overhead"))
+    for key, label, native in (("mindspore", "MindSpore 2.10 PyNative CPU", "MindSpore's profiler"),
+                               ("tensorflow", "TensorFlow 2.21 `tf.function` CPU", "TF's profiler")):
+        fw = results.get(key, {})
+        ratio_key = f"npuprof_over_{key}"
+        if ratio_key in fw:
+            r, nat = fw[ratio_key], fw[f"{key}_over_none"]
+            rows.append(_row("Run overhead", f"{label}: npuprof driving {native} / {native} alone "
+                                             f"({fw['none']['median'] * 1e3:.2f} ms/step unprofiled)",
+                             f"{fw['npuprof']['median'] * 1e3:.3f} ms/step",
+                             f"{native} alone {fw[key]['median'] * 1e3:.3f} ms/step "
+                             f"({_pct(nat['median'])} over none)",
+                             f"{_pct(r['median'])} [{_pct(r['min'])}…{_pct(r['max'])}]", "< +3%",
+                             r["median"] < 1.03, f"{key}_overhead", r["median"]))
+        elif fw:
+            rows.append(_err("Run overhead", label, fw, f"{key}_overhead"))
+    for size in ("1M", "10M"):
+        a = results.get(f"analysis_{size}", {})
+        if "events_per_s" in a:
+            eps, rss = a["events_per_s"], a["peak_rss_bytes"]
+            goal = size == "10M"
+            rows.append(_row("Analysis", f"synthetic host raw data, {a['events'] / 1e6:g}M events -> every "
+                                         f"output ({a['raw_bytes'] / 2**20:,.0f} MB raw)",
+                             f"{_s(a['seconds']['median'])} [{_s(a['seconds']['min'])}–{_s(a['seconds']['max'])}]",
+                             "", f"{eps['median'] / 1e6:.2f}M events/s", ">= 1M events/s" if goal else "",
+                             eps["median"] >= 1e6 if goal else None, f"analysis_rate_{size}", eps["median"]))
+            rows.append(_row("Analysis", f"peak RSS of that analysis ({a['events'] / 1e6:g}M)", _mb(rss["max"]),
+                             f"its table alone: {a['events'] * 67 / 2**20:,.0f} MB", "",
+                             "< 1 GB" if goal else "", rss["max"] < 2**30 if goal else None,
+                             f"analysis_rss_{size}", rss["max"]))
+        elif a:
+            rows.append(_err("Analysis", f"{size} events", a, f"analysis_rate_{size}"))
+    ms = results.get("mindspore", {})
+    if "analysis_speedup" in ms:
+        sp = ms["analysis_speedup"]
+        rows.append(_row("Analysis", f"a MindSpore run ({ms['analysis_steps']} steps, "
+                                     f"{ms['analysis_events'][0]:,} op events): npuprof vs `mindspore.profiler`",
+                         _rng(ms["npuprof_analyse_s"], _s), f"MindSpore {_rng(ms['ms_analyse_s'], _s)}",
+                         _ratio(sp) + " faster", ">= 10x faster", sp["median"] >= 10, "analysis_vs_mindspore",
+                         sp["median"]))
+    tf = results.get("tensorflow", {})
+    if "convert_ratio" in tf:
+        cr = tf["convert_ratio"]
+        rows.append(_row("Analysis", f"XSpace -> trace ({tf['convert_steps']} steps, "
+                                     f"{tf['xplane_bytes'] / 1e3:,.0f} kB xplane.pb): npuprof analyse vs "
+                                     "TF's C++ converter",
+                         _rng(tf["npuprof_convert_s"], _s), f"TF {_rng(tf['tf_convert_s'], _s)}",
+                         f"{cr['median']:.2f}x the time", "<= 1x (no slower)", cr["median"] <= 1.0,
+                         "analysis_vs_tf", cr["median"]))
+    mem = results.get("memory", {})
+    if "growth_bytes" in mem:
+        rows.append(_row("Collection", f"RSS growth while recording {mem['n'] / 1e6:g}M events as fast as Python makes them "
+                                       f"({mem['events_per_s'] / 1e3:,.0f}k events/s)",
+                         _mb(mem["growth_bytes"]), f"RSS before {_mb(mem['rss_before_bytes'])}", "",
+                         "< 64 MB", mem["growth_bytes"] < 64 * 2**20, "collection_memory", mem["growth_bytes"]))
+    elif mem:
+        rows.append(_err("Collection", "memory growth", mem, "collection_memory"))
+    a1 = results.get("analysis_1M", {})
+    if "trace_bytes_per_event" in a1:
+        torch_b = ann.get("torch", {}).get("trace_bytes_per_event")
+        rows.append(_row("Output", "trace_view.json bytes per event, plain / gzip -6",
+                         f"{a1['trace_bytes_per_event']:.0f} / {a1['gzip_bytes_per_event']:.1f} B",
+                         f"torch trace {torch_b:.0f} B (plain)" if torch_b else "",
+                         f"gzip {a1['trace_bytes_per_event'] / a1['gzip_bytes_per_event']:.1f}x smaller", "",
+                         None, "output_size", a1["trace_bytes_per_event"]))
+    return rows
+
+
+def bounds(results: dict) -> list[str]:
+    """The measured costs that bound the figures (clock, Python call, JSON encoding, disk)."""
+    out = []
+    ann = results.get("annotations", {})
+    if "clock_pair" in ann:
+        out.append(f"clock: a `perf_counter_ns()` pair {_ns(ann['clock_pair']['median'])} "
+                   f"(empty loop iteration {_ns(ann['empty_loop']['median'])})")
+        out.append(f"Python: an empty call {_ns(ann['python_call']['median'])}, an empty `with` block on a "
+                   f"Python class (construct + `__enter__` + `__exit__`) {_ns(ann['with_empty']['median'])}")
+    a1 = results.get("analysis_1M", {})
+    if "trace_json_events_per_s" in a1:
+        out.append(f"JSON encoding: trace_view.json alone {a1['trace_json_events_per_s'] / 1e6:.2f}M events/s "
+                   f"({a1['trace_json_bytes_per_s'] / 1e6:.0f} MB/s, writes included); phases at 1M: "
+                   + ", ".join(f"{k} {v:.2f} s" for k, v in a1.get("phases_s", {}).items()))
+    if "disk_write_bytes_per_s" in a1:
+        out.append(f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output "
+                   "directory")
+    return out
+
+
+def markdown(results: dict, rows: list[dict]) -> str:
+    m = results.get("machine", {})
+    lines = [f"Measured by `make bench` on {m.get('summary', 'this machine')} "
+             f"({results.get('started', '')}, {results.get('duration_s', 0) / 60:.1f} min). "
+             "Medians of interleaved repetitions, [min–max]; ratios are per repetition. "
+             f"{m.get('load_note', '')}".rstrip(), "",
+             "| Benchmark | npuprof | Baseline | Ratio | Goal | Status |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        status = {True: "met", False: "**missed**", None: ""}[r["met"]]
+        lines.append(f"| {r['benchmark']} | {r['npuprof']} | {r['baseline']} | {r['ratio']} | {r['goal']} | "
+                     f"{status} |")
+    b = bounds(results)
+    if b:
+        lines += ["", "What bounds these numbers here: " + "; ".join(b) + "."]
+    lines += ["", "Method, workloads and the closing note per goal: [docs/performance.md](docs/performance.md). "
+                  "Raw results: `benchmarks/results/latest.json`."]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(path: Path, section: str) -> bool:
+    """Replace the text between the bench markers; False (file untouched) when they are missing."""
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        return False
+    new = pattern.sub(lambda _: f"{START}\n{section}{END}", text, count=1)
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return True

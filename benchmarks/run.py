@@ -1,0 +1,212 @@
+"""npuprof benchmark suite: one entry point (``make bench``).
+
+Runs every benchmark, each in a fresh interpreter (so imports, allocator
+state and peak RSS of one do not leak into another): annotation cost, host
+run overhead, MindSpore and TensorFlow run overhead and analysis against
+their own profilers, analysis throughput at 1M and 10M synthetic events,
+collection memory while recording 10M events, output size. Inside each
+child, variants alternate repetition by repetition.
+
+Writes ``benchmarks/results/latest.json`` (and a timestamped copy),
+``benchmarks/results/latest.md``, prints the table, and with ``--readme``
+replaces the section between ``<!-- bench:start -->`` and
+``<!-- bench:end -->`` of that file.
+
+Example::
+
+    .venv/bin/python benchmarks/run.py --readme README.md
+    .venv/bin/python benchmarks/run.py --quick --only annotations,analysis
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import run_child, summary  # noqa: E402
+from report import build_rows, markdown, update_readme  # noqa: E402
+
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory")
+# numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
+SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def machine() -> dict:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import numpy
+
+    info = {"cpu": cpu, "cores": os.cpu_count(), "mem_bytes": mem, "kernel": platform.release(),
+            "python": platform.python_version(), "numpy": numpy.__version__,
+            "virtualised": _virtualised()}
+    info["summary"] = (f"{cpu}, {info['cores']} cores, {mem / 2**30:.0f} GB RAM"
+                       f"{', ' + info['virtualised'] if info['virtualised'] else ''}, Linux {info['kernel']}, "
+                       f"Python {info['python']}, numpy {info['numpy']}")
+    return info
+
+
+def _virtualised() -> str:
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5).stdout.strip()
+        if out and out != "none":
+            return f"VM ({out})"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        if "hypervisor" in Path("/proc/cpuinfo").read_text():
+            return "VM"
+    except OSError:
+        pass
+    return ""
+
+
+def loadavg() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
+    for label, n in sizes.items():
+        log(f"analysis: generating {n:,} synthetic events")
+        gen = run_child("bench_analysis", {"mode": "generate", "n": n, "parent": str(work / label)})
+        if "error" in gen:
+            results[f"analysis_{label}"] = gen
+            continue
+        runs = []
+        for r in range(reps[label]):
+            extra = {"breakdown": True, "size": True} if (label == "1M" and r == reps[label] - 1) else {}
+            log(f"analysis: {label} pass {r + 1}/{reps[label]}")
+            runs.append(run_child("bench_analysis", {"mode": "analyse", "run_dir": gen["run_dir"], **extra}))
+        ok = [x for x in runs if "error" not in x]
+        if not ok:
+            results[f"analysis_{label}"] = runs[0]
+            continue
+        res = {"events": ok[0]["events"], "raw_bytes": gen["raw_bytes"], "generate_s": gen["seconds"],
+               "seconds": summary([x["seconds"] for x in ok]),
+               "cpu_seconds": summary([x["cpu_seconds"] for x in ok]),
+               "events_per_s": summary([x["events_per_s"] for x in ok]),
+               "peak_rss_bytes": summary([x["peak_rss_bytes"] for x in ok]),
+               "import_s": summary([x["import_s"] for x in ok]), "outputs": ok[-1]["outputs"]}
+        for x in ok:
+            for k in ("phases_s", "trace_json_events_per_s", "trace_json_bytes_per_s", "trace_bytes",
+                      "trace_events", "trace_bytes_per_event", "gzip_bytes_per_event", "gzip_seconds",
+                      "disk_write_bytes_per_s"):
+                if k in x:
+                    res[k] = x[k]
+        results[f"analysis_{label}"] = res
+        shutil.rmtree(work / label, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--readme", type=Path, help="README to update between the bench markers")
+    ap.add_argument("--out", type=Path, default=HERE / "results", help="directory for the result files")
+    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(SUITES)}")
+    ap.add_argument("--quick", action="store_true", help="small sizes and few repetitions (a smoke run)")
+    ap.add_argument("--workdir", type=Path, help="scratch directory (default: a fresh temporary one)")
+    args = ap.parse_args(argv)
+    only = [s for s in args.only.split(",") if s] or list(SUITES)
+    unknown = set(only) - set(SUITES)
+    if unknown:
+        ap.error(f"unknown suites {sorted(unknown)}; choose from {', '.join(SUITES)}")
+    q = args.quick
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="npuprof-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    results: dict = {"started": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "quick": q,
+                     "load_start": loadavg()}
+    log(f"machine: {results['machine']['summary']}; load {results['load_start']}")
+    try:
+        if "annotations" in only:
+            log("annotations: record_function / mstx.mark / torch.profiler.record_function")
+            results["annotations"] = run_child("bench_annotations", {
+                "reps": 3 if q else 9, "n": 20_000 if q else 40_000, "n_torch": 5_000 if q else 20_000,
+                "out": str(work / "annotations")}, env=SINGLE_THREAD_ENV)
+        if "host" in only:
+            log("host overhead: numpy MLP loop, unprofiled / profiled / profiled + host_sys")
+            host = run_child("bench_host", {"reps": 5 if q else 21, "steps": 20 if q else 40,
+                                            "out": str(work / "host")}, env=SINGLE_THREAD_ENV)
+            results["host"] = host
+            if "host_sys" in host:
+                results["host_sys"] = host.pop("host_sys")
+        if "mindspore" in only:
+            log("MindSpore: overhead (none / MindSpore's profiler / npuprof) and analysis time")
+            results["mindspore"] = run_child("bench_mindspore", {
+                "reps": 3 if q else 11, "steps": 10 if q else 30, "steps_analysis": 50 if q else 200,
+                "analysis_reps": 1 if q else 3, "out": str(work / "mindspore")}, timeout=1200)
+        if "tensorflow" in only:
+            log("TensorFlow: overhead (none / TF's profiler / npuprof) and XSpace -> trace")
+            results["tensorflow"] = run_child("bench_tensorflow", {
+                "reps": 3 if q else 15, "steps": 100 if q else 300, "steps_convert": 100 if q else 400,
+                "convert_reps": 2 if q else 7, "out": str(work / "tensorflow")}, timeout=1200)
+        if "analysis" in only:
+            sizes = {"1M": 100_000 if q else 1_000_000, "10M": 300_000 if q else 10_000_000}
+            run_analysis(results, work / "analysis", sizes, {"1M": 2 if q else 3, "10M": 1 if q else 3})
+        if "memory" in only:
+            log("collection memory: recording 10M events")
+            results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,
+                                                           "out": str(work / "memory")})
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    results["duration_s"] = time.time() - t0
+    results["load_end"] = loadavg()
+    ls, le = results["load_start"], results["load_end"]
+    if ls and le and max(ls[0], le[0]) > 0.5 * (os.cpu_count() or 1):
+        results["machine"]["load_note"] = (f"The machine was shared while measuring (load average "
+                                           f"{ls[0]:.1f} at the start, {le[0]:.1f} at the end on "
+                                           f"{os.cpu_count()} cores): expect wide ranges.")
+    rows = build_rows(results)
+    results["rows"] = rows
+    table = markdown(results, rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    text = json.dumps(results, indent=1, default=str)
+    (args.out / "latest.json").write_text(text)
+    (args.out / f"results-{stamp}.json").write_text(text)
+    (args.out / "latest.md").write_text(table)
+    print()
+    print(table)
+    errors = {k: v["error"] for k, v in results.items() if isinstance(v, dict) and "error" in v}
+    for k, e in errors.items():
+        print(f"[bench] {k} failed: {e}", file=sys.stderr)
+    if args.readme is not None:
+        if update_readme(args.readme, table):
+            log(f"updated the Performance section of {args.readme}")
+        else:
+            log(f"{args.readme} has no '<!-- bench:start -->' / '<!-- bench:end -->' markers; not changed")
+    log(f"results: {args.out / 'latest.json'} ({results['duration_s'] / 60:.1f} min)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

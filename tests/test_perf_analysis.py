@@ -1,0 +1,185 @@
+"""The vectorised analysis (grouping, analyzers, lazy kernel_details, vectorised CSV,
+memory-frugal concat/sort) against naive per-event Python references."""
+import csv
+import io
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npuprof.analysis import analyzers as A
+from npuprof.analysis import grouping
+from npuprof.analysis.grouping import group_by, small_unique
+from npuprof.events import EventKind, EventTable
+from npuprof.export import csvfiles
+
+
+def random_events(n=2000, seed=0, sorted_ts=True, kinds=None):
+    rng = np.random.default_rng(seed)
+    kinds = kinds or [EventKind.OP, EventKind.KERNEL, EventKind.API, EventKind.RANGE, EventKind.COUNTER,
+                      EventKind.MARK, EventKind.COMM]
+    n_steps = 20
+    steps = EventTable.from_records(ts=np.arange(n_steps) * 10_000, dur=[9_000] * n_steps, kind=EventKind.STEP,
+                                    name=[f"ProfilerStep#{i}" for i in range(n_steps)], type="ProfilerStep")
+    ts = rng.integers(-5_000, n_steps * 10_000 + 5_000, n)
+    if sorted_ts:
+        ts = np.sort(ts)
+    kind = rng.choice([int(k) for k in kinds], n)
+    dev = np.where(kind == int(EventKind.KERNEL), rng.integers(0, 2, n), -1)   # only kernels run on a device
+    other = EventTable.from_records(
+        ts=ts, dur=rng.integers(0, 3_000, n), kind=kind,
+        pid=7, tid=rng.choice([11, 12, 13], n), device=dev, stream=np.where(dev >= 0, rng.integers(0, 4, n), -1),
+        value=rng.random(n) * 100, name=[f"n{i}, \"q\"" for i in rng.integers(0, 9, n)],
+        type=[f"T{i}" for i in rng.integers(0, 5, n)])
+    return A.assign_steps(EventTable.concat([steps, other]).sorted())
+
+
+def naive_groups(events, rows, cols):
+    d = defaultdict(list)
+    for i in rows:
+        d[tuple(int(events[c][i]) for c in cols)].append(int(events["dur"][i]))
+    return d
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 2**40)), min_size=1, max_size=300), st.booleans())
+def test_group_by_matches_unique(pairs, dense):
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] if not dense else p[1] % 7 for p in pairs])
+    g = group_by(a, b)
+    keys, inv, cnt = np.unique(np.stack([a, b], 1), axis=0, return_inverse=True, return_counts=True)
+    assert g.keys.tolist() == keys.tolist() and g.inverse.tolist() == inv.reshape(-1).tolist()
+    assert g.count.tolist() == cnt.tolist()
+
+
+def test_group_by_sparse_keys_fall_back_to_sort(monkeypatch):
+    monkeypatch.setattr(grouping, "DENSE_LIMIT", 4)
+    g = group_by(np.array([10**12, 5, 10**12]))
+    assert g.keys[:, 0].tolist() == [5, 10**12] and g.inverse.tolist() == [1, 0, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-50, 50), max_size=400), st.integers(1, 80))
+def test_small_unique(values, block):
+    v = np.array(values, dtype=np.int64)
+    old = grouping.BLOCK
+    grouping.BLOCK = block
+    try:
+        assert small_unique(v).tolist() == sorted(set(values))
+        mask = v % 2 == 0
+        assert small_unique(v, mask).tolist() == sorted({x for x in values if x % 2 == 0})
+    finally:
+        grouping.BLOCK = old
+
+
+@pytest.mark.parametrize("sorted_ts", [True, False])
+def test_statistics_match_naive(sorted_ts):
+    ev = random_events(sorted_ts=sorted_ts)
+    s = ev.strings
+    rows = np.flatnonzero(np.isin(ev["kind"], [int(EventKind.OP), int(EventKind.KERNEL)]))
+    want = {(s[k[0]], "AI_CORE" if k[1] == EventKind.KERNEL else "HOST_CPU", str(k[2]) if k[1] == EventKind.KERNEL
+             else "host"): (len(d), round(sum(d) / 1e3, 3), round(min(d) / 1e3, 3), round(max(d) / 1e3, 3))
+            for k, d in naive_groups(ev, rows, ("type", "kind", "device")).items()}
+    got = {(r["OP Type"], r["Core Type"], r["Device_id"]): (r["Count"], r["Total Time(us)"], r["Min Time(us)"],
+                                                            r["Max Time(us)"]) for r in A.op_statistic(ev).records()}
+    assert got == want
+    totals = [r["Total Time(us)"] for r in A.op_statistic(ev).records()]
+    assert totals == sorted(totals, reverse=True)
+    rows = np.flatnonzero(ev["kind"] == int(EventKind.API))
+    naive = naive_groups(ev, rows, ("type", "name", "device"))
+    got = {(r["Level"], r["API Name"]): (r["Count"], r["Variance"]) for r in A.api_statistic(ev).records()}
+    assert got == {(s[k[0]], s[k[1]]): (len(d), round(float(np.var(np.array(d) / 1e3)), 3)) for k, d in naive.items()}
+    rows = np.flatnonzero(ev["kind"] == int(EventKind.RANGE))
+    got = {(r["Name"], r["Domain"]): r["Count"] for r in A.range_statistic(ev).records()}
+    assert got == {(s[k[0]], s[k[1]] or "default"): len(d) for k, d in naive_groups(ev, rows, ("name", "type")).items()}
+
+
+@pytest.mark.parametrize("sorted_ts", [True, False])
+def test_step_assignment_and_step_trace_match_naive(sorted_ts):
+    ev = random_events(sorted_ts=sorted_ts)
+    numbers, starts, ends = A.step_spans(ev)
+    for i in range(len(ev)):
+        t = int(ev["ts"][i])
+        inside = [int(n) for n, a, b in zip(numbers, starts, ends) if a <= t < b]
+        assert int(ev["step"][i]) == (inside[-1] if inside else -1)
+    comp = ev["kind"] == int(EventKind.KERNEL)
+    rows = A.step_trace(ev).records()
+    for r, a, b in zip(rows, starts, ends):
+        covered = set()
+        for i in np.flatnonzero(comp):
+            t0, t1 = int(ev["ts"][i]), int(ev["ts"][i] + ev["dur"][i])
+            if a <= t0 < b:
+                covered.update(range(t0, min(t1, b)))
+        assert r["Computing"] == round(len(covered) / 1e3, 3)
+
+
+@pytest.mark.parametrize("sorted_ts", [True, False])
+@pytest.mark.parametrize("few_queues", [True, False])
+def test_kernel_details_rows_and_wait_times(monkeypatch, sorted_ts, few_queues):
+    if not few_queues:
+        monkeypatch.setattr(A, "FEW_QUEUES", 0)   # the radix-sort path
+    ev = random_events(sorted_ts=sorted_ts)
+    table = A.kernel_details(ev)
+    kern = [i for i in range(len(ev)) if ev["kind"][i] == EventKind.KERNEL]
+    kern.sort(key=lambda i: int(ev["ts"][i]))
+    assert len(table) == len(kern)
+    last_end = {}
+    want = []
+    for i in kern:
+        q = int(ev["stream"][i])
+        t, e = int(ev["ts"][i]), int(ev["ts"][i] + ev["dur"][i])
+        wait = max(t - last_end[q], 0) if q in last_end else 0
+        last_end[q] = e
+        want.append([int(ev["step"][i]), int(ev["device"][i]), ev.strings[ev["name"][i]],
+                     ev.strings[ev["type"][i]], "AI_CORE", ("-" if t < 0 else "") + f"{abs(t) // 1000}.{abs(t) % 1000:03d}", (e - t) / 1e3,
+                     wait / 1e3, "N/A"])
+    got = table.rows()
+    assert [r[:6] for r in got] == [w[:6] for w in want]
+    assert [r[6:] for r in got] == [[round(w[6], 3), round(w[7], 3), "N/A"] for w in want]
+
+
+def test_kernel_details_csv_equals_csv_module(monkeypatch):
+    monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 0)
+    monkeypatch.setattr(csvfiles, "BLOCK_ROWS", 97)
+    ev = random_events(5000, seed=3, kinds=[EventKind.OP, EventKind.RANGE])
+    table = A.kernel_details(ev)
+    fast = io.BytesIO()
+    csvfiles.write_csv_to(fast, table)
+    ref = io.StringIO()
+    w = csv.writer(ref, lineterminator="\n")
+    w.writerow(table.columns)
+    w.writerows(table.rows())
+    assert fast.getvalue().decode() == ref.getvalue()
+    parsed = list(csv.reader(io.StringIO(fast.getvalue().decode())))
+    assert len(parsed) == len(table) + 1 and parsed[1][2].startswith("n")
+
+
+def test_small_tables_keep_csv_module_output():
+    t = A.op_statistic(random_events())
+    ref = io.StringIO()
+    csv.writer(ref, lineterminator="\n").writerows([t.columns] + t.rows())
+    out = io.BytesIO()
+    csvfiles.write_csv_to(out, t)
+    assert out.getvalue().decode() == ref.getvalue()
+
+
+def test_concat_consume_and_sorted_release():
+    a = random_events(300, seed=1, sorted_ts=False)
+    b = EventTable.from_records(ts=[5, 1], name=["zz", "n1, \"q\""], kind=EventKind.MARK)
+    plain = EventTable.concat([a, b])
+    a2 = random_events(300, seed=1, sorted_ts=False)
+    b2 = EventTable.from_records(ts=[5, 1], name=["zz", "n1, \"q\""], kind=EventKind.MARK)
+    consumed = EventTable.concat([a2, b2], consume=True)
+    assert a2.cols == {} and b2.cols == {}
+    for k in plain.cols:
+        assert np.array_equal(plain.cols[k], consumed.cols[k])
+    assert plain.column_strings("name") == consumed.column_strings("name")
+    want = plain.sorted()
+    assert want is not plain
+    got = consumed.sorted(release=True)
+    assert got is consumed and np.all(np.diff(got["ts"]) >= 0)
+    for k in want.cols:
+        assert np.array_equal(want.cols[k], got.cols[k])
+    assert got.sorted() is got   # already in order: no copy

@@ -1,0 +1,152 @@
+"""The recorder's fast paths: flat per-thread buffers, column conversion at flush,
+the enter hook, and backpressure when a thread produces faster than the flusher writes."""
+import threading
+
+import numpy as np
+import pytest
+
+import npuprof
+from npuprof import mstx, record_function, recorder, trace_api
+from npuprof.events import EventKind
+from npuprof.rawstore import read_raw_dir
+
+
+def raw_events(run_dir):
+    table, report = read_raw_dir(run_dir / "NPUPROF")
+    assert not report.problems
+    return table
+
+
+def test_chunks_to_table_columns():
+    ranges = ["a", 100, 150, "b", 200, 260]
+    events = [int(EventKind.MARK), "m", 120, 120, "dom", "", int(EventKind.API), 7, 300, 340, "Python", '{"x": 1}']
+    t = recorder.chunks_to_table([(1, 10, ranges, events), (1, 11, ["a", 5, 6], [])], offset_ns=1000)
+    assert t.column_strings("name") == ["a", "b", "m", "7", "a"]      # a non-str name is kept as its text
+    assert t["ts"].tolist() == [1100, 1200, 1120, 1300, 1005]
+    assert t["dur"].tolist() == [50, 60, 0, 40, 1]
+    assert t["kind"].tolist() == [int(EventKind.RANGE)] * 2 + [int(EventKind.MARK), int(EventKind.API),
+                                                               int(EventKind.RANGE)]
+    assert t["tid"].tolist() == [10, 10, 10, 10, 11]
+    assert t.column_strings("type") == ["", "", "dom", "Python", ""]
+    assert t.column_strings("args") == ["", "", "", '{"x": 1}', ""]
+    assert set(t.column_strings("source")) == {"npuprof"}
+
+
+def test_unhashable_names_do_not_break_a_flush():
+    t = recorder.chunks_to_table([(1, 2, [["not", "hashable"], 1, 2, "ok", 3, 4], [])], offset_ns=0)
+    assert t.column_strings("name") == ["['not', 'hashable']", "ok"]
+
+
+def test_every_annotation_kind_reaches_the_raw_files(tmp_path):
+    @trace_api(level="Loader")
+    def load():
+        return 1
+
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
+        for i in range(1000):
+            with record_function("plain"):
+                pass
+            with record_function("with_args", args={"i": i}):
+                pass
+            mstx.mark("m", domain="d")
+            load()
+        rid = mstx.range_start("cross")
+        threading.Thread(target=mstx.range_end, args=(rid,)).start()
+        prof.step()
+    ev = raw_events(prof.saved_runs[0])
+    names = ev.column_strings("name")
+    for name, count in (("plain", 1000), ("with_args", 1000), ("m", 1000), ("load", 1000), ("cross", 1)):
+        assert sum(n.endswith(name) for n in names) == count, name
+    args = [a for n, a in zip(names, ev.column_strings("args")) if n == "with_args"]
+    assert args[:2] == ['{"i": 0}', '{"i": 1}']
+    assert np.all(ev["dur"] >= 0)
+
+
+def test_stack_and_sinks_take_the_slow_path(tmp_path):
+    calls = []
+
+    class Sink:
+        def range_start(self, name):
+            calls.append(("start", name))
+            return len(calls)
+
+        def range_end(self, rid):
+            calls.append(("end", rid))
+
+        def mark(self, message):
+            calls.append(("mark", message))
+
+    with npuprof.Profiler(output_path=tmp_path / "a", activities=["CPU"], with_stack=True) as prof:
+        assert recorder._enter_hook is not None
+        with record_function("stacked"):
+            pass
+    assert recorder._enter_hook is None
+    ev = raw_events(prof.saved_runs[0])
+    (args,) = [a for n, a in zip(ev.column_strings("name"), ev.column_strings("args")) if n == "stacked"]
+    assert "Call stack" in args and "test_perf_recorder.py" in args
+    with npuprof.Profiler(output_path=tmp_path / "b", activities=["CPU"]):
+        rec = recorder.active_recorder()
+        rec.sinks = (Sink(),)
+        assert not rec._plain and recorder._enter_hook is not None
+        with record_function("r"):
+            pass
+        mstx.mark("x")
+        rec.sinks = ()
+        assert rec._plain and recorder._enter_hook is None
+    assert calls == [("start", "r"), ("end", 1), ("mark", "x")]
+
+
+def test_backpressure_bounds_buffers_and_keeps_every_event(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder, "HIGH_WATER", 2_000)
+    monkeypatch.setattr(recorder, "PENDING_FLUSH_THRESHOLD", 1_000)
+    seen = []
+    n_threads, per_thread = 3, 20_000
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
+        rec = recorder.active_recorder()
+        rec._set_throttled(True)   # as the flusher does when it sees a flood ...
+        rec._set_throttled = lambda on: None   # ... and kept on for the whole test
+
+        def produce():
+            for i in range(per_thread):
+                with record_function("flood"):
+                    pass
+                if i % 500 == 0:
+                    seen.append(rec.pending())
+
+        threads = [threading.Thread(target=produce) for _ in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    ev = raw_events(prof.saved_runs[0])
+    assert sum(n == "flood" for n in ev.column_strings("name")) == n_threads * per_thread
+    # producers flush themselves past HIGH_WATER: pending never runs far beyond it
+    assert max(seen) < 2 * 2_000 + n_threads * 500
+
+
+def test_flusher_throttles_and_releases(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder, "PENDING_FLUSH_THRESHOLD", 100)
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]):
+        rec = recorder.active_recorder()
+        rec._stop.set()          # park the flusher thread: this test plays its part
+        rec._thread.join()
+        for _ in range(500):
+            with record_function("x"):
+                pass
+        rec._thread = threading.current_thread()
+        rec.flush()              # a flusher flush draining >= the threshold turns backpressure on
+        assert rec._throttled and not rec._plain
+        rec._set_throttled(False)
+        assert rec._plain and not rec._throttled
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_pending_counts_events_not_items(tmp_path, n):
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]):
+        rec = recorder.active_recorder()
+        rec.flush()
+        for _ in range(n):
+            with record_function("a"):
+                pass
+            mstx.mark("b")
+        assert rec.pending() == 2 * n
