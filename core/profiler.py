@@ -127,12 +127,15 @@ class Profiler:
         self._owner_pid = os.getpid()
         self._atexit_registered = False
         self._halted_window = -1
+        self._stop_pending = False
         if self.config.start_profile:
             self.start()
 
     # -- public API -------------------------------------------------------------
     def start(self) -> None:
         """Begin: apply ``schedule(0)``; raises if another Profiler runs."""
+        if self._reentered("start"):
+            return
         with self._operation():
             self._start()
 
@@ -162,12 +165,14 @@ class Profiler:
         """Mark the end of one training step and apply the schedule."""
         if os.getpid() != self._owner_pid:
             return   # a forked child's copy of the parent's profiler: inert
+        if self._reentered("step"):
+            return
         with self._operation():
             self._step()
 
     def _step(self) -> None:
         if not self._started:
-            log.warning("npuprof: profiler is stopped, step() takes no effect")
+            self._warn_once("step-stopped", "npuprof: profiler is stopped, step() takes no effect")
             return
         self._stepped = True
         if self._failed:
@@ -188,6 +193,10 @@ class Profiler:
         its schedule cycle had not ended), a warm-up window is discarded."""
         if os.getpid() != self._owner_pid:
             return   # a forked child's copy of the parent's profiler: inert
+        if self._in_operation_here():
+            # called from on_trace_ready or a plugin hook, mid-transition: stop once it is done
+            self._stop_pending = True
+            return
         with self._operation():
             self._stop()
 
@@ -304,7 +313,7 @@ class Profiler:
         ops = TRANSITIONS[(prev, current)]
         interrupted: Optional[BaseException] = None
         for op in ops:
-            if self._failed and op in (Op.PREPARE, Op.START):
+            if (self._failed or self._stop_pending) and op in (Op.PREPARE, Op.START):
                 continue
             try:
                 self._apply(op, prev, current)
@@ -520,6 +529,9 @@ class Profiler:
                 self._op_depth -= 1
                 if self._op_depth == 0:
                     self._op_owner = None
+        if outer and self._stop_pending:
+            self._stop_pending = False
+            self.stop()
         if outer and self._deferred and threading.current_thread() is threading.main_thread():
             signum, frame, previous = self._deferred.pop(0)
             self._deferred.clear()
@@ -527,6 +539,15 @@ class Profiler:
 
     def _in_operation_here(self) -> bool:
         return self._op_owner == threading.get_ident()
+
+    def _reentered(self, what: str) -> bool:
+        """True (with a warning) when start()/step() is called from inside
+        another profiler operation on this thread, e.g. from on_trace_ready."""
+        if not self._in_operation_here():
+            return False
+        self._warn_once(f"reentrant:{what}", f"npuprof: prof.{what}() called from inside on_trace_ready or a "
+                                             f"plugin hook is ignored; call it from the training loop")
+        return True
 
     def _acquire_dir_lock(self) -> None:
         """An exclusive flock on ``output_path/.npuprof.lock``: one running

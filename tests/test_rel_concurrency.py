@@ -206,3 +206,32 @@ def test_forked_child_cannot_disturb_the_parents_run(tmp_path):
     assert {"parent-before", "parent-after"} <= names
     assert not {"child-mark", "child-range"} & names
     assert res.info["npuprof"]["state"] == "stopped"
+
+
+def test_stop_or_step_from_inside_on_trace_ready_is_safe(tmp_path, caplog):
+    """A handler that stops the profiler after the first trace (or calls
+    step()) must not leave a half-open window or a second recorder behind."""
+    from npuprof.recorder import active_recorder
+
+    calls = []
+
+    def stop_after_first(prof):
+        calls.append(len(prof.saved_runs))
+        prof.step()          # ignored, with a warning
+        prof.stop()          # takes effect once the current step() is done
+
+    with Profiler(output_path=tmp_path / "out", schedule=schedule(wait=0, active=2),
+                  on_trace_ready=stop_after_first) as prof:
+        for _ in range(10):
+            mstx.mark("m")
+            prof.step()
+    assert calls == [1] and prof.step_num == 2 and not prof._started
+    assert active_recorder() is None
+    runs = sorted((tmp_path / "out").glob("*_ascend_*"))
+    assert runs == prof.saved_runs                       # no extra window was opened
+    assert analyse_run(runs[0]).info["npuprof"]["state"] == "stopped"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("prof.step() called from inside on_trace_ready" in m for m in messages)
+    assert sum("step() takes no effect" in m for m in messages) == 1      # said once, not every step
+    with Profiler(output_path=tmp_path / "out"):         # and the directory lock was released
+        pass
