@@ -482,10 +482,14 @@ class Profiler:
             log.warning(message)
 
     def _on_write_failure(self, error: BaseException) -> None:
-        # Called from the flusher thread: only flags here; the sampler stops itself on the next step.
+        # Called from the flusher or sampler thread: flags only, and the sampler is told to end
+        # (not joined: this may be its own thread); backends are stopped at the next step().
         self._report_failure(f"npuprof: writing profiling data failed ({error}); collection stopped, "
                              "data written so far is kept and analysable; training goes on")
         self._failed = True
+        sampler = self._sampler
+        if sampler is not None:
+            sampler._stop.set()
 
     def _fail_collection(self, where: str, error: BaseException) -> None:
         self._report_failure(f"npuprof: profiling failed in {where} ({type(error).__name__}: {error}); "

@@ -15,6 +15,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +57,10 @@ def test_write_error_warns_once_stops_collecting_keeps_earlier_data(tmp_path, mo
         mstx.mark(f"lost:{i}")
     rec.flush()                       # fails: the chunk of "lost" marks never reaches the disk
     assert active_recorder() is None  # annotations stop buffering at once
+    deadline = time.monotonic() + 5   # and host sampling ends without waiting for a step()
+    while any(t.name == "npuprof-hostsys" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "npuprof-hostsys" for t in threading.enumerate())
     failures_at_error = fault.failures
     w = np.zeros((8, 1))
     for step in range(20):            # the training goes on, profiler calls included
