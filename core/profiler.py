@@ -618,9 +618,52 @@ def _stop_at_exit(ref: "weakref.ref[Profiler]") -> None:
             log.warning("npuprof: stopping at exit failed: %s", e)
 
 
+# npuprof code that holds a non-reentrant lock while it runs (None: every function of the
+# file). A signal handler running on top of it in the same thread must not call into it
+# again (it would deadlock on that lock), so handling is postponed until it has returned.
+_LOCK_HOLDERS: dict = {
+    "recorder.py": {"flush", "relieve", "_register", "write_table", "_fail", "start", "stop"},
+    "rawstore.py": None,
+    "manager.py": {"get_plugin_host", "_say_once"},
+    "hostsys.py": {"_deliver", "stop"},
+}
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+SIGNAL_RETRY_S = 0.02
+MAX_SIGNAL_DELAY_S = 5.0
+_postponed_since: dict = {}
+
+
+def _inside_npuprof_lock(frame: Any) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if os.path.dirname(code.co_filename) == _PKG_DIR:
+            names = _LOCK_HOLDERS.get(os.path.basename(code.co_filename), ())
+            if names is None or code.co_name in names:
+                return True
+        frame = frame.f_back
+    return False
+
+
+def _postpone(signum: int) -> bool:
+    """Deliver ``signum`` again shortly (up to MAX_SIGNAL_DELAY_S); False once that is over."""
+    first = _postponed_since.setdefault(signum, time.monotonic())
+    if time.monotonic() - first > MAX_SIGNAL_DELAY_S:
+        return False
+    timer = threading.Timer(SIGNAL_RETRY_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+    return True
+
+
 def _make_signal_handler(previous: Any) -> Callable:
     """A handler that stops the running profiler on SIGTERM, then chains to
-    ``previous`` (the user's handler, or the default action re-raised)."""
+    ``previous`` (the user's handler, or the default action re-raised).
+
+    It never runs npuprof code on top of npuprof code of the same thread: a
+    signal arriving inside a profiler operation is handled when the
+    operation returns, one arriving while a recording thread flushes its own
+    events (backpressure) is re-delivered a moment later.
+    """
     def handler(signum: int, frame: Any) -> None:
         prof = _running
         if prof is not None and os.getpid() == prof._owner_pid and prof._in_operation_here():
@@ -628,6 +671,9 @@ def _make_signal_handler(previous: Any) -> Callable:
                 prof._deferred.append((signum, frame, previous))
                 return
             # a second signal while the first is held back: act at once
+        elif _inside_npuprof_lock(frame) and _postpone(signum):
+            return
+        _postponed_since.pop(signum, None)
         _handle_signal(prof, signum, frame, previous)
 
     handler._npuprof = True  # type: ignore[attr-defined]

@@ -115,7 +115,7 @@ def _wait_ready(proc: subprocess.Popen, timeout: float) -> bool:
 def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase: str = "running",
              flush: float = 0.2, schedule: Optional[list] = None, style: str = "with", threads: int = 1,
              host_sys: bool = False, user_handler: Optional[str] = None, extra_env: Optional[dict] = None,
-             framework: Optional[str] = None) -> KillOutcome:
+             framework: Optional[str] = None, hammer: int = 0) -> KillOutcome:
     """Run the child, end it with ``mode`` ``delay`` s after it is ready
     (``phase="startup"``: after it is spawned), analyse and check.
 
@@ -129,7 +129,8 @@ def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase:
     log_path = work / f"{tag}.truth"
     cfg: dict[str, Any] = {"out": str(out), "log": str(log_path), "tag": tag, "flush": flush,
                            "schedule": schedule, "style": style, "threads": threads, "host_sys": host_sys,
-                           "user_handler": user_handler, "max_seconds": 30, "framework": framework}
+                           "user_handler": user_handler, "max_seconds": 30, "framework": framework,
+                           "hammer": hammer}
     if mode in ("exception", "os_exit"):
         cfg["self_kill"] = {"mode": mode, "after": delay}
     if mode == "none":
@@ -154,14 +155,15 @@ def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase:
                     kill_t = time.perf_counter_ns()
                     os.kill(proc.pid, sig)
                     killed = True
+            hang_timeout = float(os.environ.get("REL_HANG_TIMEOUT", 60))
             try:
-                rc = proc.wait(timeout=float(os.environ.get('REL_HANG_TIMEOUT', 60)))
+                rc = proc.wait(timeout=hang_timeout)
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGUSR1)   # faulthandler: stacks of every thread to stderr
                 time.sleep(1)
                 proc.kill()
                 proc.wait()
-                raise AssertionError(f"{tag}: child still running 60 s after {mode} (hang); "
+                raise AssertionError(f"{tag}: child still running {hang_timeout:.0f} s after {mode} (hang); "
                                      f"stderr: {_tail(err_path)}") from None
         finally:
             if proc.poll() is None:

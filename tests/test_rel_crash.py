@@ -128,6 +128,22 @@ def test_unhandled_exception_finishes_every_window(tmp_path, capsys):
         print("\n" + _summary("exception", outcomes))
 
 
+@pytest.mark.parametrize("mode", ["SIGTERM", "SIGINT"])
+def test_signals_while_threads_flush_their_own_events(tmp_path, mode, capsys):
+    """Threads recording as fast as they can push the recorder into
+    backpressure, where recording threads (the main one too) write their own
+    events; a signal landing there is handled once that write is done, never
+    on top of it (that deadlocked before)."""
+    plans = [dict(p, hammer=2, threads=1) for p in _plan(6, mode, 6)]
+    outcomes = _run_plans(tmp_path, plans)
+    for o in outcomes:
+        assert o.killed and o.returncode == (-15 if mode == "SIGTERM" else -2), o.stderr[-2000:]
+        assert set(o.states) <= {"stopped"}, o.states
+    assert sum(o.recorded_events for o in outcomes) > 0
+    with capsys.disabled():
+        print("\n" + _summary(f"{mode} under backpressure", outcomes))
+
+
 @pytest.mark.parametrize("user_handler,style", [
     ("before-exit", "with"), ("before-exit", "explicit"),
     ("after-flag", "with"), ("after-flag", "explicit"),

@@ -8,8 +8,11 @@ that is then killed at a random instant. Argument: one JSON object::
      "style": "with" | "explicit", "threads": 1 | 2, "host_sys": false,
      "self_kill": null | {"mode": "exception" | "os_exit", "after": seconds},
      "user_handler": null | "before-exit" | "after-flag" | "after-exit",
-     "framework": null | "tf" | "ms", "max_seconds": 30}
+     "framework": null | "tf" | "ms", "hammer": 0, "max_seconds": 30}
 
+``hammer`` threads record ranges as fast as they can (not logged): the
+recorder's backpressure then makes the recording threads, the main one
+included, flush their own events, so signals land inside those flushes.
 With ``framework`` the training step is a real TensorFlow tf.function or a
 MindSpore PyNative value_and_grad step (CPU), under that integration's
 Profiler, instead of the numpy one.
@@ -83,6 +86,12 @@ def helper_thread() -> None:
         mark("h", i)
         i += 1
         time.sleep(0.0005)
+
+
+def hammer_thread() -> None:
+    while not stop_requested.is_set():
+        with record_function("hammer"):
+            pass
 
 
 def numpy_step() -> callable:
@@ -197,6 +206,10 @@ def started(prof: Profiler, helpers: list) -> None:
         signal.signal(signal.SIGTERM, user_handler)
     if cfg.get("threads", 1) > 1:
         t = threading.Thread(target=helper_thread, daemon=True)
+        t.start()
+        helpers.append(t)
+    for _ in range(cfg.get("hammer", 0)):
+        t = threading.Thread(target=hammer_thread, daemon=True)
         t.start()
         helpers.append(t)
     log(f"READY {now()}")
