@@ -22,7 +22,7 @@ from .errors import (BackendUnavailable, ProfilerConfigError, ProfilerDataError,
 from .events import EventKind, EventTable
 from .handlers import chrome_trace_handler, tensorboard_trace_handler
 from .hookspecs import hookimpl
-from .profiler import Profiler, profile
+from .profiler import Profiler, profile, running_profiler
 from .recorder import mstx, record_function, trace_api
 from .schedule import Schedule, schedule
 
@@ -47,5 +47,5 @@ __all__ = [
     "AicoreMetrics", "BackendUnavailable", "EventKind", "EventTable", "ExportType", "HostSystem", "Profiler",
     "ProfilerAction", "ProfilerActivity", "ProfilerConfigError", "ProfilerDataError", "ProfilerError",
     "ProfilerLevel", "ProfilerPluginError", "ProfilerStateError", "Schedule", "analyse", "chrome_trace_handler",
-    "hookimpl", "mstx", "profile", "record_function", "schedule", "tensorboard_trace_handler", "trace_api",
+    "hookimpl", "mstx", "profile", "record_function", "running_profiler", "schedule", "tensorboard_trace_handler", "trace_api",
 ]

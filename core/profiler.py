@@ -45,7 +45,20 @@ log = logging.getLogger("npuprof")
 _running: Optional["Profiler"] = None
 _running_lock = threading.Lock()
 MAX_METADATA_BYTES = 100 << 20
-LOCK_FILE = ".npuprof.lock"
+LOCK_FILE = ".npuprof.rank{rank}.lock"   # one per rank: the ranks of a job may share output_path
+
+
+def running_profiler() -> Optional["Profiler"]:
+    """The Profiler currently started in this process, or None.
+
+    Example::
+
+        prof = running_profiler()
+        if prof is not None:
+            prof.add_metadata("phase", "eval")
+    """
+    prof = _running
+    return prof if prof is not None and prof._started else None
 # Signals whose handler npuprof wraps while a Profiler runs: SIGTERM stops and
 # saves the window first; both are held back while the profiler is in the
 # middle of one of its own operations (see ``_operation``).
@@ -99,8 +112,10 @@ class Profiler:
             host_sys=host_sys, host_sys_usage_freq=host_sys_usage_freq, mstx=mstx,
             data_simplification=data_simplification, export_type=export_type, start_profile=start_profile,
             worker_name=worker_name, rank=rank, **kwargs)
+        ids = self.config.profile_rank_ids
+        self.excluded = ids is not None and self.config.rank not in ids
         self._plugins = get_plugin_host()
-        self._active_plugins = self._plugins.configure(self.config)
+        self._active_plugins = [] if self.excluded else self._plugins.configure(self.config)
         self._schedule: Callable[[int], ProfilerAction] = self.config.schedule or always_record
         self.step_num = 0
         self.action = ProfilerAction.NONE
@@ -133,7 +148,15 @@ class Profiler:
 
     # -- public API -------------------------------------------------------------
     def start(self) -> None:
-        """Begin: apply ``schedule(0)``; raises if another Profiler runs."""
+        """Begin: apply ``schedule(0)``; raises if another Profiler runs.
+
+        On a rank left out by ``profile_rank_ids`` the profiler stays inert:
+        no directory, no lock, no plugin runs.
+        """
+        if self.excluded:
+            self._warn_once("excluded", f"npuprof: rank {self.config.rank} is not in profile_rank_ids "
+                                        f"{list(self.config.profile_rank_ids or ())}; not profiling this rank")
+            return
         if self._reentered("start"):
             return
         with self._operation():
@@ -163,8 +186,8 @@ class Profiler:
 
     def step(self) -> None:
         """Mark the end of one training step and apply the schedule."""
-        if os.getpid() != self._owner_pid:
-            return   # a forked child's copy of the parent's profiler: inert
+        if self.excluded or os.getpid() != self._owner_pid:
+            return   # a rank left out, or a forked child's copy of the parent's profiler: inert
         if self._reentered("step"):
             return
         with self._operation():
@@ -554,22 +577,25 @@ class Profiler:
         return True
 
     def _acquire_dir_lock(self) -> None:
-        """An exclusive flock on ``output_path/.npuprof.lock``: one running
-        profiler per output directory, across processes. The kernel drops the
-        lock when its owner dies, so a crashed run never leaves it stuck."""
+        """An exclusive flock on ``output_path/.npuprof.rank{rank}.lock``: one
+        running profiler per output directory and rank, across processes (the
+        ranks of one job may share the directory). The kernel drops the lock
+        when its owner dies, so a crashed run never leaves it stuck."""
         out = self.config.output_path
         secure_mkdir(out)
+        lock_name = LOCK_FILE.format(rank=self.config.rank)
         try:
-            fd = open_private(out / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+            fd = open_private(out / lock_name, os.O_RDWR | os.O_CREAT)
         except OSError as e:
-            raise ProfilerStateError(f"output_path {out}: cannot create the lock file {LOCK_FILE} "
+            raise ProfilerStateError(f"output_path {out}: cannot create the lock file {lock_name} "
                                      f"({e.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             owner = os.pread(fd, 64, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise ProfilerStateError(f"output_path {out} is in use by another running profiler"
+            raise ProfilerStateError(f"output_path {out} is in use by another running profiler of rank "
+                                     f"{self.config.rank}"
                                      f"{' (pid ' + owner + ')' if owner else ''}; use another output_path "
                                      "or stop that profiler first") from None
         try:

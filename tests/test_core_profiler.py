@@ -177,3 +177,28 @@ def test_failing_on_trace_ready_does_not_break_training(tmp_path, caplog):
         with Profiler(output_path=tmp_path, schedule=schedule(wait=0, active=1), on_trace_ready=bad) as prof:
             prof.step()
     assert any("handler bug" in r.getMessage() for r in caplog.records)
+
+
+def test_ranks_of_one_job_share_an_output_path(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from npuprof import Profiler, record_function\n"
+            "with Profiler(output_path=sys.argv[1], rank=int(sys.argv[2]), world_size=2):\n"
+            "    time.sleep(1.0)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(r)], stderr=subprocess.PIPE)
+             for r in (0, 1)]
+    errs = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    runs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert len(runs) == 2 and "-rank0_" in runs[0] and "-rank1_" in runs[1]
+
+
+def test_profile_rank_ids_leaves_other_ranks_inert(tmp_path):
+    prof = Profiler(output_path=tmp_path / "out", rank=3, world_size=4, profile_rank_ids=[0, 1])
+    prof.step()
+    prof.stop()
+    assert prof.excluded and prof.saved_runs == [] and not (tmp_path / "out").exists()
+    with Profiler(output_path=tmp_path / "out", rank=1, world_size=4, profile_rank_ids="0-1") as kept:
+        assert npuprof.running_profiler() is kept
+    assert len(kept.saved_runs) == 1 and npuprof.running_profiler() is None

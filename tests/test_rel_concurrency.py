@@ -130,7 +130,7 @@ def test_profiler_in_another_process_on_the_same_directory_is_refused(tmp_path):
     holder = _holder(out, 30)
     try:
         assert holder.stdout.readline().strip() == "STARTED"
-        with pytest.raises(ProfilerStateError, match=rf"in use by another running profiler \(pid {holder.pid}\)"):
+        with pytest.raises(ProfilerStateError, match=rf"in use by another running profiler of rank 0 \(pid {holder.pid}\)"):
             Profiler(output_path=out)
         assert not list(out.glob(f"*_{os.getpid()}_*")), "the refused profiler must not create a run"
     finally:
