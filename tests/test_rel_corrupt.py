@@ -173,16 +173,14 @@ def test_corrupt_profiler_info_is_a_data_error_naming_the_file(damaged, content,
     with pytest.raises(ProfilerDataError, match=problem) as e:
         read_info(run)
     assert e.value.path == str(info)
-    # the analysis stops with that error, not a traceback from a reader that trusted the file
-    with pytest.raises(ProfilerDataError) as e:
-        analyse(run)
-    assert str(info) in str(e.value)
-    assert cli_main(["analyse", str(run), "--quiet"]) == 1
+    # the analysis goes on without it: a warning names the file, the raw events are still exported
+    (res,) = analyse(run)
+    assert any(str(info) in w for w in res.warnings)
+    assert len(res.events) > 0
+    assert cli_main(["analyse", str(run), "--quiet"]) == 0
     rs.COUNTS["corrupt inputs handled"] += 1
 
 
-@pytest.mark.xfail(strict=True, reason="needs pipeline.load_events to warn and go on without profiler_info "
-                                       "(runinfo.read_info raises; requested from the lead in issue 7's report)")
 def test_corrupt_profiler_info_still_exports_the_raw_events(damaged):
     write, data, spans, seg = damaged
     run = write(data)

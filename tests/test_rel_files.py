@@ -127,8 +127,6 @@ def test_analysis_refuses_inputs_over_the_size_limit_unless_forced(tmp_path, mon
     assert len(rs.marks_of(res)) == 3000
 
 
-@pytest.mark.xfail(strict=True, reason="needs the pipeline to run parsers inside fileio.forced_reading(force) "
-                                       "(requested from the lead in issue 7's report)")
 def test_cli_force_reads_inputs_over_the_size_limit(tmp_path, monkeypatch):
     run = _run_with_events(tmp_path / "out")
     monkeypatch.setenv("NPUPROF_MAX_INPUT_BYTES", "4KB")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Union
 from ..enums import ExportType
 from ..errors import ProfilerDataError
 from ..events import EventTable
+from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
 from ..runinfo import read_info
 from ..session import ClockAnchor, ParseContext
@@ -55,11 +56,21 @@ def find_runs(path: Union[str, Path]) -> list[Path]:
 
 
 def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
-    """Parse every plugin's data of one run into one time-sorted table."""
-    info = read_info(run_dir)
+    """Parse every plugin's data of one run into one time-sorted table.
+
+    A damaged profiler_info is reported as a warning and the raw data is
+    still parsed (its times then stay on the epoch base they were written in).
+    """
+    info_error = None
+    try:
+        info = read_info(run_dir)
+    except ProfilerDataError as e:
+        info, info_error = {}, str(e)
     clock_info = info.get("npuprof", {}).get("clock")
     clock = ClockAnchor(int(clock_info["monotonic_ns"]), int(clock_info["realtime_ns"])) if clock_info else None
     ctx = ParseContext(run_dir=run_dir, info=info, clock=clock)
+    if info_error:
+        ctx.warn(f"{info_error}; analysing the raw data without it")
     tables = []
     errors: list[str] = []
     host = get_plugin_host()
@@ -89,7 +100,8 @@ def analyse_run(run_dir: Union[str, Path], export_type: Any = None, progress: Op
     t0 = time.perf_counter()
     if progress:
         progress(f"parsing {run_dir.name}")
-    events, info, warnings = load_events(run_dir)
+    with forced_reading(bool(options.get("force", False))):
+        events, info, warnings = load_events(run_dir)
     kinds = check_enum_list("export_type", export_type if export_type is not None else
                             info.get("profiler_parameters", {}).get("export_type", ["text"]), ExportType)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings,
