@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -47,23 +48,28 @@ def host_training(output: Path, steps: int = 12) -> list:
 
 
 def _print_result(title: str, results: list) -> None:
+    """The summary of the last saved window, and where every window's trace is."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    for res in results:
-        console.rule(f"{title}: {res.run_dir}")
-        for name in ("op_statistic", "range_statistic", "step_trace_time"):
-            table = res.tables[name]
-            if not len(table):
-                continue
-            rt = Table(title=name)
-            for col in table.columns[:7]:
-                rt.add_column(col)
-            for row in table.rows()[:8]:
-                rt.add_row(*[str(v) for v in row[:7]])
-            console.print(rt)
-        console.print(f"trace: {res.run_dir / 'ASCEND_PROFILER_OUTPUT' / 'trace_view.json'}")
+    if not results:
+        console.print(f"{title}: no window was saved")
+        return
+    res = results[-1]
+    console.rule(f"{title}: {len(results)} window(s); the last one")
+    for name in ("op_statistic", "range_statistic", "step_trace_time"):
+        table = res.tables[name]
+        if not len(table):
+            continue
+        rt = Table(title=name)
+        for col in table.columns[:7]:
+            rt.add_column(col)
+        for row in table.rows()[:8]:
+            rt.add_row(*[str(v) for v in row[:7]])
+        console.print(rt)
+    for r in results:
+        console.print(f"trace: {r.run_dir / 'ASCEND_PROFILER_OUTPUT' / 'trace_view.json'}", soft_wrap=True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -71,6 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--output", default="./npuprof_demo")
     ap.add_argument("--host-only", action="store_true")
     args = ap.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")   # TensorFlow's C++ start-up chatter
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     out = Path(args.output).absolute()
     _print_result("host (numpy)", host_training(out / "host"))
