@@ -83,7 +83,7 @@ def run(params: dict) -> dict:
     from npuprof import recorder as rec_mod
 
     reps = int(params.get("reps", 7))
-    n = int(params.get("n", 40_000))          # under PENDING_FLUSH_THRESHOLD: buffered, as torch does
+    n = int(params.get("n", 25_000))          # under PENDING_FLUSH_THRESHOLD: buffered, as torch does
     n_torch = int(params.get("n_torch", 20_000))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
     mstx = npuprof.mstx

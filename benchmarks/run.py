@@ -149,11 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         if "annotations" in only:
             log("annotations: record_function / mstx.mark / torch.profiler.record_function")
             results["annotations"] = run_child("bench_annotations", {
-                "reps": 3 if q else 9, "n": 20_000 if q else 40_000, "n_torch": 5_000 if q else 20_000,
+                "reps": 3 if q else 15, "n": 10_000 if q else 25_000, "n_torch": 5_000 if q else 20_000,
                 "out": str(work / "annotations")}, env=SINGLE_THREAD_ENV)
         if "host" in only:
             log("host overhead: numpy MLP loop, unprofiled / profiled / profiled + host_sys")
-            host = run_child("bench_host", {"reps": 5 if q else 21, "steps": 20 if q else 40,
+            host = run_child("bench_host", {"reps": 5 if q else 31, "steps": 20 if q else 40,
                                             "out": str(work / "host")}, env=SINGLE_THREAD_ENV)
             results["host"] = host
             if "host_sys" in host:
@@ -161,12 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         if "mindspore" in only:
             log("MindSpore: overhead (none / MindSpore's profiler / npuprof) and analysis time")
             results["mindspore"] = run_child("bench_mindspore", {
-                "reps": 3 if q else 11, "steps": 10 if q else 30, "steps_analysis": 50 if q else 200,
+                "reps": 3 if q else 21, "steps": 10 if q else 20, "steps_analysis": 50 if q else 200,
                 "analysis_reps": 1 if q else 3, "out": str(work / "mindspore")}, timeout=1200)
         if "tensorflow" in only:
             log("TensorFlow: overhead (none / TF's profiler / npuprof) and XSpace -> trace")
             results["tensorflow"] = run_child("bench_tensorflow", {
-                "reps": 3 if q else 15, "steps": 100 if q else 300, "steps_convert": 100 if q else 400,
+                "reps": 3 if q else 41, "steps": 100 if q else 200, "steps_convert": 100 if q else 400,
                 "convert_reps": 2 if q else 7, "out": str(work / "tensorflow")}, timeout=1200)
         if "analysis" in only:
             sizes = {"1M": 100_000 if q else 1_000_000, "10M": 300_000 if q else 10_000_000}

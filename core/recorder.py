@@ -46,11 +46,11 @@ _recorder: Optional["Recorder"] = None          # the active recorder, read by a
 # None keeps ``record_function.__enter__`` down to one clock read.
 _enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
-PENDING_FLUSH_THRESHOLD = 50_000
+PENDING_FLUSH_THRESHOLD = 30_000
 # Past this many buffered events the recording threads flush themselves (backpressure): a
 # thread producing events faster than the flusher can write them then pays for its own,
 # and memory stays bounded (~100 bytes per buffered event).
-HIGH_WATER = 100_000
+HIGH_WATER = 60_000
 TICK_SECONDS = 0.05
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args

@@ -75,7 +75,11 @@ def test_small_unique(values, block):
 
 
 @pytest.mark.parametrize("sorted_ts", [True, False])
-def test_statistics_match_naive(sorted_ts):
+@pytest.mark.parametrize("dense", [True, False])
+def test_statistics_match_naive(monkeypatch, sorted_ts, dense):
+    monkeypatch.setattr(A, "BLOCK", 101)
+    if not dense:
+        monkeypatch.setattr(A, "DENSE_STATS", 0)
     ev = random_events(sorted_ts=sorted_ts)
     s = ev.strings
     rows = np.flatnonzero(np.isin(ev["kind"], [int(EventKind.OP), int(EventKind.KERNEL)]))
@@ -97,7 +101,13 @@ def test_statistics_match_naive(sorted_ts):
 
 
 @pytest.mark.parametrize("sorted_ts", [True, False])
-def test_step_assignment_and_step_trace_match_naive(sorted_ts):
+@pytest.mark.parametrize("block", [None, 89])
+def test_step_assignment_and_step_trace_match_naive(monkeypatch, sorted_ts, block):
+    if block:
+        from npuprof.analysis import intervals
+
+        monkeypatch.setattr(intervals, "BLOCK", block)
+        monkeypatch.setattr(A, "BLOCK", block)
     ev = random_events(sorted_ts=sorted_ts)
     numbers, starts, ends = A.step_spans(ev)
     for i in range(len(ev)):
@@ -105,21 +115,34 @@ def test_step_assignment_and_step_trace_match_naive(sorted_ts):
         inside = [int(n) for n, a, b in zip(numbers, starts, ends) if a <= t < b]
         assert int(ev["step"][i]) == (inside[-1] if inside else -1)
     comp = ev["kind"] == int(EventKind.KERNEL)
+    comm = ev["kind"] == int(EventKind.COMM)
     rows = A.step_trace(ev).records()
-    for r, a, b in zip(rows, starts, ends):
-        covered = set()
-        for i in np.flatnonzero(comp):
+
+    def covered(mask, a, b):
+        out = set()
+        for i in np.flatnonzero(mask):
             t0, t1 = int(ev["ts"][i]), int(ev["ts"][i] + ev["dur"][i])
             if a <= t0 < b:
-                covered.update(range(t0, min(t1, b)))
-        assert r["Computing"] == round(len(covered) / 1e3, 3)
+                out.update(range(t0, min(t1, b)))
+        return out
+
+    for r, a, b in zip(rows, starts, ends):
+        c, m = covered(comp, a, b), covered(comm, a, b)
+        assert r["Computing"] == round(len(c) / 1e3, 3)
+        assert r["Communication"] == round(len(m) / 1e3, 3)
+        assert r["Overlapped"] == round(len(c & m) / 1e3, 3)
+        assert r["Free"] == round((b - a - len(c | m)) / 1e3, 3)
+        assert r["Preparing"] == round(((min(c) if c else b) - a) / 1e3, 3)
 
 
 @pytest.mark.parametrize("sorted_ts", [True, False])
 @pytest.mark.parametrize("few_queues", [True, False])
-def test_kernel_details_rows_and_wait_times(monkeypatch, sorted_ts, few_queues):
+@pytest.mark.parametrize("block", [None, 97])
+def test_kernel_details_rows_and_wait_times(monkeypatch, sorted_ts, few_queues, block):
     if not few_queues:
         monkeypatch.setattr(A, "FEW_QUEUES", 0)   # the radix-sort path
+    if block:
+        monkeypatch.setattr(A, "BLOCK", block)    # queue state carried across blocks
     ev = random_events(sorted_ts=sorted_ts)
     table = A.kernel_details(ev)
     kern = [i for i in range(len(ev)) if ev["kind"][i] == EventKind.KERNEL]

@@ -23,8 +23,8 @@ import re
 import numpy as np
 
 from ..events import EventKind, EventTable
-from .grouping import group_by
-from .intervals import bucket_index, per_bucket_length
+from .grouping import group_by, small_unique
+from .intervals import BLOCK, bucket_index, covered_per_bucket, per_bucket_length
 from .table import EventRowsTable, Table
 from .textrows import RowBuilder
 
@@ -41,6 +41,7 @@ RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Tim
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
 FEW_QUEUES = 16
+DENSE_STATS = 1 << 21     # composite key spaces up to this size are aggregated block by block
 _OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)
 
 
@@ -115,6 +116,28 @@ def compute_events(events: EventTable) -> EventTable:
     return events.select(compute_rows(events))
 
 
+def _compute_mask(events: EventTable) -> np.ndarray:
+    """Row mask of compute events: device kernels when there are any, else host operators."""
+    kind = events["kind"]
+    mask = kind == np.uint8(EventKind.KERNEL)
+    return mask if mask.any() else kind == np.uint8(EventKind.OP)
+
+
+def _first_start(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Earliest masked start inside each bucket (-1 when none), ``ts`` sorted; block by block."""
+    best = np.full(len(starts), np.iinfo(np.int64).max)
+    for lo in range(0, len(ts), BLOCK):
+        s = ts[lo:lo + BLOCK][mask[lo:lo + BLOCK]]
+        if not len(s):
+            continue
+        pos = np.searchsorted(s, starts, side="left")
+        hit = pos < len(s)
+        cand = s[np.minimum(pos, len(s) - 1)]
+        hit &= cand < ends
+        np.minimum(best, np.where(hit, cand, best), out=best)
+    return np.where(best == np.iinfo(np.int64).max, -1, best)
+
+
 def step_trace(events: EventTable) -> Table:
     """Per-step time breakdown (step_trace_time.csv), in µs.
 
@@ -123,26 +146,37 @@ def step_trace(events: EventTable) -> Table:
     covered by neither; Preparing = step start to its first compute event.
     """
     numbers, starts, ends = step_spans(events)
-    comp = compute_rows(events)
-    comm = _rows_of(events, EventKind.COMM) if len(events) else np.zeros(0, np.int64)
     ts, dur = events["ts"], events["dur"]
-    cs = ts[comp]
-    ce = cs + dur[comp]
-    ms = ts[comm]
-    me = ms + dur[comm]
-    computing = per_bucket_length(cs, ce, starts, ends)
-    communication = per_bucket_length(ms, me, starts, ends)
-    both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends) if len(ms) \
-        else computing
+    if len(events):
+        comp_mask = _compute_mask(events)
+        comm_mask = events["kind"] == np.uint8(EventKind.COMM)
+    else:
+        comp_mask = comm_mask = np.zeros(0, bool)
+    has_comm = bool(comm_mask.any())
+    first = np.full(len(numbers), -1, dtype=np.int64)
+    if _is_sorted(ts):   # block by block, no per-event copies (the pipeline sorts every table)
+        computing = covered_per_bucket(ts, dur, comp_mask, starts, ends)
+        communication = covered_per_bucket(ts, dur, comm_mask, starts, ends) if has_comm else \
+            np.zeros(len(numbers), np.int64)
+        both = covered_per_bucket(ts, dur, comp_mask | comm_mask, starts, ends) if has_comm else computing
+        if len(numbers):
+            fs = _first_start(ts, comp_mask, starts, ends)
+            first = np.where(fs >= 0, fs - starts, -1)
+    else:
+        cs, ms = ts[comp_mask], ts[comm_mask]
+        ce, me = cs + dur[comp_mask], ms + dur[comm_mask]
+        computing = per_bucket_length(cs, ce, starts, ends)
+        communication = per_bucket_length(ms, me, starts, ends)
+        both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends) if has_comm \
+            else computing
+        if len(cs) and len(numbers):
+            b = np.searchsorted(starts, cs, side="right") - 1
+            ok = (b >= 0) & (cs < ends[np.clip(b, 0, len(ends) - 1)])
+            first_start = np.full(len(numbers), np.iinfo(np.int64).max)
+            np.minimum.at(first_start, b[ok], cs[ok])
+            first = np.where(first_start == np.iinfo(np.int64).max, -1, first_start - starts)
     overlapped = computing + communication - both
     free = (ends - starts) - both
-    first = np.full(len(numbers), -1, dtype=np.int64)
-    if len(cs) and len(numbers):
-        b = bucket_index(cs, starts)
-        ok = (b >= 0) & (cs < ends[np.clip(b, 0, len(ends) - 1)])
-        first_start = np.full(len(numbers), np.iinfo(np.int64).max)
-        np.minimum.at(first_start, b[ok], cs[ok])
-        first = np.where(first_start == np.iinfo(np.int64).max, -1, first_start - starts)
     preparing = np.where(first >= 0, first, ends - starts)
     us = lambda a: np.round(a / 1000.0, 3)  # noqa: E731
     comm_not_ov = communication - overlapped
@@ -153,23 +187,67 @@ def step_trace(events: EventTable) -> Table:
         "Communication(Not Overlapped and Exclude Receive)": us(comm_not_ov), "Preparing": us(preparing)})
 
 
-def _stats(rows: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
-    """Groups of ``rows`` by ``key_cols``, ordered by total duration (desc, stable)."""
-    g = group_by(*(events[c][rows] for c in key_cols))
-    d = events["dur"][rows].astype(np.float64)
-    total = g.sum(d)
-    sq = g.sum(d * d)
-    mn, mx = g.min(d), g.max(d)
+def _stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
+    """Groups of the masked rows by ``key_cols``, ordered by total duration (desc, stable).
+
+    Returns keys, count, total, min, max, sum of squares of ``dur``. When the
+    composite key space is small the sums are accumulated block by block
+    (memory: a few block-sized arrays); otherwise all rows are grouped at once.
+    """
+    cols = [events[c] for c in key_cols]
+    lows, spans = [], []
+    for c in cols:
+        sel = c[mask]
+        lows.append(int(sel.min()))
+        spans.append(int(sel.max()) - lows[-1] + 1)
+        del sel
+    space = int(np.prod(spans, dtype=object))
+    if space > DENSE_STATS:
+        rows = np.flatnonzero(mask)
+        g = group_by(*(c[rows] for c in cols))
+        d = events["dur"][rows].astype(np.float64)
+        total, sq, mn, mx, count, keys = g.sum(d), g.sum(d * d), g.min(d), g.max(d), g.count, g.keys
+    else:
+        count = np.zeros(space, np.int64)
+        total = np.zeros(space)
+        sq = np.zeros(space)
+        mn = np.full(space, np.inf)
+        mx = np.full(space, -np.inf)
+        dur = events["dur"]
+        for lo in range(0, len(mask), BLOCK):
+            m = mask[lo:lo + BLOCK]
+            if not m.any():
+                continue
+            key = np.zeros(int(m.sum()), dtype=np.int64)
+            for c, low, span in zip(cols, lows, spans):
+                if span > 1:
+                    key *= span
+                    key += c[lo:lo + BLOCK][m]
+                    key -= low
+            d = dur[lo:lo + BLOCK][m].astype(np.float64)
+            count += np.bincount(key, minlength=space)
+            total += np.bincount(key, weights=d, minlength=space)
+            sq += np.bincount(key, weights=d * d, minlength=space)
+            np.minimum.at(mn, key, d)
+            np.maximum.at(mx, key, d)
+        present = np.flatnonzero(count)
+        count, total, sq, mn, mx = count[present], total[present], sq[present], mn[present], mx[present]
+        keys = np.empty((len(present), len(cols)), dtype=np.int64)
+        rest = present.copy()
+        for j in range(len(cols) - 1, -1, -1):
+            keys[:, j] = rest % spans[j] + lows[j]
+            rest //= spans[j]
     order = np.argsort(-total, kind="stable")
-    return g.keys[order], g.count[order], total[order], mn[order], mx[order], sq[order]
+    return keys[order], count[order], total[order], mn[order], mx[order], sq[order]
 
 
 def op_statistic(events: EventTable) -> Table:
     """Per operator type: count and time statistics (op_statistic.csv)."""
-    rows = _rows_of(events, EventKind.KERNEL, EventKind.OP) if len(events) else np.zeros(0, np.int64)
-    if not len(rows):
+    kind = events["kind"]
+    mask = (kind == np.uint8(EventKind.KERNEL)) | (kind == np.uint8(EventKind.OP))
+    if not mask.any():
         return Table("op_statistic", OP_STATISTIC_COLUMNS, {c: [] for c in OP_STATISTIC_COLUMNS})
-    uniq, count, total, mn, mx, _ = _stats(rows, events, ("type", "kind", "device"))
+    uniq, count, total, mn, mx, _ = _stats(mask, events, ("type", "kind", "device"))
     pool = np.asarray(events.strings, dtype=object)
     is_kernel = uniq[:, 1] == _KERNEL
     grand = total.sum() or 1.0
@@ -185,10 +263,10 @@ def op_statistic(events: EventTable) -> Table:
 
 def api_statistic(events: EventTable) -> Table:
     """Per API (level, name): time statistics and variance (api_statistic.csv)."""
-    rows = _rows_of(events, EventKind.API) if len(events) else np.zeros(0, np.int64)
-    if not len(rows):
+    mask = events["kind"] == np.uint8(EventKind.API)
+    if not mask.any():
         return Table("api_statistic", API_STATISTIC_COLUMNS, {c: [] for c in API_STATISTIC_COLUMNS})
-    uniq, count, total, mn, mx, sq = _stats(rows, events, ("type", "name", "device"))
+    uniq, count, total, mn, mx, sq = _stats(mask, events, ("type", "name", "device"))
     pool = np.asarray(events.strings, dtype=object)
     mean = total / count
     var = np.maximum(sq / count - mean * mean, 0.0) / 1e6  # us^2
@@ -296,29 +374,78 @@ class _Const:
         return [self.value] * self.n
 
 
+def _mask_rows(mask: np.ndarray) -> np.ndarray:
+    """``flatnonzero(mask)`` as int32 when it fits, built block by block (half the memory)."""
+    dtype = np.int32 if len(mask) < 2**31 else np.int64
+    parts = [np.flatnonzero(mask[lo:lo + BLOCK]).astype(dtype) + dtype(lo) for lo in range(0, len(mask), BLOCK)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def _wait_times_sorted(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray, queue_of) -> np.ndarray:
+    """Wait times of ``rows`` (already in start order), block by block, carrying each queue's last end."""
+    n = len(rows)
+    wait = np.zeros(n, dtype=np.int64)
+    last_end: dict = {}
+    for lo in range(0, n, BLOCK):
+        hi = min(n, lo + BLOCK)
+        r = rows[lo:hi]
+        t = ts[r]
+        e = t + dur[r]
+        q = queue_of(lo, hi)
+        queues = small_unique(q)
+        if len(queues) > FEW_QUEUES:
+            w = _wait_times(t, e, q)
+            # the first event of each queue in this block waits for the queue's end in earlier blocks
+            for qv in queues.tolist():
+                if qv in last_end:
+                    i = int(np.argmax(q == qv))
+                    w[i] = max(int(t[i]) - last_end[qv], 0)
+            for qv in queues.tolist():
+                idx = np.flatnonzero(q == qv)
+                last_end[qv] = int(e[idx[-1]])
+            wait[lo:hi] = w
+            continue
+        for qv in queues.tolist():
+            idx = np.flatnonzero(q == qv) if len(queues) > 1 else np.arange(hi - lo)
+            prev = np.empty(len(idx), dtype=np.int64)
+            prev[0] = last_end.get(qv, t[idx[0]])
+            prev[1:] = e[idx[:-1]]
+            wait[lo + idx] = np.maximum(t[idx] - prev, 0)
+            last_end[qv] = int(e[idx[-1]])
+    return wait
+
+
 def kernel_details(events: EventTable) -> Table:
     """One row per compute event (device kernels, else host operators), in start order."""
-    rows = compute_rows(events)
+    if not len(events):
+        return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
+    rows = _mask_rows(_compute_mask(events))
     if not len(rows):
         return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
-    ts = events["ts"][rows]
-    if not _is_sorted(ts):
+    all_ts, all_dur, all_stream, all_tid = events["ts"], events["dur"], events["stream"], events["tid"]
+
+    def queue_of(lo: int, hi: int) -> np.ndarray:
+        # the device queue: the stream, else the host thread
+        r = rows[lo:hi]
+        st = all_stream[r]
+        return np.where(st >= 0, st.astype(np.int64), all_tid[r])
+
+    if _is_sorted(all_ts):
+        wait = _wait_times_sorted(all_ts, all_dur, rows, queue_of)
+    else:
+        ts = all_ts[rows]
         order = np.argsort(ts, kind="stable")
         rows, ts = rows[order], ts[order]
-    end = ts + events["dur"][rows]
-    # wait = gap since the previous event on the same device queue (stream, else thread)
-    stream = events["stream"][rows]
-    queue = np.where(stream >= 0, stream.astype(np.int64), events["tid"][rows])
-    wait = _wait_times(ts, end, queue)
+        wait = _wait_times(ts, ts + all_dur[rows], queue_of(0, len(rows)))
     return KernelDetailsTable(events, rows, wait)
 
 
 def range_statistic(events: EventTable) -> Table:
     """User ranges (record_function, mstx) grouped by name and domain."""
-    rows = _rows_of(events, EventKind.RANGE) if len(events) else np.zeros(0, np.int64)
-    if not len(rows):
+    mask = events["kind"] == np.uint8(EventKind.RANGE)
+    if not mask.any():
         return Table("range_statistic", RANGE_STATISTIC_COLUMNS, {c: [] for c in RANGE_STATISTIC_COLUMNS})
-    uniq, count, total, mn, mx, _ = _stats(rows, events, ("name", "type"))
+    uniq, count, total, mn, mx, _ = _stats(mask, events, ("name", "type"))
     pool = np.asarray(events.strings, dtype=object)
     return Table("range_statistic", RANGE_STATISTIC_COLUMNS, {
         "Name": pool[uniq[:, 0]].tolist(), "Domain": [d or "default" for d in pool[uniq[:, 1]].tolist()],

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..enums import ExportType
 from ..errors import ProfilerDataError
-from ..events import EventTable
+from ..events import EventTable, _release_free_memory
 from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
 from ..runinfo import read_info
@@ -90,6 +90,7 @@ def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
     del tables
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
     events = events.sorted(release=True)
+    _release_free_memory()
     return assign_steps(events), info, ctx.warnings
 
 
