@@ -326,15 +326,14 @@ CLI_CASES = [
     ("collect-config-missing", ["collect", "-m", __file__, "--config", "/nonexistent.ini", "--output", "{out}"],
      "--config"),
     ("collect-timeout-negative", ["collect", "-m", __file__, "--timeout", "-1", "--output", "{out}"], "--timeout"),
+    ("collect-timeout-zero", ["collect", "-m", __file__, "--timeout", "0", "--output", "{out}"], "--timeout"),
+    ("collect-timeout-nan", ["collect", "-m", __file__, "--timeout", "nan", "--output", "{out}"], "--timeout"),
+    ("collect-timeout-inf", ["collect", "-m", __file__, "--timeout", "inf", "--output", "{out}"], "--timeout"),
+    ("collect-interval-negative", ["collect", "-m", __file__, "--flavour", "svp", "--interval", "-1",
+                                   "--output", "{out}"], "--interval"),
 ]
-_COLLECT_MKDIR = "pyacl collect creates --output before checking this flag (reported in issue 7)"
-CLI_XFAIL = {
-    "collect-timeout-negative": "pyacl collect accepts --timeout -1 and runs the app (reported in issue 7)",
-    "collect-profiler-level": _COLLECT_MKDIR,
-    "collect-aic-metrics": _COLLECT_MKDIR,
-    "collect-env": _COLLECT_MKDIR,
-    "collect-config-missing": _COLLECT_MKDIR,
-}
+# id -> reason for a strict xfail (a known bug in a flag's owner; empty: all fixed)
+CLI_XFAIL: dict = {}
 
 ALL_CASES = CASES + _tf_cases() + _acl_cases() + _ms_cases()
 

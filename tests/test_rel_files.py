@@ -190,12 +190,13 @@ def test_ssh_ini_with_a_password_refused_unless_private_and_never_shown(tmp_path
     assert SECRET not in repr(cfg) and SECRET not in str(cfg) and SECRET not in caplog.text
 
 
-@pytest.mark.xfail(strict=True, reason="pyacl ssh: key_file is not checked for group/other access "
-                                       "(suggested: npuprof.fileio.check_private_file); reported in issue 7")
 def test_ssh_private_key_readable_by_others_is_refused(tmp_path):
     ssh = pytest.importorskip("npuprof.integrations.pyacl.ssh")
-    with pytest.raises((ProfilerConfigError, ProfilerDataError), match="600"):
-        ssh.read_ssh_ini(_ssh_ini(tmp_path, 0o600, key_mode=0o644))
+    for key_mode in (0o644, 0o640, 0o604, 0o660):
+        with pytest.raises((ProfilerConfigError, ProfilerDataError), match="600") as e:
+            ssh.read_ssh_ini(_ssh_ini(tmp_path, 0o600, key_mode=key_mode))
+        assert "key_file" in str(e.value) and SECRET not in str(e.value)
+    assert ssh.read_ssh_ini(_ssh_ini(tmp_path, 0o600, key_mode=0o600)).key_file == str(tmp_path / "board_key")
 
 
 def test_no_secret_in_any_output_or_log(tmp_path, monkeypatch, caplog):

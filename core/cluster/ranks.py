@@ -28,17 +28,32 @@ INFO_RE = re.compile(r"^profiler_info_(\d+)\.json$")
 MAX_DEPTH = 4
 
 
+def _rank_value(value: Any) -> Optional[int]:
+    """A rank number from profiler_info (an int >= 0 or its decimal text), else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+        return int(value)
+    return None
+
+
 def rank_of(run_dir: Path) -> Optional[int]:
-    """The rank recorded in a run directory, or None when it has no profiler_info."""
+    """The rank recorded in a run directory, or None when it has no profiler_info.
+
+    A damaged profiler_info (not JSON, or fields of the wrong type) falls
+    back to the rank in its file name.
+    """
     for path in sorted(run_dir.glob("profiler_info*.json")):
         try:
             info = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             info = {}
         if isinstance(info, dict):
-            for value in (info.get("rank_id"), info.get("npuprof", {}).get("rank")):
-                if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-                    return int(value)
+            own = info.get("npuprof")
+            for value in (info.get("rank_id"), own.get("rank") if isinstance(own, dict) else None):
+                rank = _rank_value(value)
+                if rank is not None:
+                    return rank
         m = INFO_RE.match(path.name)
         if m:
             return int(m.group(1))

@@ -29,6 +29,7 @@ import csv
 import glob
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -83,25 +84,42 @@ def column_map(header: list) -> dict:
     return out
 
 
+_DECIMAL_RE = re.compile(r"(-?)([0-9]*)(?:\.([0-9]*))?")
+
+
 def us_to_ns(text: Any) -> Optional[int]:
-    """'1795306627735157.750\\t' -> 1795306627735157750 (exact, no float rounding); None for N/A."""
-    if text is None:
+    """'1795306627735157.750\\t' -> 1795306627735157750 (exact, no float rounding).
+
+    None for N/A, text that is not a number, infinities and NaN, and values
+    of any other type (a list or object where a time belongs). The result
+    may exceed int64; :func:`_events` drops such rows with a warning.
+
+    Example::
+
+        >>> us_to_ns("12.5"), us_to_ns("1.5e3"), us_to_ns("N/A"), us_to_ns([1])
+        (12500, 1500000, None, None)
+    """
+    if isinstance(text, bool):
         return None
-    s = str(text).strip().strip('"')
-    if not s or s.upper() == "N/A" or s == "-":
+    if isinstance(text, int):
+        return text * 1000
+    if isinstance(text, float):
+        text = repr(text)   # the shortest exact decimal; non-finite ones are refused below
+    if not isinstance(text, str):
         return None
-    neg = s.startswith("-")
-    if neg:
-        s = s[1:]
-    whole, _, frac = s.partition(".")
-    if not whole.isdigit() and whole != "":
-        try:
-            return int(round(float(text) * 1000))
-        except ValueError:
-            return None
-    frac = (frac + "000")[:3] if frac.isdigit() or frac == "" else "000"
-    value = int(whole or 0) * 1000 + int(frac)
-    return -value if neg else value
+    s = text.strip().strip('"')
+    m = _DECIMAL_RE.fullmatch(s)
+    if m and (m.group(2) or m.group(3)):
+        if len(m.group(2)) > 30:
+            return None   # far beyond any time (and beyond int()'s digit limit for huge ones)
+        frac = ((m.group(3) or "") + "000")[:3]
+        value = int(m.group(2) or 0) * 1000 + int(frac)
+        return -value if m.group(1) else value
+    try:
+        f = float(s)   # exponent notation
+    except ValueError:
+        return None
+    return int(round(f * 1000)) if math.isfinite(f) and abs(f) < 1e30 else None
 
 
 def is_prof_dir(path: Path) -> bool:
@@ -169,10 +187,35 @@ def _latest(paths: Iterable[Path]) -> list:
     return sorted(paths)
 
 
+# (row index, what, low, high) of the numeric cells of a row, by EventTable column dtype
+_ROW_LIMITS = ((0, "time", -(1 << 63), (1 << 63) - 1), (1, "duration", -(1 << 63), (1 << 63) - 1),
+               (4, "device", -(1 << 15), (1 << 15) - 1), (5, "stream", -(1 << 31), (1 << 31) - 1),
+               (6, "thread", -(1 << 63), (1 << 63) - 1), (7, "pid", -(1 << 63), (1 << 63) - 1))
+
+
+def _row_problem(row: tuple) -> Optional[str]:
+    for i, what, low, high in _ROW_LIMITS:
+        if not low <= row[i] <= high:
+            return f"{what} {row[i]} out of range"
+    return None
+
+
 def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[EventTable]:
-    if not rows:
+    """Rows (ts, dur, name, type, device, stream, tid, pid, args JSON) -> a table;
+    rows whose numbers do not fit the table's columns are dropped with one warning."""
+    good, bad, example = [], 0, ""
+    for row in rows:
+        problem = _row_problem(row)
+        if problem is None:
+            good.append(row)
+        else:
+            bad += 1
+            example = example or problem
+    if bad:
+        warn(f"{where}: {bad} {kind.name.lower()} row(s) skipped: values out of range (first: {example})")
+    if not good:
         return None
-    ts, dur, name, typ, dev, stream, tid, pid, args = zip(*rows)
+    ts, dur, name, typ, dev, stream, tid, pid, args = zip(*good)
     return EventTable.from_records(ts=list(ts), dur=list(dur), kind=int(kind), name=list(name), type=list(typ),
                                    device=list(dev), stream=list(stream), tid=list(tid), pid=list(pid),
                                    args=list(args), source=SOURCE)
@@ -239,16 +282,16 @@ def read_tx_csv(path: Path, warn: Warn) -> Optional[EventTable]:
         if i_start is None or i_msg is None:
             raise ProfilerDataError(path, "no Start_time(us) or message column")
         for rec in reader:
-            if len(rec) <= max(i for i in (i_start, i_msg) if i is not None):
+            if len(rec) <= max(i_start, i_msg):
                 continue
+            cell = lambda i: rec[i] if i is not None and i < len(rec) else None  # noqa: E731
             t0 = us_to_ns(rec[i_start])
-            t1 = us_to_ns(rec[i_end]) if i_end is not None else t0
+            t1 = us_to_ns(cell(i_end)) if i_end is not None else t0
             if t0 is None:
                 continue
             t1 = t0 if t1 is None else t1
-            rows.append((t0, max(t1 - t0, 0), rec[i_msg], rec[i_kind] if i_kind is not None else "",
-                         -1, -1, _int(rec[i_tid], 0) if i_tid is not None else 0,
-                         _int(rec[i_pid], 0) if i_pid is not None else 0, "{}"))
+            rows.append((t0, max(t1 - t0, 0), rec[i_msg], cell(i_kind) or "", -1, -1, _int(cell(i_tid), 0),
+                         _int(cell(i_pid), 0), "{}"))
     marks = [r for r in rows if r[1] == 0 and "marker" in r[3]]
     ranges = [r for r in rows if not (r[1] == 0 and "marker" in r[3])]
     return EventTable.concat([_events(EventKind.MARK, marks, warn, path), _events(EventKind.RANGE, ranges, warn, path)])
@@ -275,19 +318,23 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool) -> Optional[EventT
     proc: dict = {}
     for ev in events:
         if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
-            proc[ev.get("pid")] = str((ev.get("args") or {}).get("name", ""))
+            margs = ev.get("args")
+            proc[_hashable(ev.get("pid"))] = str(margs.get("name", "")) if isinstance(margs, dict) else ""
     api, comm, kern = [], [], []
+    no_ts = 0
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         ts = us_to_ns(ev.get("ts"))
         if ts is None:
+            no_ts += 1
             continue
         dur = us_to_ns(ev.get("dur")) or 0
-        pname = proc.get(ev.get("pid"), "")
+        pname = proc.get(_hashable(ev.get("pid")), "")
         name = str(ev.get("name", ""))
         tid = _int(ev.get("tid"), 0)
-        args = ev.get("args") or {}
+        args = ev.get("args")
+        args = args if isinstance(args, dict) else {}
         if pname in ("CANN", "AscendCL", "Runtime", "GE") or "@" in name and pname == "":
             level, _, api_name = name.partition("@") if "@" in name else (pname, "", name)
             api.append((ts, dur, api_name, level, -1, -1, tid, 0, "{}"))
@@ -297,13 +344,20 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool) -> Optional[EventT
             kern.append((ts, dur, name, str(args.get("Task Type", "")), _device_of(ev),
                          _int(args.get("Physic Stream Id", tid)), tid, 0,
                          json.dumps({k: args[k] for k in ("Model Id", "Task Id", "Task Type") if k in args})))
+    if no_ts:
+        warn(f"{path}: {no_ts} complete event(s) without a numeric ts skipped")
     return EventTable.concat([_events(EventKind.API, api, warn, path), _events(EventKind.COMM, comm, warn, path),
                               _events(EventKind.KERNEL, kern, warn, path)])
 
 
+def _hashable(value: Any) -> Any:
+    """A dict key for a JSON value (lists and objects become their text)."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, sort_keys=True)
+
+
 def _device_of(ev: dict) -> int:
     pid = ev.get("pid")
-    if isinstance(pid, int) and pid > 1023:
+    if isinstance(pid, int) and not isinstance(pid, bool) and pid > 1023:
         dev = pid & 0x1F  # synthetic pid = (realPid << 10) | (index << 5) | deviceId
         return -1 if dev == 31 else dev
     return 0
@@ -319,7 +373,8 @@ def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
             if isinstance(ev, dict) and ev.get("ph") == "X":
                 ts = us_to_ns(ev.get("ts"))
                 if ts is not None:
-                    args = ev.get("args") or {}
+                    args = ev.get("args")
+                    args = args if isinstance(args, dict) else {}
                     rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")),
                                  str(args.get("Task Type", "")), 0, _int(args.get("Stream Id"), 0),
                                  _int(ev.get("tid"), 0), 0, "{}"))
@@ -337,8 +392,58 @@ def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
     return EventTable.concat(tables)
 
 
+class _BadCell(ValueError):
+    """A database cell that cannot be the number its column holds."""
+
+
+def _db_int(value: Any, what: str, default: Optional[int] = None) -> int:
+    """An integer sqlite cell (NULL -> ``default``); raises _BadCell naming ``what``."""
+    if value is None:
+        if default is None:
+            raise _BadCell(f"{what} is NULL")
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        return int(value)
+    shown = repr(value)
+    raise _BadCell(f"{what} is {shown[:40] + '...' if len(shown) > 40 else shown}")
+
+
+def _db_plain(value: Any) -> Any:
+    """A cell for the args JSON: numbers and text as they are, anything else as text."""
+    if value is None or isinstance(value, (int, str)) or isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
+
+
+def _db_rows(query: Any, convert: Callable[[tuple], Optional[tuple]], table: str, warn: Warn, path: Path) -> list:
+    """convert() each row of ``query``; rows with a bad cell are skipped with one warning."""
+    rows, bad, first = [], 0, ""
+    for rec in query:
+        try:
+            row = convert(rec)
+        except _BadCell as e:
+            bad += 1
+            first = first or str(e)
+            continue
+        if row is not None:
+            rows.append(row)
+    if bad:
+        warn(f"{path}: {bad} row(s) of table {table} skipped (first: {first})")
+    return rows
+
+
 def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
-    """msprof_*.db -> KERNEL, API, RANGE/MARK, COMM events (missing tables are skipped)."""
+    """msprof_*.db -> KERNEL, API, RANGE/MARK, COMM events (missing tables are skipped).
+
+    A row with a NULL or non-numeric time, or a number too large for its
+    column, is skipped with a warning naming the file and table; the other
+    rows are imported. NULL ids (thread, stream, device) become unknown (-1
+    or 0). A database sqlite cannot query raises ProfilerDataError.
+    """
     check_input_file(path)
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -347,7 +452,11 @@ def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         strings = dict(con.execute("SELECT id, value FROM STRING_IDS")) if "STRING_IDS" in tables else {}
-        s = lambda v: strings.get(v, v if isinstance(v, str) else "" if v is None else str(v))  # noqa: E731
+
+        def s(v: Any) -> str:   # a STRING_IDS id (or inline text) -> text
+            v = strings.get(v, v)
+            return v if isinstance(v, str) else "" if v is None else str(v)
+
         cols = lambda t: {r[1] for r in con.execute(f"PRAGMA table_info({t})")}  # noqa: E731
         out = []
         if "TASK" in tables:
@@ -356,33 +465,48 @@ def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
             sql = ("SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskType, t.modelId, t.taskId, "
                    + (f"c.name, {info_type} FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c "
                       "ON c.globalTaskId = t.globalTaskId" if has_info else "NULL, NULL FROM TASK t"))
-            rows = []
-            for st, en, dev, stream, ttype, model, task, name, optype in con.execute(sql):
+
+            def task(rec: tuple) -> Optional[tuple]:
+                st, en, dev, stream, ttype, model, task_id, name, optype = rec
                 if name is None:
-                    continue  # non-compute tasks (communication, memcpy) are not kernels of an op
-                rows.append((int(st), int(en) - int(st), s(name), s(optype), int(dev), int(stream), int(stream), 0,
-                             json.dumps({"Model ID": model, "Task ID": task, "Task Type": s(ttype)})))
-            out.append(_events(EventKind.KERNEL, rows, warn, path))
+                    return None  # non-compute tasks (communication, memcpy) are not kernels of an op
+                t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
+                sid = _db_int(stream, "streamId", -1)
+                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), sid, sid, 0,
+                        json.dumps({"Model ID": _db_plain(model), "Task ID": _db_plain(task_id),
+                                    "Task Type": s(ttype)}))
+
+            out.append(_events(EventKind.KERNEL, _db_rows(con.execute(sql), task, "TASK", warn, path), warn, path))
         if "CANN_API" in tables:
             levels = {20000: "AscendCL", 15000: "Model", 10000: "Node", 5500: "Communication", 5000: "Runtime"}
-            rows = [(int(st), int(en) - int(st), s(name), levels.get(typ, str(typ)), -1, -1,
-                     int(gtid) & 0xFFFFFFFF, int(gtid) >> 32, "{}")
-                    for st, en, typ, gtid, name in con.execute("SELECT startNs, endNs, type, globalTid, name "
-                                                               "FROM CANN_API")]
-            out.append(_events(EventKind.API, rows, warn, path))
+
+            def api(rec: tuple) -> tuple:
+                st, en, typ, gtid, name = rec
+                t0, t1, g = _db_int(st, "startNs"), _db_int(en, "endNs"), _db_int(gtid, "globalTid", 0)
+                return (t0, t1 - t0, s(name), levels.get(typ, "" if typ is None else str(typ)), -1, -1, g & 0xFFFFFFFF, g >> 32, "{}")
+
+            query = con.execute("SELECT startNs, endNs, type, globalTid, name FROM CANN_API")
+            out.append(_events(EventKind.API, _db_rows(query, api, "CANN_API", warn, path), warn, path))
         if "MSTX_EVENTS" in tables:
-            marks, ranges = [], []
-            for st, en, etype, msg, gtid in con.execute("SELECT startNs, endNs, eventType, message, globalTid "
-                                                        "FROM MSTX_EVENTS"):
-                row = (int(st), max(int(en) - int(st), 0), s(msg), "mstx", -1, -1, int(gtid) & 0xFFFFFFFF,
-                       int(gtid) >> 32, "{}")
-                (marks if etype in (0, 3) else ranges).append(row)
-            out += [_events(EventKind.MARK, marks, warn, path), _events(EventKind.RANGE, ranges, warn, path)]
+            def mstx(rec: tuple) -> tuple:
+                st, en, etype, msg, gtid = rec
+                t0, g = _db_int(st, "startNs"), _db_int(gtid, "globalTid", 0)
+                t1 = _db_int(en, "endNs", t0)
+                return (etype in (0, 3), (t0, max(t1 - t0, 0), s(msg), "mstx", -1, -1, g & 0xFFFFFFFF, g >> 32,
+                                          "{}"))
+
+            query = con.execute("SELECT startNs, endNs, eventType, message, globalTid FROM MSTX_EVENTS")
+            rows = _db_rows(query, mstx, "MSTX_EVENTS", warn, path)
+            out += [_events(EventKind.MARK, [r for is_mark, r in rows if is_mark], warn, path),
+                    _events(EventKind.RANGE, [r for is_mark, r in rows if not is_mark], warn, path)]
         if "COMMUNICATION_OP" in tables:
-            rows = [(int(st), int(en) - int(st), s(name), s(optype), int(dev), -1, 0, 0, "{}")
-                    for st, en, name, optype, dev in con.execute(
-                        "SELECT startNs, endNs, opName, opType, deviceId FROM COMMUNICATION_OP")]
-            out.append(_events(EventKind.COMM, rows, warn, path))
+            def comm(rec: tuple) -> tuple:
+                st, en, name, optype, dev = rec
+                t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
+                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), -1, 0, 0, "{}")
+
+            query = con.execute("SELECT startNs, endNs, opName, opType, deviceId FROM COMMUNICATION_OP")
+            out.append(_events(EventKind.COMM, _db_rows(query, comm, "COMMUNICATION_OP", warn, path), warn, path))
         return EventTable.concat(out)
     except sqlite3.Error as e:
         raise ProfilerDataError(path, f"unreadable msprof database ({e})") from None

@@ -11,8 +11,10 @@ collected under ``--output``; ``--all`` then imports and analyses it.
 With ``--config board.ini`` (see :mod:`.ssh`) the app's directory is
 uploaded to the board over SSH, run there, and the data fetched back.
 
-Exit codes: 0 done; 1 no profiling data was produced; 2 bad arguments or ini;
-4 the app failed (its data is still fetched and analysed).
+Every flag (and the ini, and an existing acl.json) is checked before
+``--output`` is created or anything runs. Exit codes: 0 done; 1 no
+profiling data was produced; 2 bad arguments or ini; 4 the app failed (its
+data is still fetched and analysed).
 
 Example::
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import secrets
 import shlex
@@ -190,10 +193,11 @@ def run_local(args: Any, main: Path, project: Path, data_dir: Path, out: Any) ->
 
 
 # -- remote ---------------------------------------------------------------------------------
-def run_remote(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -> int:
+def run_remote(args: Any, main: Path, project: Path, data_dir: Path, out: Any,
+               cfg: Optional[Any] = None) -> int:
     from .ssh import RemoteBoard, read_ssh_ini
 
-    cfg = read_ssh_ini(args.config)
+    cfg = cfg if cfg is not None else read_ssh_ini(args.config)
     base = args.remote_dir or f"/tmp/npuprof_collect_{secrets.token_hex(6)}"
     r_app = f"{base}/app"
     r_out = f"{base}/profiling"
@@ -231,6 +235,38 @@ def run_remote(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -
 
 
 # -- the command ----------------------------------------------------------------------------
+def check_collect_args(args: Any, project: Path, data_dir: Path) -> Optional[Any]:
+    """Check every flag that can be wrong before ``--output`` is created or
+    anything runs; returns the parsed ssh ini (None for a local run).
+
+    Raises ProfilerConfigError (or ProfilerDataError for an unreadable
+    acl.json) naming the flag.
+    """
+    timeout = args.timeout
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ProfilerConfigError("--timeout", timeout, "a positive number of seconds")
+    if isinstance(args.interval, bool) or not isinstance(args.interval, int) or args.interval < 0:
+        raise ProfilerConfigError("--interval", args.interval, "a non-negative integer")
+    _extra_env(args.env)
+    section = build_section(args, str(data_dir))   # --profiler-level, --aic-metrics, msprof.pyc switches
+    if args.via == "env":
+        profiling_env(section)
+    cfg = None
+    if args.config:
+        from .ssh import read_ssh_ini
+
+        cfg = read_ssh_ini(args.config)
+    else:
+        acl_json = project / args.acl_json
+        if args.via != "env" and acl_json.exists():
+            try:
+                existing = acl_json.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise ProfilerDataError(acl_json, f"cannot be read ({e})") from None
+            merged_acl_json(existing, section, str(acl_json))
+    return cfg
+
+
 def collected_dirs(data_dir: Path) -> list:
     """PROF_/JOB directories in the collected data (one or two levels down)."""
     found = []
@@ -259,9 +295,10 @@ def cmd_collect(args: Any, out: Any = None) -> int:
     output = check_output_path("--output", args.output)
     run_dir = output / f"collect_{time.strftime('%Y%m%d%H%M%S')}_{os.getpid()}"
     data_dir = run_dir / "data"
+    ssh_cfg = check_collect_args(args, project, data_dir)
     os.makedirs(data_dir, mode=0o750, exist_ok=True)
     if args.config:
-        code = run_remote(args, main, project, data_dir, out)
+        code = run_remote(args, main, project, data_dir, out, ssh_cfg)
     else:
         code = run_local(args, main, project, data_dir, out)
     dirs = collected_dirs(data_dir)

@@ -10,8 +10,10 @@ The ini file is msprof.pyc's::
     key_file = ~/.ssh/id_ed25519    ; npuprof extension, optional
 
 It holds a password, so it is refused when group or others can read or
-write it (``chmod 600``). The password is handed to paramiko only; it never
-appears in a message, a log line or a repr. Host keys are checked against
+write it (``chmod 600``); so is a ``key_file`` that is not private (ssh's
+own rule, :func:`npuprof.fileio.check_private_file`). The password is
+handed to paramiko only; it never appears in a message, a log line or a
+repr. Host keys are checked against
 ``~/.ssh/known_hosts`` (or ``known_hosts=``) and an unknown host is refused
 unless the caller explicitly opts out (``check_host_key=False``).
 
@@ -42,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, TextIO
 
-from npuprof.errors import BackendUnavailable, ProfilerConfigError, ProfilerError
+from npuprof.errors import BackendUnavailable, ProfilerConfigError, ProfilerDataError, ProfilerError
+from npuprof.fileio import check_private_file
 
 log = logging.getLogger("npuprof")
 SECTION = "ssh_config"
@@ -114,6 +117,11 @@ def read_ssh_ini(path: Any) -> SshConfig:
         key_file = os.path.expanduser(key_file.strip())
         if not os.path.isfile(key_file):
             raise ProfilerConfigError(f"[{SECTION}] key_file", key_file, "an existing private key file")
+        try:
+            check_private_file(key_file, "SSH private key")
+        except ProfilerDataError as e:
+            raise ProfilerConfigError(f"[{SECTION}] key_file", key_file, "a private key only its owner can "
+                                      "read (mode 600)", hint=e.problem) from None
     return SshConfig(host=host, username=user, port=int(port_text), password=password or None,
                      key_file=key_file or None, source=str(p))
 

@@ -134,9 +134,12 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
         if not find_xspace_files(root):
             return None
     info = getattr(context, "info", None) or {}
-    npuprof_info = info.get("npuprof", {}) if isinstance(info, dict) else {}
+    npuprof_info = info.get("npuprof") if isinstance(info, dict) else None
+    if not isinstance(npuprof_info, dict):
+        npuprof_info = {}
     # npuprof's own ProfilerStep rows exist when the run recorded steps; TF markers are then plain ranges.
     own_steps = bool(npuprof_info.get("steps"))
-    pid = int(npuprof_info.get("pid", 0) or 0) if isinstance(npuprof_info, dict) else 0
+    pid = npuprof_info.get("pid", 0)
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 <= pid < 1 << 62 else 0
     return read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
                        on_error=context.warn)

@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable
 
+log = logging.getLogger("npuprof")
+Warn = Callable[[str], None]
 SOURCE = "tensorflow"
 API_TYPE = "TensorFlow"
 XPLANE_GLOB = "plugins/profile/*/*.xplane.pb"
@@ -54,6 +57,9 @@ _TF_OP_RE = re.compile(r"^(?P<name>[^\s:][^\s]*?[^\s:]|[^\s:]):(?P<type>[A-Za-z_
 _DEVICE_RE = re.compile(r"^/device:(?P<kind>[A-Z]+):(?P<id>\d+)")
 # Before this many ns since the epoch (~1973) a timestamp is relative to profile start.
 _EPOCH_FLOOR_NS = 10 ** 17
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INT32_MAX = (1 << 31) - 1
+_INT16_MAX = (1 << 15) - 1
 
 
 _pb2_cache: list = []
@@ -140,28 +146,43 @@ def profile_window_ns(space: Any) -> tuple[Optional[int], Optional[int]]:
     return None, None
 
 
-def read_xspace(path: Union[str, Path], pid: int = 0, step_kind: EventKind = EventKind.RANGE) -> EventTable:
+def read_xspace(path: Union[str, Path], pid: int = 0, step_kind: EventKind = EventKind.RANGE,
+                warn: Optional[Warn] = None) -> EventTable:
     """Events of one XSpace file (epoch-ns timestamps).
 
     ``step_kind`` decides what TraceMe step markers become: RANGE (when the
     run already has npuprof's own ProfilerStep rows) or STEP (a bare TF
-    logdir, so that step analysis has steps to work with).
+    logdir, so that step analysis has steps to work with). Events the file
+    describes inconsistently (an unknown metadata id, a time out of range)
+    are skipped and reported through ``warn(message)`` (default: the
+    ``npuprof`` logger), each message naming the file.
     """
-    return xspace_to_table(load_xspace(path), pid=pid, step_kind=step_kind)
+    path = Path(path)
+    notes: list[str] = []
+    table = xspace_to_table(load_xspace(path), pid=pid, step_kind=step_kind, warn=notes.append)
+    for note in notes:
+        (warn or log.warning)(f"{path}: {note}")
+    return table
 
 
-def xspace_to_table(space: Any, pid: int = 0, step_kind: EventKind = EventKind.RANGE) -> EventTable:
+def xspace_to_table(space: Any, pid: int = 0, step_kind: EventKind = EventKind.RANGE,
+                    warn: Optional[Warn] = None) -> EventTable:
     """Convert an XSpace message into an EventTable (see module doc)."""
+    warn = warn or log.warning
     start_ns, _ = profile_window_ns(space)
+    if not isinstance(start_ns, int) or not 0 <= start_ns <= _INT64_MAX:
+        start_ns = None
     parts = []
     for plane in space.planes:
         if plane.name == "Task Environment" or not plane.lines:
             continue
         dev = _DEVICE_RE.match(plane.name)
         if plane.name.startswith("/host:"):
-            parts.append(_host_plane(plane, start_ns, pid, step_kind))
+            parts.append(_host_plane(plane, start_ns, pid, step_kind, warn))
+        elif dev is not None and int(dev.group("id")) > _INT16_MAX:
+            warn(f"plane {plane.name}: device id out of range, plane skipped")
         elif dev is not None:
-            parts.append(_device_plane(plane, start_ns, pid, int(dev.group("id")), dev.group("kind")))
+            parts.append(_device_plane(plane, start_ns, pid, int(dev.group("id")), dev.group("kind"), warn))
     return EventTable.concat(parts)
 
 
@@ -173,7 +194,7 @@ def _line_base_ns(line: Any, start_ns: Optional[int]) -> int:
     return base
 
 
-def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventKind) -> EventTable:
+def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventKind, warn: Warn) -> EventTable:
     # Classify each event metadata once, then handle events in bulk per line.
     meta_kind: dict[int, tuple[int, str, str]] = {}
     for mid, md in plane.event_metadata.items():
@@ -186,17 +207,25 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
     step_stat = {k for k, n in stat_names.items() if n == "step_num"}
     non_op_ids = np.array([k for k, v in meta_kind.items() if v[0] != EventKind.OP], dtype=np.int64)
 
+    ids = np.array(sorted(meta_kind), dtype=np.int64)
     ts_parts, dur_parts, tid_parts, mid_parts = [], [], [], []
     step_rows: list[tuple[int, int, int, int, str]] = []
+    unknown = bad_time = 0
     for line in plane.lines:
         events = line.events
         if not len(events):
             continue
         base_ns = _line_base_ns(line, start_ns)  # ns: epoch ps overflow int64
+        if not _INT64_MIN <= base_ns <= _INT64_MAX:
+            bad_time += len(events)
+            continue
         offs = np.fromiter((e.offset_ps for e in events), dtype=np.int64, count=len(events))
         durs = np.fromiter((e.duration_ps for e in events), dtype=np.int64, count=len(events))
         mids = np.fromiter((e.metadata_id for e in events), dtype=np.int64, count=len(events))
-        keep = durs > 0  # zero-length TraceMe bookkeeping (ThreadpoolListener::Record, ...) is noise
+        known = _known_ids(ids, mids)
+        unknown += int(np.count_nonzero(~known))
+        # zero-length TraceMe bookkeeping (ThreadpoolListener::Record, ...) is noise
+        keep = (durs > 0) & known
         ts_parts.append(base_ns + offs[keep] // 1000)
         dur_parts.append(durs[keep] // 1000)
         mids_kept = mids[keep]
@@ -209,10 +238,16 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
                 for s in e.stats:
                     if s.metadata_id in step_stat:
                         num = s.int64_value or s.uint64_value
+                        t = base_ns + e.offset_ps // 1000
+                        if not (0 <= num <= _INT32_MAX and _INT64_MIN <= t <= _INT64_MAX):
+                            continue   # not a step the table can hold: it stays an API row
                         name = plane.event_metadata[e.metadata_id].name
-                        step_rows.append((base_ns + e.offset_ps // 1000, e.duration_ps // 1000, int(line.id),
-                                          int(num), name))
+                        step_rows.append((t, e.duration_ps // 1000, int(line.id), int(num), name))
                         break
+    if unknown:
+        warn(f"plane {plane.name}: {unknown} event(s) with a metadata id the plane does not define were skipped")
+    if bad_time:
+        warn(f"plane {plane.name}: {bad_time} event(s) on lines whose start time is out of range were skipped")
     if not ts_parts:
         return EventTable.empty()
     ts = np.concatenate(ts_parts)
@@ -220,7 +255,6 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
     tid = np.concatenate(tid_parts)
     mid = np.concatenate(mid_parts)
     # Map metadata ids -> (kind, name code, type code) through small lookup arrays.
-    ids = np.array(sorted(meta_kind), dtype=np.int64)
     strings = ["", SOURCE]
     index: dict[str, int] = {"": 0, SOURCE: 1}
 
@@ -253,13 +287,30 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
     return table
 
 
-def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, kind: str) -> EventTable:
+def _known_ids(ids: np.ndarray, mids: np.ndarray) -> np.ndarray:
+    """Which of ``mids`` are in the sorted array ``ids``."""
+    if not len(ids):
+        return np.zeros(len(mids), dtype=bool)
+    pos = np.minimum(np.searchsorted(ids, mids), len(ids) - 1)
+    return ids[pos] == mids
+
+
+def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, kind: str,
+                  warn: Warn) -> EventTable:
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
     tf_op_stats = {k for k, n in stat_names.items() if n == "tf_op"}
-    ts, dur, stream, names, types = [], [], [], [], []
+    ts, dur, tid, stream, names, types = [], [], [], [], [], []
+    unknown = bad_time = 0
     for line in plane.lines:
         base_ns = _line_base_ns(line, start_ns)
         for e in line.events:
+            if e.metadata_id not in plane.event_metadata:
+                unknown += 1
+                continue
+            t = base_ns + e.offset_ps // 1000
+            if not _INT64_MIN <= t <= _INT64_MAX:
+                bad_time += 1
+                continue
             md = plane.event_metadata[e.metadata_id]
             op_type = ""
             for s in list(e.stats) + list(md.stats):
@@ -268,14 +319,20 @@ def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, ki
                     text = stat_names.get(ref, "") if s.WhichOneof("value") == "ref_value" else s.str_value
                     op_type = text.rsplit(":", 1)[-1] if ":" in text else text
                     break
-            ts.append(base_ns + e.offset_ps // 1000)
+            line_id = line.display_id or line.id
+            ts.append(t)
             dur.append(e.duration_ps // 1000)
-            stream.append(line.display_id or line.id)
+            tid.append(line_id)
+            stream.append(line_id if -1 <= line_id <= _INT32_MAX else -1)
             names.append(md.display_name or md.name)
             types.append(op_type or md.name)
+    if unknown:
+        warn(f"plane {plane.name}: {unknown} event(s) with a metadata id the plane does not define were skipped")
+    if bad_time:
+        warn(f"plane {plane.name}: {bad_time} event(s) with a start time out of range were skipped")
     if not ts:
         return EventTable.empty()
-    return EventTable.from_records(ts=ts, dur=dur, kind=int(EventKind.KERNEL), pid=pid, tid=stream,
+    return EventTable.from_records(ts=ts, dur=dur, kind=int(EventKind.KERNEL), pid=pid, tid=tid,
                                    device=device, stream=stream, name=names, type=types,
                                    source=f"{SOURCE}:{kind}")
 
@@ -285,7 +342,8 @@ def read_logdir(root: Union[str, Path], pid: int = 0, step_kind: EventKind = Eve
     """All XSpace files under a TF logdir, concatenated; None when there are none.
 
     ``on_error(message)`` is called for an unreadable file (the others are
-    still read); without it the first error raises ProfilerDataError.
+    still read) and for skipped events; without it the first error raises
+    ProfilerDataError and skipped events are logged.
     """
     files = find_xspace_files(root)
     if not files:
@@ -293,7 +351,7 @@ def read_logdir(root: Union[str, Path], pid: int = 0, step_kind: EventKind = Eve
     tables: list[EventTable] = []
     for path in files:
         try:
-            tables.append(read_xspace(path, pid=pid, step_kind=step_kind))
+            tables.append(read_xspace(path, pid=pid, step_kind=step_kind, warn=on_error))
         except ProfilerDataError as e:
             if on_error is None:
                 raise
