@@ -7,8 +7,7 @@ their own profilers, analysis throughput at 1M and 10M synthetic events,
 collection memory while recording 10M events, output size. Inside each
 child, variants alternate repetition by repetition.
 
-Writes ``benchmarks/results/latest.json`` (and a timestamped copy),
-``benchmarks/results/latest.md``, prints the table, and with ``--readme``
+Writes ``benchmarks/results/latest.json`` and ``benchmarks/results/latest.md``, prints the table, and with ``--readme``
 replaces the section between ``<!-- bench:start -->`` and
 ``<!-- bench:end -->`` of that file.
 
@@ -189,10 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     results["rows"] = rows
     table = markdown(results, rows)
     args.out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    text = json.dumps(results, indent=1, default=str)
-    (args.out / "latest.json").write_text(text)
-    (args.out / f"results-{stamp}.json").write_text(text)
+    (args.out / "latest.json").write_text(json.dumps(results, indent=1, default=str))
     (args.out / "latest.md").write_text(table)
     print()
     print(table)
