@@ -1,7 +1,7 @@
 """A small column table for analyzer output (what becomes one CSV).
 
 Two kinds share one interface (``name``, ``columns``, ``len()``,
-``column()``, ``rows()``, ``records()``, ``block(lo, hi)``):
+``column()``, ``rows()``, ``records()``, ``block(lo, hi)``, ``head(n)``):
 
 - :class:`Table`: columns held in ``data`` (numpy arrays or lists), for the
   summaries (a few rows per type, step or API);
@@ -53,6 +53,12 @@ class Table:
     def block(self, lo: int, hi: int) -> dict:
         """Columns of rows ``lo:hi``."""
         return {c: self.data[c][lo:hi] for c in self.columns}
+
+    def head(self, n: int) -> list[list]:
+        """The first ``n`` rows (cheap on an :class:`EventRowsTable` of millions of rows)."""
+        blk = self.block(0, min(n, len(self)))
+        cols = [_pylist(blk[c]) for c in self.columns]
+        return [list(r) for r in zip(*cols)]
 
 
 class EventRowsTable(Table):
