@@ -180,9 +180,9 @@ class MindSporeBackend:
         if any(str(a) == "CPU" or getattr(a, "value", "") == "CPU" for a in win.activities):
             fw = session.run_dir / "FRAMEWORK"
             if not (fw.is_dir() and any(fw.glob(OP_TIMESTAMP_GLOB))):
-                session.warn_once("mindspore-empty", "npuprof: mindspore.profiler wrote no host operator file for "
-                                                     f"{session.run_dir.name} (no MindSpore op ran in the window, "
-                                                     "or see the MindSpore log)")
+                # Normal when MindSpore is merely imported and the window ran no MindSpore op: say it quietly.
+                log.info("npuprof: mindspore.profiler wrote no host operator file for %s (no MindSpore op ran in "
+                         "the window, or see the MindSpore log)", session.run_dir.name)
         log.debug("npuprof: MindSpore data moved into %s: %s", session.run_dir, moved)
 
 
