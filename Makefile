@@ -36,7 +36,9 @@ test-fast: $(STAMP)
 interop: $(STAMP)
 	$(PY) -m pytest -ra tests/test_interop_tools.py
 
+# torch 2.13 CPU is only for the record_function comparison row (pip takes the local CPU wheel here).
 bench: $(STAMP)
+	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:

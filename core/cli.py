@@ -106,7 +106,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             rt = RichTable(title=name, show_lines=False)
             for col in table.columns:
                 rt.add_column(col, overflow="fold")
-            for row in table.rows()[: args.limit]:
+            for row in table.head(args.limit):
                 rt.add_row(*[str(x) for x in row])
             console.print(rt)
     return EXIT_OK

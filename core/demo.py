@@ -65,7 +65,7 @@ def _print_result(title: str, results: list) -> None:
         rt = Table(title=name)
         for col in table.columns[:7]:
             rt.add_column(col)
-        for row in table.rows()[:8]:
+        for row in table.head(8):
             rt.add_row(*[str(v) for v in row[:7]])
         console.print(rt)
     for r in results:

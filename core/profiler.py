@@ -116,6 +116,7 @@ class Profiler:
         self.excluded = ids is not None and self.config.rank not in ids
         self._plugins = get_plugin_host()
         self._active_plugins = [] if self.excluded else self._plugins.configure(self.config)
+        self._step_impls: Optional[list] = None
         self._schedule: Callable[[int], ProfilerAction] = self.config.schedule or always_record
         self.step_num = 0
         self.action = ProfilerAction.NONE
@@ -190,8 +191,21 @@ class Profiler:
             return   # a rank left out, or a forked child's copy of the parent's profiler: inert
         if self._reentered("step"):
             return
-        with self._operation():
-            self._step()
+        # _operation() inlined: step() runs once per training step and a
+        # generator-based context manager costs more than the step's own work.
+        me = threading.get_ident()
+        with self._op_lock:
+            outer = self._op_depth == 0
+            self._op_depth += 1
+            self._op_owner = me
+            try:
+                self._step()
+            finally:
+                self._op_depth -= 1
+                if self._op_depth == 0:
+                    self._op_owner = None
+        if outer and (self._stop_pending or self._deferred):
+            self._after_operation()
 
     def _step(self) -> None:
         if not self._started:
@@ -207,7 +221,7 @@ class Profiler:
         if self.current_session is not None:
             self.current_session.step_num = self.step_num
             if self.current_session.window != self._halted_window:
-                self._call("npuprof_step", session=self.current_session, step_num=self.step_num)
+                self._call_step_hooks(self.current_session, self.step_num)
         prev = self.action
         self._transition(prev, self._next_action(self.step_num))
 
@@ -490,6 +504,21 @@ class Profiler:
         shutil.rmtree(s.run_dir, ignore_errors=True)
         self.current_session = None
 
+    def _call_step_hooks(self, session: CollectionSession, step_num: int) -> None:
+        """npuprof_step per active plugin, with the implementations looked up once."""
+        impls = self._step_impls
+        if impls is None:
+            impls = self._step_impls = [(i, i.argnames) for i in
+                                        self._plugins.impls("npuprof_step", only=self._active_plugins)]
+        if not impls:
+            return
+        args = {"session": session, "step_num": step_num}
+        for impl, argnames in impls:
+            try:
+                impl.function(*[args[a] for a in argnames])
+            except Exception as e:
+                self._plugin_failed(impl.plugin_name, e)
+
     def _call(self, hook: str, **kwargs: Any) -> None:
         self._plugins.call(hook, only=self._active_plugins, on_error=self._plugin_failed, **kwargs)
 
@@ -498,6 +527,7 @@ class Profiler:
                                           "it is disabled for this profiler, collection goes on without it")
         if name in self._active_plugins:
             self._active_plugins.remove(name)
+            self._step_impls = None
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -556,10 +586,16 @@ class Profiler:
                 self._op_depth -= 1
                 if self._op_depth == 0:
                     self._op_owner = None
-        if outer and self._stop_pending:
+        if outer:
+            self._after_operation()
+
+    def _after_operation(self) -> None:
+        """What waited for the outermost operation: a stop() asked for from a
+        hook, then a signal that arrived meanwhile."""
+        if self._stop_pending:
             self._stop_pending = False
             self.stop()
-        if outer and self._deferred and threading.current_thread() is threading.main_thread():
+        if self._deferred and threading.current_thread() is threading.main_thread():
             signum, frame, previous = self._deferred.pop(0)
             self._deferred.clear()
             _handle_signal(self, signum, frame, previous)

@@ -59,15 +59,21 @@ _write = os.write
 
 def encode_chunk(table: EventTable) -> bytes:
     """Serialise a table as one record payload (strings restricted to those used)."""
-    used = np.unique(np.concatenate([table.cols[k] for k in STRING_COLUMNS])) if len(table) else np.zeros(0, np.int32)
-    remap = np.zeros(len(table.strings), dtype=np.int32)
-    remap[used] = np.arange(len(used), dtype=np.int32)
-    header = json.dumps({"n": len(table), "strings": [table.strings[i] for i in used]},
-                        ensure_ascii=False).encode("utf-8")
+    seen = np.zeros(len(table.strings), dtype=bool)
+    for key in STRING_COLUMNS:
+        seen[table.cols[key]] = True
+    if seen.all():   # the usual case (a flushed chunk's own pool): no remapping needed
+        remap, strings = None, table.strings
+    else:
+        used = np.flatnonzero(seen)
+        remap = np.zeros(len(table.strings), dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        strings = [table.strings[i] for i in used.tolist()]
+    header = json.dumps({"n": len(table), "strings": strings}, ensure_ascii=False).encode("utf-8")
     parts = [U32.pack(len(header)), header]
     for key in COLUMN_ORDER:
         col = table.cols[key]
-        if key in STRING_COLUMNS:
+        if remap is not None and key in STRING_COLUMNS:
             col = remap[col]
         parts.append(np.ascontiguousarray(col, dtype=_DTYPES[key]).tobytes())
     return b"".join(parts)
@@ -285,7 +291,7 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     aged = _aged_out(directory)
     if aged:
         report.problems.append(aged)
-    table = EventTable.concat(tables)
+    table = EventTable.concat(tables, consume=True)   # frees each chunk as it is copied: one copy at peak
     report.events = len(table)
     return table, report
 

@@ -202,3 +202,18 @@ def test_profile_rank_ids_leaves_other_ranks_inert(tmp_path):
     with Profiler(output_path=tmp_path / "out", rank=1, world_size=4, profile_rank_ids="0-1") as kept:
         assert npuprof.running_profiler() is kept
     assert len(kept.saved_runs) == 1 and npuprof.running_profiler() is None
+
+
+def test_every_host_series_and_process_memory_are_sampled(tmp_path):
+    import time
+
+    with Profiler(output_path=tmp_path, host_sys=["cpu", "mem", "disk", "network"], profile_memory=True,
+                  host_sys_usage_freq=200) as prof:
+        time.sleep(0.3)
+    (res,) = prof.analyse()
+    usage = {r["Series"]: r for r in res.tables["host_usage"].records()}
+    assert set(usage) == {"CPU Usage(%)", "Memory Usage(%)", "Disk Usage(B/s)", "Network Usage(B/s)",
+                          "Process RSS(B)"}
+    assert all(r["Samples"] >= 10 for r in usage.values())
+    assert usage["Process RSS(B)"]["Min"] > 10e6          # this interpreter holds numpy: tens of MB
+    assert usage["Disk Usage(B/s)"]["Min"] >= 0 and usage["Network Usage(B/s)"]["Min"] >= 0
