@@ -13,7 +13,6 @@ Example::
 from __future__ import annotations
 
 import atexit
-import contextlib
 import fcntl
 import json
 import logging
@@ -24,7 +23,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import recorder as _rec
 from .config import ProfilerConfig, build_config
@@ -61,7 +60,7 @@ def running_profiler() -> Optional["Profiler"]:
     return prof if prof is not None and prof._started else None
 # Signals whose handler npuprof wraps while a Profiler runs: SIGTERM stops and
 # saves the window first; both are held back while the profiler is in the
-# middle of one of its own operations (see ``_operation``).
+# middle of one of its own operations (see ``_run_operation``).
 _WRAPPED_SIGNALS = ("SIGTERM", "SIGINT")
 
 
@@ -160,8 +159,7 @@ class Profiler:
             return
         if self._reentered("start"):
             return
-        with self._operation():
-            self._start()
+        self._run_operation(self._start)
 
     def _start(self) -> None:
         global _running
@@ -191,21 +189,7 @@ class Profiler:
             return   # a rank left out, or a forked child's copy of the parent's profiler: inert
         if self._reentered("step"):
             return
-        # _operation() inlined: step() runs once per training step and a
-        # generator-based context manager costs more than the step's own work.
-        me = threading.get_ident()
-        with self._op_lock:
-            outer = self._op_depth == 0
-            self._op_depth += 1
-            self._op_owner = me
-            try:
-                self._step()
-            finally:
-                self._op_depth -= 1
-                if self._op_depth == 0:
-                    self._op_owner = None
-        if outer and (self._stop_pending or self._deferred):
-            self._after_operation()
+        self._run_operation(self._step)
 
     def _step(self) -> None:
         if not self._started:
@@ -234,8 +218,7 @@ class Profiler:
             # called from on_trace_ready or a plugin hook, mid-transition: stop once it is done
             self._stop_pending = True
             return
-        with self._operation():
-            self._stop()
+        self._run_operation(self._stop)
 
     def _stop(self) -> None:
         global _running
@@ -569,24 +552,24 @@ class Profiler:
             log.info(message)
 
     # -- operations, locks and exit handling --------------------------------------
-    @contextlib.contextmanager
-    def _operation(self) -> Iterator[None]:
-        """One public operation (start, step, stop) at a time. A SIGTERM or
-        SIGINT that arrives while this thread is inside one is held back and
+    def _run_operation(self, operation: Callable[[], None]) -> None:
+        """Run one public operation (start, step, stop) at a time. A SIGTERM
+        or SIGINT that arrives while this thread is inside one is held back and
         handled when the outermost operation ends, so a handler never re-enters
-        half-done profiler state (or a lock this thread holds)."""
+        half-done profiler state (or a lock this thread holds). A plain method,
+        not a context manager: step() runs it once per training step."""
         me = threading.get_ident()
         with self._op_lock:
             outer = self._op_depth == 0
             self._op_depth += 1
             self._op_owner = me
             try:
-                yield
+                operation()
             finally:
                 self._op_depth -= 1
                 if self._op_depth == 0:
                     self._op_owner = None
-        if outer:
+        if outer and (self._stop_pending or self._deferred):
             self._after_operation()
 
     def _after_operation(self) -> None:
