@@ -16,7 +16,6 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
-import time
 from pathlib import Path
 
 from harness import Clock, child_main, peak_rss_bytes, rss_bytes

@@ -17,7 +17,6 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError

@@ -30,7 +30,7 @@ A minimal backend plugin::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import pluggy
 

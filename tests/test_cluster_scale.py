@@ -7,7 +7,6 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from cluster_support import ensure_cluster_plugin, make_job

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 
-import numpy as np
 import pytest
 
 from npuprof import ProfilerConfigError

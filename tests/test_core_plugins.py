@@ -3,7 +3,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from npuprof import BackendUnavailable, Profiler, ProfilerConfigError, hookimpl, schedule

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import npuprof
 
 from cluster_support import ensure_cluster_plugin, interop_python, make_job, run_ms_ranks
 

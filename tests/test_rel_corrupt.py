@@ -402,7 +402,6 @@ def test_xspace_event_with_an_unknown_metadata_id_is_skipped_with_a_warning(tmp_
     # the analysis of a run holding that file reports it too
     run = tmp_path / "run"
     _tf_run(run, bytes(buf))
-    from npuprof.analysis.pipeline import analyse_run
 
     res = analyse_run(run)
     assert set(names) <= set(res.events.column_strings("name"))

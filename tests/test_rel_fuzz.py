@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 import rel_support as rs
 from npuprof import ProfilerDataError
-from npuprof.rawstore import FRAME, MAGIC, ReadReport, parse_records, read_segment
-from npuprof.runinfo import info_problem, read_info
+from npuprof.rawstore import FRAME, MAGIC, ReadReport, parse_records
+from npuprof.runinfo import read_info
 from rel_support import counts_summary  # noqa: F401
 
 SCALE = float(os.environ.get("REL_FUZZ_SCALE", "1"))

@@ -22,7 +22,6 @@ import numpy as np
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.pipeline import OUTPUT_DIR, analyse_run, load_events
 from ..events import EventKind, EventTable
-from ..runinfo import read_info
 from .commdata import alignment_keys, comm_events, link_owners
 
 log = logging.getLogger("npuprof")

@@ -192,7 +192,6 @@ def export_tensorboard(path: Union[str, Path], logdir: Union[str, Path], run_nam
     (``YYYY_MM_DD_HH_MM_SS``). Returns the files written.
     """
     from ..analysis.pipeline import find_runs, load_events
-    from ..runinfo import read_info
 
     runs = find_runs(path)
     if not runs:
