@@ -8,7 +8,6 @@ with what profiler_info recorded about the run.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +110,3 @@ class ParseContext:
         """Report a readable-but-damaged input without failing the analysis."""
         self.warnings.append(message)
         log.warning(message)
-
-
-def pid() -> int:
-    return os.getpid()
