@@ -8,7 +8,6 @@ with what profiler_info recorded about the run.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -70,7 +69,6 @@ class CollectionSession:
     partial: bool = False
     steps: list = field(default_factory=list)
     warn_once: Callable[[str, str], None] = lambda key, msg: log.warning(msg)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def rank(self) -> int:
