@@ -99,8 +99,11 @@ class Recorder:
     # -- annotation sinks -------------------------------------------------------
     @property
     def sinks(self) -> tuple:
-        """Objects told about every range and mark (``range_start(name) -> id``,
-        ``range_end(id)``, ``mark(message)``); plugins add them while recording."""
+        """Objects told about every range and mark while recording (e.g. msproftx
+        on an NPU); plugins add them. Interface: ``range_start(name,
+        same_thread=True) -> token`` (``same_thread=False`` for mstx ranges, which
+        may end on another thread), ``range_end(token)``, ``mark(message,
+        stream=None)``."""
         return self._sinks
 
     @sinks.setter
@@ -408,7 +411,7 @@ class record_function:
 
 
 _range_ids = itertools.count(1)
-_open_ranges: dict[int, tuple[str, int, str, Recorder, list]] = {}
+_open_ranges: dict[int, tuple[str, int, str, Recorder, list, tuple]] = {}
 
 
 class mstx:
@@ -437,7 +440,7 @@ class mstx:
             rec._register().events.extend((_MARK, message, t, t, domain, ""))
         if not rec._plain:
             for sink in rec._sinks:
-                sink.mark(message)
+                sink.mark(message, stream)
             if rec._throttled:
                 rec.relieve()
 
@@ -447,7 +450,9 @@ class mstx:
         if rec is None or (rec.domain_filter is not None and not rec.domain_filter(domain)):
             return 0
         rid = next(_range_ids)
-        _open_ranges[rid] = (message, _perf(), domain, rec, rec.buffer())
+        # mstx ranges may end on another thread: sinks use start/stop ranges, not push/pop
+        tokens = tuple((sk, sk.range_start(message, same_thread=False)) for sk in rec._sinks)
+        _open_ranges[rid] = (message, _perf(), domain, rec, rec.buffer(), tokens)
         return rid
 
     @staticmethod
@@ -456,7 +461,9 @@ class mstx:
         opened = _open_ranges.pop(range_id, None)
         if opened is None:
             return
-        message, t0, dom, rec, buf = opened
+        message, t0, dom, rec, buf, tokens = opened
+        for sink, token in tokens:
+            sink.range_end(token)
         # recorded on the thread that started the range; dropped if its window already ended
         if rec is _recorder:
             buf += (_RANGE, message, t0, t1, dom, "")

@@ -156,3 +156,24 @@ def test_sink_maps_ranges_and_never_raises(acl, tmp_path, caplog):
     assert [(t["event_type"], t["message"]) for t in tx] == [("push_pop", "inner"), ("push_pop", "outer"),
                                                             ("start_end", "cross"), ("marker", "m")]
     assert tx[2]["tid"] != tx[2]["end_tid"]
+
+
+def test_mstx_range_ended_on_another_thread_is_a_start_stop_range(acl, tmp_path):
+    acl.init()
+    acl.rt.set_device(0)
+    prof = Profiler(output_path=tmp_path / "prof", profiler_level="Level1", mstx=True, start_profile=False)
+    model_id, _ = acl.mdl.load_from_file(str(write_model(tmp_path / "m.json", OPS)))
+    prof.start()
+    rid = mstx.range_start("prefetch")
+    acl.mdl.execute(model_id, 0, 0)
+    ender = threading.Thread(target=mstx.range_end, args=(rid,))
+    ender.start()
+    ender.join()
+    prof.stop()
+    assert acl.finalize() == 0
+    run = prof.saved_runs[0]
+    index = json.loads((run / "CANN" / "prof_dirs.json").read_text())
+    prof_dir = (run / "CANN" / index["prof_dirs"][0]).resolve()
+    tx = [json.loads(x) for x in (prof_dir / "host" / "data" / "double.tx.slice_0").read_text().splitlines()]
+    # push/pop would break the same-thread rule: the range went through range_start / range_stop
+    assert [(t["event_type"], t["message"]) for t in tx] == [("start_end", "prefetch")]

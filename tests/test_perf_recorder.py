@@ -66,15 +66,15 @@ def test_stack_and_sinks_take_the_slow_path(tmp_path):
     calls = []
 
     class Sink:
-        def range_start(self, name):
-            calls.append(("start", name))
+        def range_start(self, name, same_thread=True):
+            calls.append(("start", name, same_thread))
             return len(calls)
 
         def range_end(self, rid):
             calls.append(("end", rid))
 
-        def mark(self, message):
-            calls.append(("mark", message))
+        def mark(self, message, stream=None):
+            calls.append(("mark", message, stream))
 
     with npuprof.Profiler(output_path=tmp_path / "a", activities=["CPU"], with_stack=True) as prof:
         assert recorder._enter_hook is not None
@@ -90,10 +90,14 @@ def test_stack_and_sinks_take_the_slow_path(tmp_path):
         assert not rec._plain and recorder._enter_hook is not None
         with record_function("r"):
             pass
-        mstx.mark("x")
+        mstx.mark("x", stream=7)
+        rid = mstx.range_start("cross")
+        ender = threading.Thread(target=mstx.range_end, args=(rid,))   # mstx ranges may end on another thread
+        ender.start()
+        ender.join()
         rec.sinks = ()
         assert rec._plain and recorder._enter_hook is None
-    assert calls == [("start", "r"), ("end", 1), ("mark", "x")]
+    assert calls == [("start", "r", True), ("end", 1), ("mark", "x", 7), ("start", "cross", False), ("end", 4)]
 
 
 def test_backpressure_bounds_buffers_and_keeps_every_event(tmp_path, monkeypatch):

@@ -314,11 +314,11 @@ class _MsMstxSink:
     def __init__(self, ms_mstx: Any) -> None:
         self._mstx = ms_mstx
 
-    def mark(self, message: str) -> None:
-        self._mstx.mark(message)
+    def mark(self, message: str, stream: Any = None) -> None:
+        self._mstx.mark(message, stream)
 
-    def range_start(self, message: str) -> int:
-        return int(self._mstx.range_start(message) or 0)
+    def range_start(self, message: str, same_thread: bool = True) -> int:
+        return int(self._mstx.range_start(message) or 0)   # MindSpore's ranges may end on any thread
 
     def range_end(self, range_id: int) -> None:
         if range_id:
