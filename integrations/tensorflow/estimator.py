@@ -41,7 +41,7 @@ from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
 
 from .options import ProfilingOptions, parse_profiling_options
-from .profiler import profiler_kwargs
+from .profiler import ProfilerDriver
 
 log = logging.getLogger("npuprof")
 
@@ -118,22 +118,17 @@ class _OffsetSchedule:
         return {**base, "global_step_offset": self.offset}
 
 
-class _ProfilingHookMixin:
+class _ProfilingHookMixin(ProfilerDriver):
     """The body of ProfilingHook (mixed into tf's SessionRunHook on first use)."""
+
+    label = "ProfilingHook"
 
     def __init__(self, profiling_options: Any = None, *, schedule: Any = None, analyse: bool = True,
                  **kwargs: Any) -> None:
-        self.analyse = check_bool("analyse", analyse)
         self.schedule = check_callable("schedule", schedule)
-        self.kwargs, self.options = profiler_kwargs(profiling_options, **kwargs)
-        from npuprof.config import build_config
-
-        build_config(**self.kwargs)  # every bad argument raises here, before training starts
-        self.profiler: Any = None
-        self.profilers: list = []
+        self._init_driver(profiling_options, analyse, kwargs)
         self._global_step = None
         self._runs = 0
-        self._lock = threading.Lock()
 
     # SessionRunHook interface ------------------------------------------------
     def begin(self) -> None:
@@ -151,65 +146,18 @@ class _ProfilingHookMixin:
                 offset = int(session.run(self._global_step))
             except Exception as e:  # an uninitialised global step is not worth failing training for
                 log.info("npuprof: could not read the global step (%s); counting from 0", e)
-        try:
-            from .profiler import Profiler
-
-            sched = None if self.schedule is None else _OffsetSchedule(self.schedule, offset)
-            self.profiler = Profiler(profiling_options=self.options, schedule=sched, start_profile=False,
-                                     **{k: v for k, v in self.kwargs.items() if k != "framework"})
-            self.profilers.append(self.profiler)
-            self.profiler.start()
-        except ProfilerConfigError:
-            raise
-        except Exception as e:
-            log.warning("npuprof: ProfilingHook could not start (%s: %s); training goes on unprofiled",
-                        type(e).__name__, e)
-            self.profiler = None
+        sched = None if self.schedule is None else _OffsetSchedule(self.schedule, offset)
+        self._guard(lambda: setattr(self, "profiler", self._new_profiler(sched)))
 
     def before_run(self, run_context: Any) -> None:
         prof = self.profiler
         if prof is not None and self._runs > 0:
-            try:
-                prof.step()  # the previous run's step ends where this one begins
-            except Exception as e:
-                self._fail(e)
+            self._guard(prof.step)  # the previous run's step ends where this one begins
         self._runs += 1
         return None
 
     def end(self, session: Any) -> None:
         self._finish()
-
-    # ---------------------------------------------------------------------------
-    def _finish(self) -> None:
-        prof, self.profiler = self.profiler, None
-        if prof is None:
-            return
-        try:
-            prof.stop()
-            if self.analyse and prof.saved_runs:
-                prof.analyse()
-        except Exception as e:
-            self._fail(e)
-
-    def _fail(self, error: BaseException) -> None:
-        log.warning("npuprof: ProfilingHook failed (%s: %s); collection stopped, training goes on",
-                    type(error).__name__, error)
-        prof, self.profiler = self.profiler, None
-        if prof is not None:
-            try:
-                prof.stop()
-            except Exception:
-                pass
-
-    @property
-    def saved_runs(self) -> list:
-        """Run directories of every window this hook saved (all sessions)."""
-        return [r for p in self.profilers for r in p.saved_runs]
-
-    @property
-    def results(self) -> list:
-        """AnalysisResults of the analysed windows."""
-        return [r for p in self.profilers for r in p.results]
 
 
 _classes: dict[str, type] = {}

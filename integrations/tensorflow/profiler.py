@@ -22,12 +22,16 @@ Example::
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
+from npuprof.errors import ProfilerConfigError
 from npuprof.profiler import Profiler as _CoreProfiler
 from npuprof.validate import check_bool
 
 from .options import ProfilingOptions, parse_profiling_options
+
+log = logging.getLogger("npuprof")
 
 
 def profiler_kwargs(profiling_options: Any = None, **kwargs: Any) -> tuple[dict, Optional[ProfilingOptions]]:
@@ -72,3 +76,75 @@ class Profiler(_CoreProfiler):
             self.config = self.config.replace(extra=tuple(self.config.extra) + opts.extra())
         if start:
             self.start()
+
+
+class ProfilerDriver:
+    """What the Estimator ``ProfilingHook`` and the Keras ``ProfilerCallback``
+    share: the profilers they made, finishing a window, and stepping aside
+    (one warning, training goes on) when profiling fails.
+
+    Subclasses set ``options``, ``kwargs`` (validated Profiler arguments),
+    ``analyse``, ``profiler`` (the current one or None), ``profilers`` and a
+    ``label`` for warnings.
+    """
+
+    label = "npuprof"
+    options: Optional[ProfilingOptions]
+    kwargs: dict
+    analyse: bool
+    profiler: Any
+    profilers: list
+
+    def _init_driver(self, profiling_options: Any, analyse: Any, kwargs: dict) -> None:
+        self.analyse = check_bool("analyse", analyse)
+        self.kwargs, self.options = profiler_kwargs(profiling_options, **kwargs)
+        from npuprof.config import build_config
+
+        build_config(**self.kwargs)  # every bad argument raises here, before training starts
+        self.profiler = None
+        self.profilers = []
+
+    def _new_profiler(self, schedule: Any) -> "Profiler":
+        prof = Profiler(profiling_options=self.options, schedule=schedule, start_profile=False,
+                        **{k: v for k, v in self.kwargs.items() if k != "framework"})
+        self.profilers.append(prof)
+        prof.start()
+        return prof
+
+    def _guard(self, fn: Any) -> None:
+        """Run ``fn``; a failure stops profiling quietly (a bad setting still raises)."""
+        try:
+            fn()
+        except ProfilerConfigError:
+            raise
+        except Exception as e:
+            log.warning("npuprof: %s failed (%s: %s); training goes on unprofiled", self.label,
+                        type(e).__name__, e)
+            prof, self.profiler = self.profiler, None
+            if prof is not None:
+                try:
+                    prof.stop()
+                except Exception:
+                    pass
+
+    def _finish(self) -> None:
+        """Stop the current window and analyse it when asked."""
+        prof, self.profiler = self.profiler, None
+        if prof is None:
+            return
+
+        def done() -> None:
+            prof.stop()
+            if self.analyse and prof.saved_runs:
+                prof.analyse()
+        self._guard(done)
+
+    @property
+    def saved_runs(self) -> list:
+        """Run directories of every window saved so far (all sessions / fits)."""
+        return [r for p in self.profilers for r in p.saved_runs]
+
+    @property
+    def results(self) -> list:
+        """AnalysisResults of the analysed windows."""
+        return [r for p in self.profilers for r in p.results]

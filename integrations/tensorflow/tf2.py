@@ -27,7 +27,7 @@ from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
 
 from .options import ADAPTER_DEFAULT_OPTIONS, parse_profiling_options
-from .profiler import profiler_kwargs
+from .profiler import ProfilerDriver
 
 log = logging.getLogger("npuprof")
 
@@ -197,8 +197,10 @@ def parse_profile_batch(value: Any) -> Optional[tuple[int, int]]:
     return start, stop
 
 
-class _CallbackMixin:
+class _CallbackMixin(ProfilerDriver):
     """Body of ProfilerCallback (mixed into keras' Callback on first use)."""
+
+    label = "ProfilerCallback"
 
     def __init__(self, profile_batch: Any = None, *, schedule: Any = None, profiling_options: Any = None,
                  analyse: bool = True, **kwargs: Any) -> None:
@@ -207,23 +209,8 @@ class _CallbackMixin:
         self.schedule = check_callable("schedule", schedule)
         if self.profile_batch is not None and schedule is not None:
             raise ProfilerConfigError("schedule", schedule, "None when profile_batch is given (pick one)")
-        self.analyse = check_bool("analyse", analyse)
-        self.kwargs, self.options = profiler_kwargs(profiling_options, **kwargs)
-        from npuprof.config import build_config
-
-        build_config(**self.kwargs)  # bad arguments raise now, not in the middle of fit()
-        self.profiler: Any = None
-        self.profilers: list = []
+        self._init_driver(profiling_options, analyse, kwargs)  # bad arguments raise now, not during fit()
         self._batch = 0
-
-    def _new_profiler(self, schedule: Any) -> Any:
-        from .profiler import Profiler
-
-        prof = Profiler(profiling_options=self.options, schedule=schedule, start_profile=False,
-                        **{k: v for k, v in self.kwargs.items() if k != "framework"})
-        self.profilers.append(prof)
-        prof.start()
-        return prof
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._batch = 0
@@ -246,40 +233,6 @@ class _CallbackMixin:
 
     def on_train_end(self, logs: Any = None) -> None:
         self._finish()
-
-    def _finish(self) -> None:
-        prof, self.profiler = self.profiler, None
-        if prof is None:
-            return
-
-        def done() -> None:
-            prof.stop()
-            if self.analyse and prof.saved_runs:
-                prof.analyse()
-        self._guard(done)
-
-    def _guard(self, fn: Any) -> None:
-        try:
-            fn()
-        except ProfilerConfigError:
-            raise
-        except Exception as e:
-            log.warning("npuprof: ProfilerCallback failed (%s: %s); training goes on unprofiled",
-                        type(e).__name__, e)
-            prof, self.profiler = self.profiler, None
-            if prof is not None:
-                try:
-                    prof.stop()
-                except Exception:
-                    pass
-
-    @property
-    def saved_runs(self) -> list:
-        return [r for p in self.profilers for r in p.saved_runs]
-
-    @property
-    def results(self) -> list:
-        return [r for p in self.profilers for r in p.results]
 
 
 _callback_cls: Optional[type] = None
