@@ -363,31 +363,30 @@ def _device_of(ev: dict) -> int:
     return 0
 
 
+def _complete_events(data: Any) -> Any:
+    """(event, start ns) of the complete ("X") events with a usable ts in a Chrome trace (array or object)."""
+    for ev in data if isinstance(data, list) else data.get("traceEvents", []):
+        if isinstance(ev, dict) and ev.get("ph") == "X":
+            ts = us_to_ns(ev.get("ts"))
+            if ts is not None:
+                yield ev, ts
+
+
 def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
     """SVP msprof.pyc exports: timeline/task_time_*.json -> KERNEL, acl_*.json -> API."""
     tables = []
     for path in _latest((job_dir / "timeline").glob("task_time_*.json")):
-        data = _load_json(path)
         rows = []
-        for ev in data if isinstance(data, list) else data.get("traceEvents", []):
-            if isinstance(ev, dict) and ev.get("ph") == "X":
-                ts = us_to_ns(ev.get("ts"))
-                if ts is not None:
-                    args = ev.get("args")
-                    args = args if isinstance(args, dict) else {}
-                    rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")),
-                                 str(args.get("Task Type", "")), 0, _int(args.get("Stream Id"), 0),
-                                 _int(ev.get("tid"), 0), 0, "{}"))
+        for ev, ts in _complete_events(_load_json(path)):
+            args = ev.get("args")
+            args = args if isinstance(args, dict) else {}
+            rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
+                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0, "{}"))
         tables.append(_events(EventKind.KERNEL, rows, warn, path))
     for path in _latest((job_dir / "timeline").glob("acl_*.json")):
-        data = _load_json(path)
-        rows = []
-        for ev in data if isinstance(data, list) else data.get("traceEvents", []):
-            if isinstance(ev, dict) and ev.get("ph") == "X":
-                ts = us_to_ns(ev.get("ts"))
-                if ts is not None:
-                    rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
-                                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), "{}"))
+        rows = [(ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
+                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), "{}")
+                for ev, ts in _complete_events(_load_json(path))]
         tables.append(_events(EventKind.API, rows, warn, path))
     return EventTable.concat(tables)
 
