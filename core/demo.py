@@ -19,6 +19,19 @@ import numpy as np
 from . import Profiler, record_function, schedule, tensorboard_trace_handler, trace_api
 
 
+N_SAMPLES, N_FEATURES, N_CLASSES = 2048, 64, 10   # the framework demos' data
+
+
+def clustered_data(seed: int = 0) -> tuple:
+    """Features around one Gaussian centre per class, and int32 labels (the
+    MindSpore and TensorFlow demos train an MLP on it)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((N_CLASSES, N_FEATURES)).astype(np.float32) * 2.0
+    labels = rng.integers(0, N_CLASSES, N_SAMPLES)
+    feats = centres[labels] + rng.standard_normal((N_SAMPLES, N_FEATURES)).astype(np.float32)
+    return feats, labels.astype(np.int32)
+
+
 def host_training(output: Path, steps: int = 12) -> list:
     """A linear model fitted with numpy, under a scheduled Profiler."""
     rng = np.random.default_rng(0)

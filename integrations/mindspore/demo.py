@@ -14,19 +14,15 @@ from typing import Any, Union
 
 import numpy as np
 
-N_SAMPLES = 2048
-N_FEATURES = 64
-N_CLASSES = 10
+from npuprof.demo import N_CLASSES, N_FEATURES, clustered_data
+
 BATCH = 64
 
 
 def _make_dataset(seed: int = 0) -> Any:
     import mindspore.dataset as ds
 
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((N_CLASSES, N_FEATURES)).astype(np.float32) * 2.0
-    labels = rng.integers(0, N_CLASSES, N_SAMPLES)
-    feats = centres[labels] + rng.standard_normal((N_SAMPLES, N_FEATURES)).astype(np.float32)
+    feats, labels = clustered_data(seed)
 
     def generate() -> Any:
         for f, y in zip(feats, labels):

@@ -14,20 +14,10 @@ import json
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
 
-N_SAMPLES = 2048
-N_FEATURES = 64
-N_CLASSES = 10
+from npuprof.demo import N_CLASSES, N_FEATURES, clustered_data
+
 BATCH = 64
-
-
-def _make_data(seed: int = 0) -> tuple:
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((N_CLASSES, N_FEATURES)).astype(np.float32) * 2.0
-    labels = rng.integers(0, N_CLASSES, N_SAMPLES)
-    feats = centres[labels] + rng.standard_normal((N_SAMPLES, N_FEATURES)).astype(np.float32)
-    return feats, labels.astype(np.int32)
 
 
 def _make_model() -> Any:
@@ -67,7 +57,7 @@ def run_demo(output_dir: Union[str, Path], epochs: int = 2) -> dict:
                           "aic_metrics": "PipeUtilization", "host_sys": "cpu,mem"})
     callback = get_callback_class()(profiling_options=options, activities=["CPU"],
                                     schedule=npuprof.schedule(wait=2, warmup=1, active=4, repeat=2))
-    x, y = _make_data(0)
+    x, y = clustered_data(0)
     model = _make_model()
     model.fit(x, y, batch_size=BATCH, epochs=epochs, callbacks=[callback], verbose=0)
     _, accuracy = model.evaluate(x, y, batch_size=BATCH, verbose=0)
