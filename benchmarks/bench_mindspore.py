@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Clock, child_main, column, interleave, paired_ratio, summary
+from harness import Clock, child_main, column, interleave, paired_ratio, summary, timed_steps
 
 
 def make_training():
@@ -92,20 +92,11 @@ def run(params: dict) -> dict:
     import_s = time.perf_counter() - t0
     step = make_training()
 
-    def timed_steps(n: int, prof=None) -> tuple:
-        with Clock() as c:
-            for i in range(n):
-                if prof is not None:
-                    with npuprof.record_function("train_step"):
-                        step()
-                    prof.step()
-                else:
-                    step()
-            step().asnumpy()  # wait for the last step
-        return c.wall / n, c.cpu / n
+    def timed(n: int, prof=None) -> tuple:
+        return timed_steps(step, n, prof, sync=lambda r: r.asnumpy())  # sync: wait for the last step
 
     def none() -> tuple:
-        return timed_steps(steps)
+        return timed(steps)
 
     def ms_alone() -> tuple:
         target = out / "ms_alone"
@@ -113,7 +104,7 @@ def run(params: dict) -> dict:
                            on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(target), analyse_flag=False))
         prof.start()
         try:
-            return timed_steps(steps)
+            return timed(steps)
         finally:
             prof.stop()
             _forget_handler_dir()
@@ -123,7 +114,7 @@ def run(params: dict) -> dict:
     def with_npuprof() -> tuple:
         prof = npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"])
         try:
-            return timed_steps(steps, prof)
+            return timed(steps, prof)
         finally:
             prof.stop()
             npuprof_runs.extend(prof.saved_runs)

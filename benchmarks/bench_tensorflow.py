@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Clock, child_main, column, interleave, paired_ratio, summary
+from harness import Clock, child_main, column, interleave, paired_ratio, summary, timed_steps
 
 
 def make_training():
@@ -67,27 +67,18 @@ def run(params: dict) -> dict:
     import_s = time.perf_counter() - t0
     step = make_training()
 
-    def timed_steps(n: int, prof=None) -> tuple:
-        with Clock() as c:
-            for _ in range(n):
-                if prof is not None:
-                    with npuprof.record_function("train_step"):
-                        step()
-                    prof.step()
-                else:
-                    step()
-            step().numpy()
-        return c.wall / n, c.cpu / n
+    def timed(n: int, prof=None) -> tuple:
+        return timed_steps(step, n, prof, sync=lambda r: r.numpy())  # sync: wait for the last step
 
     def none() -> tuple:
-        return timed_steps(steps)
+        return timed(steps)
 
     counter = iter(range(10**6))
 
     def tf_alone() -> tuple:
         tf.profiler.experimental.start(str(out / "tf_alone" / str(next(counter))))
         try:
-            return timed_steps(steps)
+            return timed(steps)
         finally:
             tf.profiler.experimental.stop()
 
@@ -96,7 +87,7 @@ def run(params: dict) -> dict:
     def with_npuprof() -> tuple:
         prof = TFProfiler(output_path=str(out / "npuprof"))
         try:
-            return timed_steps(steps, prof)
+            return timed(steps, prof)
         finally:
             prof.stop()
             npuprof_runs.extend(prof.saved_runs)

@@ -70,6 +70,28 @@ class Clock:
         self.cpu = time.process_time() - self._c
 
 
+def timed_steps(step: Callable[[], Any], n: int, prof: Any = None,
+                sync: Callable[[Any], Any] = lambda result: None) -> tuple:
+    """(wall, cpu) seconds per step over ``n`` calls of a training ``step``.
+
+    With ``prof`` each step is wrapped in a ``record_function`` and followed
+    by ``prof.step()``, as a profiled user loop is; ``sync`` waits for the
+    result of one last step (asynchronous frameworks).
+    """
+    import npuprof
+
+    with Clock() as c:
+        for _ in range(n):
+            if prof is not None:
+                with npuprof.record_function("train_step"):
+                    step()
+                prof.step()
+            else:
+                step()
+        sync(step())
+    return c.wall / n, c.cpu / n
+
+
 def summary(samples: list[float]) -> dict:
     """Median, min, max and the samples themselves."""
     s = sorted(samples)
