@@ -596,10 +596,17 @@ class Profiler:
         return True
 
     def _acquire_dir_lock(self) -> None:
-        """An exclusive flock on ``output_path/.npuprof.rank{rank}.lock``: one
+        """An exclusive lock on ``output_path/.npuprof.rank{rank}.lock``: one
         running profiler per output directory and rank, across processes (the
         ranks of one job may share the directory). The kernel drops the lock
-        when its owner dies, so a crashed run never leaves it stuck."""
+        when its owner dies, so a crashed run never leaves it stuck.
+
+        A POSIX record lock (``lockf``), not ``flock``: a forked child never
+        inherits it, even one forked from C (dataset workers) where
+        ``os.register_at_fork`` hooks do not run, so a worker that outlives a
+        killed trainer cannot keep the directory locked. Its one trap, that
+        closing any descriptor of the file drops the lock, cannot bite: only
+        this method opens the file, and only after the in-process check."""
         out = self.config.output_path
         secure_mkdir(out)
         lock_name = LOCK_FILE.format(rank=self.config.rank)
@@ -609,7 +616,7 @@ class Profiler:
             raise ProfilerStateError(f"output_path {out}: cannot create the lock file {lock_name} "
                                      f"({e.strerror})") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             owner = os.pread(fd, 64, 0).decode(errors="replace").strip()
             os.close(fd)
@@ -627,7 +634,7 @@ class Profiler:
     def _release_dir_lock(self) -> None:
         if self._lock_fd is not None:
             try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._lock_fd)
                 self._lock_fd = None
@@ -742,8 +749,8 @@ def _handle_signal(prof: Optional[Profiler], signum: int, frame: Any, previous: 
 
 def _after_fork_in_child() -> None:
     """A forked child inherits the parent's running profiler: make it inert
-    there. The child's copy of the lock descriptor is closed (not unlocked:
-    that would release the parent's lock) and annotations stop buffering into
+    there. The child's copy of the lock descriptor is closed (the child holds
+    no lock: POSIX record locks are not inherited) and annotations stop buffering into
     memory no flusher will ever write."""
     global _running, _running_lock
     prof = _running

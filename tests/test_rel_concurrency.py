@@ -25,14 +25,18 @@ from rel_support import counts_summary  # noqa: F401
 HOLDER = textwrap.dedent("""
     import os, sys, time
     from npuprof import Profiler, ProfilerStateError
-    out, hold, fork_child = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
+    out, hold, fork_child = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     try:
         prof = Profiler(output_path=out, flush_interval=0.05)
     except ProfilerStateError as e:
         print("REFUSED", e, flush=True)
         sys.exit(0)
-    if fork_child:
-        pid = os.fork()
+    if fork_child != "none":
+        if fork_child == "c":        # fork(2) called from C: no os.register_at_fork hook runs
+            import ctypes
+            pid = ctypes.PyDLL(None).fork()
+        else:
+            pid = os.fork()
         if pid == 0:                 # a forked worker that outlives its parent
             time.sleep(30)
             os._exit(0)
@@ -43,8 +47,10 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def _holder(out, hold: float, fork_child: bool = False) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(out), str(hold), "1" if fork_child else "0"],
+def _holder(out, hold: float, fork_child: str = "none") -> subprocess.Popen:
+    """A process holding a profiler on ``out`` for ``hold`` seconds; with
+    ``fork_child`` "python" or "c" it first forks a long-lived worker."""
+    return subprocess.Popen([sys.executable, "-c", HOLDER, str(out), str(hold), fork_child],
                             stdout=subprocess.PIPE, text=True)
 
 
@@ -142,9 +148,11 @@ def test_profiler_in_another_process_on_the_same_directory_is_refused(tmp_path):
     assert len(prof.saved_runs) == 1
 
 
-def test_lock_of_a_killed_owner_is_free_even_while_its_forked_worker_lives(tmp_path):
+@pytest.mark.parametrize("fork_from", ["python", "c"])
+def test_lock_of_a_killed_owner_is_free_even_while_its_forked_worker_lives(tmp_path, fork_from):
+    # no waiting for the worker to run anything: a POSIX record lock is never inherited
     out = tmp_path / "out"
-    holder = _holder(out, 30, fork_child=True)
+    holder = _holder(out, 30, fork_child=fork_from)
     worker = None
     try:
         worker = int(holder.stdout.readline().split()[1])
