@@ -12,12 +12,11 @@ Example::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import sys
 import time
-from typing import Any, Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError
 
@@ -34,23 +33,11 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
-@contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    """A rich status line on a terminal, after a short delay; a no-op otherwise."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status("npuprof: analysing ...") as status:
-        yield lambda msg: status.update(f"npuprof: {msg} ...")
-
-
 def _analyse(path: str, export_type: Optional[list], quiet: bool, force: bool = False) -> list:
     from .analysis.pipeline import analyse_path
+    from .progress import terminal_progress
 
-    with _progress(not quiet) as progress:
+    with terminal_progress("analysing", enabled=not quiet) as progress:
         return analyse_path(path, export_type=export_type, progress=progress, force=force)
 
 

@@ -7,17 +7,19 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 from ..enums import ExportType
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory
 from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
+from ..progress import ProgressCallback
 from ..runinfo import read_info
 from ..session import ClockAnchor, ParseContext
 from ..validate import check_enum_list
@@ -94,38 +96,68 @@ def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
     return assign_steps(events), info, ctx.warnings
 
 
-def analyse_run(run_dir: Union[str, Path], export_type: Any = None, progress: Optional[Callable[[str], None]] = None,
+class _PhaseCounter:
+    """Turns "phase starts"/"phase done" into ``progress(message, done, total)``
+    calls, counting the phases of every run being analysed."""
+
+    def __init__(self, progress: Optional[ProgressCallback], runs: int) -> None:
+        self.progress = progress
+        self.exporters = [i.plugin_name for i in get_plugin_host().impls("npuprof_export")]
+        self.total = runs * self.phases_per_run()
+        self.done = 0
+
+    def phases_per_run(self) -> int:
+        return 1 + len(ANALYZERS) + len(self.exporters)   # parse, each analyzer, each exporter
+
+    @contextlib.contextmanager
+    def phase(self, message: str) -> Iterator[None]:
+        if self.progress:
+            self.progress(message, self.done, self.total)
+        yield
+        self.done += 1
+        if self.progress and self.done == self.total:
+            self.progress("done", self.done, self.total)
+
+
+def analyse_run(run_dir: Union[str, Path], export_type: Any = None, progress: Optional[ProgressCallback] = None,
                 **options: Any) -> AnalysisResult:
-    """Analyse one run directory and write its outputs."""
-    run_dir = Path(run_dir)
+    """Analyse one run directory and write its outputs.
+
+    ``progress(message, done, total)`` is told each phase as it starts
+    (parsing, each analyzer, each exporter plugin).
+    """
+    return _analyse_run(Path(run_dir), export_type, _PhaseCounter(progress, 1), options)
+
+
+def _analyse_run(run_dir: Path, export_type: Any, phases: _PhaseCounter, options: dict) -> AnalysisResult:
     t0 = time.perf_counter()
-    if progress:
-        progress(f"parsing {run_dir.name}")
-    with forced_reading(bool(options.get("force", False))):
+    with phases.phase(f"parsing {run_dir.name}"), forced_reading(bool(options.get("force", False))):
         events, info, warnings = load_events(run_dir)
     kinds = check_enum_list("export_type", export_type if export_type is not None else
                             info.get("profiler_parameters", {}).get("export_type", ["text"]), ExportType)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings,
                             config={"export_type": [k.value for k in kinds], **options})
     for name, analyzer in ANALYZERS.items():
-        if progress:
-            progress(f"analysing {name}")
-        result.tables[name] = analyzer(events)
-    if progress:
-        progress("exporting")
-    for plugin, paths in get_plugin_host().call("npuprof_export", run_dir=run_dir, result=result):
-        result.outputs.extend(Path(p) for p in paths)
+        with phases.phase(f"{run_dir.name}: {name}"):
+            result.tables[name] = analyzer(events)
+    host = get_plugin_host()
+    for exporter in phases.exporters:
+        with phases.phase(f"{run_dir.name}: writing {exporter} outputs"):
+            for plugin, paths in host.call("npuprof_export", only=[exporter], run_dir=run_dir, result=result):
+                result.outputs.extend(Path(p) for p in paths)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 
 
-def analyse_path(path: Union[str, Path], export_type: Any = None, progress: Optional[Callable[[str], None]] = None,
+def analyse_path(path: Union[str, Path], export_type: Any = None, progress: Optional[ProgressCallback] = None,
                  **options: Any) -> list[AnalysisResult]:
-    """Analyse every run directory at ``path``."""
+    """Analyse every run directory at ``path``; ``progress`` as in
+    :func:`analyse_run`, counting the phases of all runs."""
     runs = find_runs(path)
     if not runs:
         raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or known raw data)")
-    return [analyse_run(r, export_type=export_type, progress=progress, **options) for r in runs]
+    phases = _PhaseCounter(progress, len(runs))
+    return [_analyse_run(r, export_type, phases, options) for r in runs]
 
 
 def result_json(results: list[AnalysisResult]) -> str:
