@@ -45,10 +45,14 @@ class TerminalProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, \
             TimeElapsedColumn
 
+        from rich.table import Column
+
         console = Console(file=file, stderr=file is None, force_terminal=force_terminal)
-        self._bar = Progress(SpinnerColumn(), TextColumn(f"npuprof: {label}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), TextColumn("{task.description}"), console=console,
-                             transient=True)
+        # the bar keeps its width; a long message (run names are long) is cut, not the bar
+        message = TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1))
+        self._bar = Progress(SpinnerColumn(), TextColumn(f"npuprof: {label}"), BarColumn(bar_width=24),
+                             MofNCompleteColumn(), TimeElapsedColumn(), message, console=console, transient=True,
+                             expand=True)
         self._task = self._bar.add_task("", total=None)
         self._lock = threading.Lock()
         self._shown = False

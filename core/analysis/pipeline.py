@@ -138,11 +138,11 @@ def _analyse_run(run_dir: Path, export_type: Any, phases: _PhaseCounter, options
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings,
                             config={"export_type": [k.value for k in kinds], **options})
     for name, analyzer in ANALYZERS.items():
-        with phases.phase(f"{run_dir.name}: {name}"):
+        with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
     host = get_plugin_host()
     for exporter in phases.exporters:
-        with phases.phase(f"{run_dir.name}: writing {exporter} outputs"):
+        with phases.phase(f"writing {exporter} outputs ({run_dir.name})"):
             for plugin, paths in host.call("npuprof_export", only=[exporter], run_dir=run_dir, result=result):
                 result.outputs.extend(Path(p) for p in paths)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
