@@ -7,6 +7,7 @@ Example::
 
     npuprof analyse ./npuprof_data
     npuprof export summary --format json -dir ./npuprof_data
+    npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof show -dir ./npuprof_data
 """
 from __future__ import annotations
@@ -65,6 +66,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.csvfiles import write_csv, write_json
     from .export.trace_json import write_trace
 
+    if args.what == "ascend":
+        return _export_ascend(args)
+    if args.output is not None:
+        raise ProfilerConfigError("-o", args.output, "no value with `export timeline|summary`",
+                                  "those write next to each run; -o is for `export ascend`")
     results = _analyse(args.dir, None, True)
     for res in results:
         if args.what == "timeline":
@@ -75,6 +81,17 @@ def cmd_export(args: argparse.Namespace) -> int:
             for name, table in res.tables.items():
                 target = res.run_dir / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
+    return EXIT_OK
+
+
+def _export_ascend(args: argparse.Namespace) -> int:
+    from .export.ascend_copy import plan_ascend_export, write_ascend_copies
+
+    if not args.output:
+        raise ProfilerConfigError("-o", args.output, "an output directory for the copies (-o OUT)")
+    plan = plan_ascend_export(args.dir, args.output)
+    for copy in write_ascend_copies(plan, _analyse(args.dir, None, True)):
+        print(copy)
     return EXIT_OK
 
 
@@ -135,9 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
 
-    e = sub.add_parser("export", help="export timeline or summary files")
-    e.add_argument("what", choices=["timeline", "summary"])
+    e = sub.add_parser("export", help="export timeline or summary files, or a copy of each run for the Ascend "
+                                      "tools (trace_view.json as a JSON array)")
+    e.add_argument("what", choices=["timeline", "summary", "ascend"])
     e.add_argument("-dir", "--dir", required=True)
+    e.add_argument("-o", "--output", default=None, help="ascend: directory for the copies (outside -dir)")
     e.add_argument("--format", choices=["csv", "json"], default="csv")
     e.add_argument("--gzip", action="store_true", help="gzip the timeline")
     e.set_defaults(func=cmd_export)

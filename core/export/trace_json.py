@@ -22,7 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import IO, Any, Iterable, Optional
+from typing import IO, Any, Callable, Iterable, Optional
 
 import numpy as np
 import orjson
@@ -92,17 +92,21 @@ def _host_threads(events: EventTable) -> list[tuple[int, int]]:
     return sorted(keys)
 
 
-def _metadata_events(events: EventTable, base_pid: int) -> list[str]:
+def _metadata_events(events: EventTable, base_pid: int, host_name: Callable[[int], str] = "Host {}".format,
+                     device_name: Callable[[int], str] = "Ascend Hardware {}".format) -> list[str]:
+    """``M`` events naming every process (``host_name(pid)``, ``device_name(d)``) and host thread."""
     lines = []
     pids = set(small_unique(events["pid"]).tolist()) if len(events) else set()
     devices = set(small_unique(events["device"], events["device"] >= 0).tolist()) if len(events) else set()
     for pid in sorted(pids | {base_pid}):
-        lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":"Host {pid}"}}}}')
+        name = orjson.dumps(host_name(pid)).decode()
+        lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":{name}}}}}')
         lines.append(f'{{"ph":"M","name":"process_labels","pid":{pid},"tid":0,"args":{{"labels":"CPU"}}}}')
         lines.append(f'{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"args":{{"sort_index":{pid}}}}}')
     for d in sorted(devices):
         pid = DEVICE_PID_BASE + d
-        lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":"Ascend Hardware {d}"}}}}')
+        name = orjson.dumps(device_name(d)).decode()
+        lines.append(f'{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":{name}}}}}')
         lines.append(f'{{"ph":"M","name":"process_labels","pid":{pid},"tid":0,"args":{{"labels":"NPU {d}"}}}}')
     if len(events):
         for pid, tid in _host_threads(events):
@@ -282,6 +286,23 @@ def base_time_ns(events: EventTable) -> int:
     return int(events["ts"].min()) // DAY_NS * DAY_NS
 
 
+def write_event_blocks(fh: IO[bytes], events: EventTable, base_ns: int) -> None:
+    """Every event line of the table (each followed by ``,\\n``); large tables are rendered in a second thread."""
+    if len(events) >= BACKGROUND_MIN_EVENTS:
+        with BackgroundWriter(fh) as w:   # render the next chunk while this one is written
+            for block in event_blocks(events, base_ns):
+                w.write(block)
+    else:
+        for block in event_blocks(events, base_ns):
+            fh.write(block)
+
+
+def window_end_event(events: EventTable, base_ns: int, host_pid: int = 0) -> str:
+    """The closing ``Record Window End`` global instant, at the end of the last event."""
+    end_ts = ((int((events["ts"] + events["dur"]).max()) - base_ns) / 1000.0) if len(events) else 0.0
+    return f'{{"ph":"i","s":"g","name":"Record Window End","pid":{host_pid},"tid":0,"ts":{end_ts:.3f}}}'
+
+
 def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size: int = 1,
                    metadata: Optional[dict] = None, host_pid: int = 0) -> None:
     base = base_time_ns(events)
@@ -289,29 +310,27 @@ def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size:
     meta = _metadata_events(events, host_pid)
     if meta:
         fh.write((",\n".join(meta) + ",\n").encode())
-    if len(events) >= BACKGROUND_MIN_EVENTS:
-        with BackgroundWriter(fh) as w:   # render the next chunk while this one is written
-            for block in event_blocks(events, base):
-                w.write(block)
-    else:
-        for block in event_blocks(events, base):
-            fh.write(block)
-    end_ts = ((int((events["ts"] + events["dur"]).max()) - base) / 1000.0) if len(events) else 0.0
-    tail = f'{{"ph":"i","s":"g","name":"Record Window End","pid":{host_pid},"tid":0,"ts":{end_ts:.3f}}}'
-    fh.write((tail + "\n]}\n").encode())
+    write_event_blocks(fh, events, base)
+    fh.write((window_end_event(events, base, host_pid) + "\n]}\n").encode())
 
 
 def write_trace(events: EventTable, path: Path, rank: int = 0, world_size: int = 1,
                 metadata: Optional[dict] = None, use_gzip: bool = False, host_pid: int = 0) -> Path:
     """Write a Kineto-style trace atomically (gzip when asked or path ends .gz)."""
+    return write_trace_file(path, lambda fh: write_trace_to(fh, events, rank, world_size, metadata, host_pid),
+                            use_gzip)
+
+
+def write_trace_file(path: Path, body: Callable[[IO[bytes]], None], use_gzip: bool = False) -> Path:
+    """Run ``body`` on the file at ``path``, atomically; gzip when asked or the path ends .gz."""
     use_gzip = use_gzip or str(path).endswith(".gz")
 
     def write(fh: IO[bytes]) -> None:
         if use_gzip:
             with gzip.GzipFile(fileobj=fh, mode="wb", compresslevel=6, mtime=0) as gz:
-                write_trace_to(gz, events, rank, world_size, metadata, host_pid)
+                body(gz)
         else:
-            write_trace_to(fh, events, rank, world_size, metadata, host_pid)
+            body(fh)
 
     return atomic_write(path, write)
 

@@ -1,0 +1,130 @@
+"""``npuprof export ascend``: a copy of each run for the Ascend tools.
+
+msprof-analyze's advisor and compare tools stream
+``ASCEND_PROFILER_OUTPUT/trace_view.json`` as a JSON array (MindSpore and
+torch_npu's form); npuprof writes the Kineto object form there (HTA,
+Perfetto). The copy holds what those tools read, as it is in the run —
+``profiler_info*.json``, ``profiler_metadata.json`` and every file of
+``ASCEND_PROFILER_OUTPUT`` (CSVs, ``communication*.json``, the db,
+``analyse.done``) — with ``trace_view.json`` in the array form
+(:mod:`npuprof.export.trace_array`). Raw data (``NPUPROF/``, native files) is
+not copied.
+
+Layout: ``OUT/<run name>`` for a run, ``OUT/<path below DIR>`` for each run
+of a parent (``OUT/rank0/<run>``...), so ``msprof-analyze cluster -d OUT``
+sees the same job. ``OUT`` may exist; a run copy already there is an error
+(nothing is overwritten or merged). Each copy is built in a hidden sibling
+directory and renamed into place, so a failed export leaves no partial copy.
+
+Example::
+
+    plan = plan_ascend_export("./prof", "./prof_ascend")        # checks paths, writes nothing
+    results = analyse_path("./prof")
+    written = write_ascend_copies(plan, results)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import IO, Sequence, Union
+
+from ..analysis.pipeline import OUTPUT_DIR, find_runs
+from ..analysis.result import AnalysisResult
+from ..errors import ProfilerConfigError, ProfilerDataError
+from ..fileio import atomic_write, secure_mkdir
+from .trace_array import write_trace_array
+
+TRACE_NAMES = ("trace_view.json", "trace_view.json.gz")
+TOP_LEVEL = ("profiler_info*.json", "profiler_metadata.json")
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def plan_ascend_export(source: Union[str, Path], out: Union[str, Path]) -> list[tuple[Path, Path]]:
+    """(run, copy) pairs for ``export ascend -dir source -o out``; raises before anything is written.
+
+    Example::
+
+        >>> plan_ascend_export("./prof", "./prof")  # doctest: +SKIP
+        ProfilerConfigError: invalid -o='./prof': expected a directory outside -dir ...
+    """
+    src, dst = Path(source), Path(out)
+    if not src.is_dir():
+        raise ProfilerConfigError("-dir", str(source), "an existing run directory or a parent of runs")
+    if dst.exists() and not dst.is_dir():
+        raise ProfilerConfigError("-o", str(out), "a directory (new or existing), not a file")
+    src_r, dst_r = src.resolve(), dst.resolve()
+    if _within(dst_r, src_r):
+        raise ProfilerConfigError("-o", str(out), f"a directory outside -dir {str(source)!r}",
+                                  "the copy must not be written into the source runs")
+    try:
+        runs = find_runs(src)
+    except ProfilerDataError as e:
+        raise ProfilerConfigError("-dir", str(source), "an existing run directory or a parent of runs") from e
+    if not runs:
+        raise ProfilerConfigError("-dir", str(source), "a run directory or a parent of runs",
+                                  "no profiler_info_*.json or known raw data found")
+    plan = []
+    for run in runs:
+        run_r = run.resolve()
+        copy = dst_r / (run_r.name if run_r == src_r else run_r.relative_to(src_r))
+        if _within(copy, run_r) or _within(run_r, copy):
+            raise ProfilerConfigError("-o", str(out), "a directory whose copies do not overlap the source runs",
+                                      f"{copy} would overlap {run}")
+        if copy.exists() or copy.is_symlink():
+            raise ProfilerConfigError("-o", str(out), "a directory without an earlier copy of these runs",
+                                      f"{copy} already exists; remove it or choose another -o")
+        plan.append((run, copy))
+    return plan
+
+
+def _copy_file(src: Path, dst: Path) -> Path:
+    def write(fh: IO[bytes]) -> None:
+        with open(src, "rb") as f:
+            shutil.copyfileobj(f, fh, 1 << 20)
+
+    return atomic_write(dst, write)
+
+
+def _files(run: Path) -> list[tuple[Path, str]]:
+    """(file, path in the copy) of what the Ascend tools read, trace_view.json excluded."""
+    chosen = [(f, f.name) for pattern in TOP_LEVEL for f in sorted(run.glob(pattern))]
+    out_dir = run / OUTPUT_DIR
+    if out_dir.is_dir():
+        chosen += [(f, f"{OUTPUT_DIR}/{f.name}") for f in sorted(out_dir.iterdir())
+                   if f.name not in TRACE_NAMES and ".tmp." not in f.name]
+    return [(f, rel) for f, rel in chosen if f.is_file() and not f.is_symlink()]
+
+
+def write_ascend_copy(run: Path, copy: Path, result: AnalysisResult) -> Path:
+    """Build one run's copy in a hidden sibling directory, then rename it to ``copy``."""
+    secure_mkdir(copy.parent)
+    staging = copy.with_name(f".{copy.name}.npuprof-export.{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        secure_mkdir(staging / OUTPUT_DIR)
+        for f, rel in _files(run):
+            _copy_file(f, staging / rel)
+        write_trace_array(result.events, staging / OUTPUT_DIR / "trace_view.json",
+                          host_pid=int(result.info.get("npuprof", {}).get("pid", 0) or 0))
+        os.rename(staging, copy)   # a non-empty copy that appeared meanwhile makes this fail: never merged
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return copy
+
+
+def write_ascend_copies(plan: Sequence[tuple[Path, Path]], results: Sequence[AnalysisResult]) -> list[Path]:
+    """Every planned copy, from the analysed ``results`` of the same runs."""
+    by_run = {r.run_dir.resolve(): r for r in results}
+    written = []
+    for run, copy in plan:
+        result = by_run.get(run.resolve())
+        if result is None:
+            raise ProfilerDataError(run, "was not analysed; no copy written")
+        written.append(write_ascend_copy(run, copy, result))
+    return written

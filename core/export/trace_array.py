@@ -1,0 +1,173 @@
+"""The trace as a JSON array, the form of MindSpore's and torch_npu's
+``trace_view.json``: what msprof-analyze's advisor and compare tools stream
+with ``ijson.items(f, "item")``.
+
+Same events as the Kineto writer (:mod:`npuprof.export.trace_json`), same
+numeric ``ts``/``dur`` (µs, 3 decimals, relative to the UTC day of the first
+event, so doubles keep the ns: Perfetto-safe), rendered by the same code.
+What differs is the layout the Ascend tools look for by process name:
+
+* host framework events, ``ProfilerStep#N`` included, in processes named
+  ``MindSpore`` (their own pid/tid);
+* host-side communication in a process ``HCCL``, annotations (ranges and
+  marks) in ``MsTx``;
+* device events in ``Ascend Hardware`` (label ``NPU <d>``, one thread per
+  stream);
+* an ``Overlap Analysis`` process with threads ``Computing``,
+  ``Communication``, ``Communication(Not Overlapped)`` and ``Free``: the
+  advisor's Overall Summary is summed from it. Its segments follow
+  ``step_trace_time.csv`` exactly (per ProfilerStep, intervals clipped to the
+  step holding their start; compute = device kernels, else host operators),
+  so the advisor's Computing / Uncovered Communication / Free times are the
+  sums of that table's columns.
+
+There is no top-level object, hence no ``baseTimeNanoseconds``: keep the
+Kineto file for HTA and absolute time. npuprof reads this form back
+(:func:`npuprof.integrations.mindspore.ascend_output.read_ascend_output`).
+
+Example::
+
+    write_trace_array(result.events, out / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
+                      host_pid=result.info["npuprof"]["pid"])
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from ..analysis.analyzers import compute_rows, step_spans
+from ..analysis.intervals import union
+from ..analysis.textrows import RowBuilder
+from ..events import EventKind, EventTable
+from .trace_json import (DEVICE_PID_BASE, _metadata_events, base_time_ns, window_end_event, write_event_blocks,
+                         write_trace_file)
+
+HOST_PROCESS = "MindSpore"
+HCCL_PID = DEVICE_PID_BASE - 3        # synthetic pids below the device ones (Linux pids stay under 2**22)
+MSTX_PID = DEVICE_PID_BASE - 2
+OVERLAP_PID = DEVICE_PID_BASE - 1
+OVERLAP_THREADS = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
+_PROCESS = {HCCL_PID: "HCCL", MSTX_PID: "MsTx", OVERLAP_PID: "Overlap Analysis"}
+
+
+def _process_name(pid: int) -> str:
+    return _PROCESS.get(pid, HOST_PROCESS)
+
+
+def ascend_layout(events: EventTable) -> EventTable:
+    """The table with host communication moved to the ``HCCL`` pid and ranges/marks to ``MsTx``."""
+    if not len(events):
+        return events
+    kind, host = events["kind"], events["device"] < 0
+    pid = np.where(host & (kind == np.uint8(EventKind.COMM)), HCCL_PID, events["pid"])
+    annotation = host & ((kind == np.uint8(EventKind.RANGE)) | (kind == np.uint8(EventKind.MARK)))
+    return events.with_column("pid", np.where(annotation, MSTX_PID, pid).astype(events["pid"].dtype))
+
+
+def _clipped_union(events: EventTable, rows: np.ndarray, starts: np.ndarray,
+                   ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of the rows' intervals, each clipped to the step holding its start (others dropped)."""
+    s = events["ts"][rows].astype(np.int64)
+    e = s + events["dur"][rows]
+    b = np.searchsorted(starts, s, side="right") - 1
+    cb = np.clip(b, 0, max(len(ends) - 1, 0))
+    ok = (b >= 0) & (s < ends[cb]) if len(ends) else np.zeros(len(s), bool)
+    return union(s[ok], np.minimum(e[ok], ends[cb[ok]]))
+
+
+def _inside(seg_s: np.ndarray, seg_e: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Which points fall in one of the disjoint sorted segments."""
+    if not len(seg_s):
+        return np.zeros(len(x), bool)
+    i = np.searchsorted(seg_s, x, side="right") - 1
+    return (i >= 0) & (x < seg_e[np.clip(i, 0, len(seg_e) - 1)])
+
+
+def _difference(a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray,
+                b_e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segments of ``a`` not covered by ``b`` (both disjoint and sorted); pieces of one ``a`` segment merged."""
+    if not len(a_s) or not len(b_s):
+        return a_s, a_e
+    pts = np.unique(np.concatenate([a_s, a_e, b_s, b_e]))
+    lo, hi = pts[:-1], pts[1:]
+    keep = _inside(a_s, a_e, lo) & ~_inside(b_s, b_e, lo)
+    lo, hi = lo[keep], hi[keep]
+    if not len(lo):
+        return lo, hi
+    owner = np.searchsorted(a_s, lo, side="right")
+    new = np.ones(len(lo), bool)
+    new[1:] = (lo[1:] != hi[:-1]) | (owner[1:] != owner[:-1])
+    idx = np.flatnonzero(new)
+    return lo[idx], np.append(hi[idx[1:] - 1], hi[-1])
+
+
+def overlap_segments(events: EventTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``Overlap Analysis`` segments (start and end ns) per thread name, as ``step_trace_time`` counts them.
+
+    Example::
+
+        seg = overlap_segments(events)
+        computing_us = (seg["Computing"][1] - seg["Computing"][0]).sum() / 1000
+    """
+    numbers, starts, ends = step_spans(events)
+    starts, ends = starts.astype(np.int64), ends.astype(np.int64)
+    if len(events):
+        comm_rows = np.flatnonzero(events["kind"] == np.uint8(EventKind.COMM))
+        comp_rows = compute_rows(events)
+    else:
+        comm_rows = comp_rows = np.zeros(0, np.int64)
+    comp = _clipped_union(events, comp_rows, starts, ends)
+    comm = _clipped_union(events, comm_rows, starts, ends)
+    busy = union(np.concatenate([comp[0], comm[0]]), np.concatenate([comp[1], comm[1]]))
+    steps = union(starts, ends)
+    return {"Computing": comp, "Communication": comm,
+            "Communication(Not Overlapped)": _difference(*comm, *comp), "Free": _difference(*steps, *busy)}
+
+
+def _overlap_metadata() -> list[str]:
+    lines = [f'{{"ph":"M","name":"process_name","pid":{OVERLAP_PID},"tid":0,"args":{{"name":"Overlap Analysis"}}}}',
+             f'{{"ph":"M","name":"process_sort_index","pid":{OVERLAP_PID},"tid":0,'
+             f'"args":{{"sort_index":{OVERLAP_PID}}}}}']
+    for tid, name in enumerate(OVERLAP_THREADS):
+        lines.append(f'{{"ph":"M","name":"thread_name","pid":{OVERLAP_PID},"tid":{tid},"args":{{"name":"{name}"}}}}')
+        lines.append(f'{{"ph":"M","name":"thread_sort_index","pid":{OVERLAP_PID},"tid":{tid},'
+                     f'"args":{{"sort_index":{tid}}}}}')
+    return lines
+
+
+def _overlap_block(events: EventTable, base_ns: int) -> bytes:
+    parts = []
+    for tid, (name, (s, e)) in enumerate(overlap_segments(events).items()):
+        if not len(s):
+            continue
+        rows = RowBuilder(len(s))
+        rows.literal(f'{{"ph":"X","name":"{name}","pid":{OVERLAP_PID},"tid":{tid},"ts":')
+        rows.fixed3(s - base_ns)
+        rows.literal(',"dur":')
+        rows.fixed3(e - s)
+        rows.literal(',"args":{}},\n')
+        parts.append(rows.render())
+    return b"".join(parts)
+
+
+def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -> None:
+    """Stream the array form of ``events`` to ``fh`` (see the module doc)."""
+    base = base_time_ns(events)
+    table = ascend_layout(events)
+    meta = _metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware")
+    fh.write(("[\n" + ",\n".join(meta + _overlap_metadata()) + ",\n").encode())
+    write_event_blocks(fh, table, base)
+    fh.write(_overlap_block(events, base))
+    fh.write((window_end_event(events, base, host_pid) + "\n]\n").encode())
+
+
+def write_trace_array(events: EventTable, path: Path, host_pid: int = 0, use_gzip: bool = False) -> Path:
+    """Write the array form atomically (gzip when asked or the path ends .gz).
+
+    Example::
+
+        write_trace_array(result.events, Path("copy/ASCEND_PROFILER_OUTPUT/trace_view.json"))
+    """
+    return write_trace_file(path, lambda fh: write_trace_array_to(fh, events, host_pid), use_gzip)
