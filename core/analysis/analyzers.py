@@ -19,7 +19,10 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import re
+from typing import Any, Optional
+
 import numpy as np
 
 from ..events import EventKind, EventTable
@@ -40,6 +43,7 @@ KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Name", "Type", "Accelerator C
 RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
+OPERATOR_DETAILS_COLUMNS = ["Name", "Input Shapes"]   # MindSpore's operator_details.csv
 FEW_QUEUES = 16
 DENSE_STATS = 1 << 21     # composite key spaces up to this size are aggregated block by block
 _OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)
@@ -467,6 +471,91 @@ def host_usage(events: EventTable) -> Table:
         "Avg": np.round(total / g.count, 3), "Max": np.round(g.max(val), 3)})
 
 
+def input_shapes_text(args: str) -> Optional[str]:
+    """The Ascend ``Input Shapes`` text (``"8,64;128,64"``) of an event's args JSON, or None.
+
+    Takes ``"Input Shapes"`` when the parser stored it, else builds it from
+    torch's ``"Input Dims"`` (one entry per input; a list of entries for a
+    tensor list): dims joined by ``,``, tensors by ``;``.
+
+    Example::
+
+        >>> input_shapes_text('{"Input Dims": [[8, 64], [128, 64]]}')
+        '8,64;128,64'
+        >>> input_shapes_text('{"file": "a.py"}') is None
+        True
+    """
+    if not args.startswith("{") or '"Input ' not in args:
+        return None
+    try:
+        obj = json.loads(args)
+    except ValueError:
+        return None
+    text = obj.get("Input Shapes") if isinstance(obj, dict) else None
+    if isinstance(text, str):
+        return text
+    dims = obj.get("Input Dims") if isinstance(obj, dict) else None
+    if not isinstance(dims, list):
+        return None
+
+    def tensors(entry: Any) -> list:
+        if isinstance(entry, list) and entry and all(isinstance(e, list) for e in entry):
+            return [t for e in entry for t in tensors(e)]
+        return [entry if isinstance(entry, list) else []]
+
+    return ";".join(",".join(str(d) for d in t) for e in dims for t in tensors(e))
+
+
+class OperatorDetailsTable(EventRowsTable):
+    """operator_details, one row per operator launch with input shapes, rendered on demand."""
+
+    def __init__(self, events: EventTable, rows: np.ndarray, shape_codes: np.ndarray, shapes: list) -> None:
+        super().__init__("operator_details", OPERATOR_DETAILS_COLUMNS, len(rows))
+        self.events, self.index, self.shape_codes, self.shapes = events, rows, shape_codes, shapes
+
+    def block(self, lo: int, hi: int) -> dict:
+        return {"Name": _Codes(self.events["name"][self.index[lo:hi]], self.events.strings),
+                "Input Shapes": _Codes(self.shape_codes[lo:hi], self.shapes)}
+
+
+def operator_details(events: EventTable) -> Table:
+    """Input shapes of each operator launch (operator_details.csv, MindSpore's ``Name, Input Shapes``).
+
+    Rows are the OP (and timed API) events whose args carry ``Input Shapes``
+    or ``Input Dims`` (recorded with ``record_shapes=True``), in start order;
+    no such event, no rows.
+    """
+    empty = Table("operator_details", OPERATOR_DETAILS_COLUMNS, {c: [] for c in OPERATOR_DETAILS_COLUMNS})
+    if not len(events):
+        return empty
+    kind = events["kind"]
+    args = events["args"]
+    rows = _mask_rows(((kind == np.uint8(_OP)) | (kind == np.uint8(EventKind.API))) & (args != 0))
+    if not len(rows):
+        return empty
+    codes = args[rows]
+    uniq, inv = np.unique(codes, return_inverse=True)
+    shapes = [""]
+    shape_of = np.zeros(len(uniq), dtype=np.int64)   # 0: no shapes in these args
+    seen: dict = {}
+    for i, c in enumerate(uniq.tolist()):
+        text = input_shapes_text(events.strings[c])
+        if text is not None:
+            if text not in seen:
+                seen[text] = len(shapes)
+                shapes.append(text)
+            shape_of[i] = seen[text]
+    per_row = shape_of[inv.reshape(-1)]
+    keep = per_row > 0
+    if not keep.any():
+        return empty
+    rows, per_row = rows[keep], per_row[keep]
+    if not _is_sorted(events["ts"]):
+        order = np.argsort(events["ts"][rows], kind="stable")
+        rows, per_row = rows[order], per_row[order]
+    return OperatorDetailsTable(events, rows, per_row, shapes)
+
+
 ANALYZERS = {
     "step_trace_time": step_trace,
     "op_statistic": op_statistic,
@@ -474,5 +563,6 @@ ANALYZERS = {
     "kernel_details": kernel_details,
     "range_statistic": range_statistic,
     "host_usage": host_usage,
+    "operator_details": operator_details,
 }
 

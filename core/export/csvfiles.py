@@ -117,3 +117,16 @@ def write_csv(table: Table, path: Path) -> Path:
 def write_json(table: Table, path: Path) -> Path:
     """Write ``table`` as a JSON list of row objects, atomically."""
     return atomic_write(path, json.dumps(table.records(), indent=1, default=str))
+
+
+def write_operator_details(table: Table, path: Path) -> Optional[Path]:
+    """Write operator_details.csv (``Name, Input Shapes``, MindSpore's layout) when
+    ``table`` has rows; without recorded shapes no file is written (None).
+
+    Example::
+
+        write_operator_details(result.tables["operator_details"], out_dir / "operator_details.csv")
+    """
+    if not len(table):
+        return None
+    return write_csv(table, path)

@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..analysis.pipeline import OUTPUT_DIR
 from ..analysis.result import AnalysisResult
-from ..export.csvfiles import write_csv
+from ..export.csvfiles import write_csv, write_operator_details
 from ..export.sqlite_db import write_db
 from ..export.trace_json import write_trace
 from ..fileio import atomic_write
@@ -30,12 +30,17 @@ def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
     world = int(npu.get("world_size", 1) or 1)
     if "text" in kinds:
         meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
+        if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
+            meta["record_shapes"] = 1   # Kineto's metadata pair
         written.append(write_trace(result.events, out_dir / "trace_view.json", rank=result.rank,
                                    world_size=max(world, result.rank + 1), metadata=meta,
                                    use_gzip=False, host_pid=int(npu.get("pid", 0) or 0)))
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
+        details = result.tables.get("operator_details")
+        if details is not None and write_operator_details(details, out_dir / "operator_details.csv"):
+            written.append(out_dir / "operator_details.csv")
     if "db" in kinds:
         written.append(write_db(result, out_dir / f"ascend_npuprof_profiler_{result.rank}.db"))
     written.append(atomic_write(out_dir / "analyse.done", ""))

@@ -10,6 +10,9 @@ MindSpore's CPU profiler (2.x, including 2.10) writes, at ``stop()``:
 ``cpu_op_detail_info_{rank}.csv``
     ``op_side,op_type,op_name,full_op_name,...,pid``: gives each full name's
     op type and the process id.
+``cpu_framework_{rank}.txt``
+    one line per launch with its input shapes (read when the run asked for
+    ``record_shapes``; see :mod:`.shapes`).
 ``cpu_ms_memory_record_{rank}.txt`` (``profile_memory=True``)
     ``Timestamp(ns),Total Allocated(Byte),Total Reserved(Byte),Total Active(Byte)``
     rows, wall clock: read as :data:`EventKind.COUNTER` series
@@ -36,6 +39,8 @@ import numpy as np
 
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
+
+from .shapes import attach_shapes
 
 SOURCE = "mindspore"
 OP_TIMESTAMP_GLOB = "cpu_op_execute_timestamp_*.txt"
@@ -66,12 +71,16 @@ def has_framework_data(framework_dir: Path) -> bool:
     return framework_dir.is_dir() and any(framework_dir.glob(OP_TIMESTAMP_GLOB))
 
 
-def read_framework_dir(framework_dir: Path, default_pid: int = 0) -> tuple[EventTable, list[str]]:
+def read_framework_dir(framework_dir: Path, default_pid: int = 0,
+                       record_shapes: bool = False) -> tuple[EventTable, list[str]]:
     """Parse every ``cpu_op_execute_timestamp_*.txt`` under ``framework_dir``.
 
     Returns the OP events and a list of problems (damaged lines skipped);
     undamaged lines are always kept, so a file cut short by a crash still
-    yields everything before the cut.
+    yields everything before the cut. With ``record_shapes`` the input
+    shapes of ``cpu_framework_{rank}.txt`` go into each OP event's ``args``
+    (:mod:`.shapes`); MindSpore writes that file whatever the setting, so
+    the caller decides from the run's ``record_shapes``.
     """
     tables: list[EventTable] = []
     problems: list[str] = []
@@ -80,6 +89,9 @@ def read_framework_dir(framework_dir: Path, default_pid: int = 0) -> tuple[Event
         detail = framework_dir / f"cpu_op_detail_info_{rank}.csv" if rank is not None else None
         types, pid = _read_detail(detail, problems) if detail is not None and detail.is_file() else ({}, None)
         table = _read_timestamps(path, types, default_pid if pid is None else pid, problems)
+        shapes = framework_dir / f"cpu_framework_{rank}.txt" if rank is not None else None
+        if record_shapes and len(table) and shapes is not None and shapes.is_file():
+            table = attach_shapes(table, shapes, problems)
         if len(table):
             tables.append(table)
     for path in sorted(framework_dir.glob(MEMORY_GLOB)):

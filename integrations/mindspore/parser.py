@@ -89,8 +89,9 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     device = _device_id(context)
     tables = []
     fw_dirs = framework_dirs(run_dir)
+    shapes = _record_shapes(run_dir, context)
     for fw in fw_dirs:
-        table, problems = read_framework_dir(fw, default_pid=pid)
+        table, problems = read_framework_dir(fw, default_pid=pid, record_shapes=shapes)
         for p in problems:
             context.warn(p)
         tables.append(table)
@@ -161,6 +162,27 @@ def _run_pid(run_dir: Path, context: Any) -> int:
         return int(npu["pid"])
     m = _PID_RE.search(run_dir.name)
     return int(m.group(1)) if m else 0
+
+
+def _record_shapes(run_dir: Path, context: Any) -> bool:
+    """Whether the run asked for input shapes: ``profiler_parameters.record_shapes`` of
+    npuprof's profiler_info, else of MindSpore's own (in ``run_dir`` or under ``MINDSPORE/``).
+
+    MindSpore's CPU profiler writes shapes whatever the setting; a run that
+    did not ask for them (or says nothing, like a CPU-only ``*_ascend_ms``
+    directory, which has no profiler_info) gets none.
+    """
+    params = (getattr(context, "info", None) or {}).get("profiler_parameters")
+    if isinstance(params, dict) and "record_shapes" in params:
+        return params["record_shapes"] is True
+    for path in sorted(run_dir.glob("profiler_info*.json")) + sorted(run_dir.glob(f"{NATIVE_DIR}/*_ascend_ms/"
+                                                                                  "profiler_info*.json")):
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))["profiler_parameters"]["record_shapes"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return value is True
+    return False
 
 
 def _own_device_id(ms_dir: Path, default: int) -> int:
