@@ -175,7 +175,9 @@ def _read_kernel_details(path: Path, device: int, pid: int, problems: list[str])
     if not need.issubset(fields):
         problems.append(f"{path}: missing columns {sorted(need - set(fields))}; file skipped")
         return EventTable.empty()
-    extra_keys = [k for k in ("Accelerator Core", "Task ID", "Model ID", "Block Num", "Wait Time(us)")
+    extra_keys = [k for k in ("Accelerator Core", "Task ID", "Model ID", "Block Num", "Wait Time(us)",
+                              "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                              "Output Data Types", "Output Formats")
                   if k in fields]
     for lineno, raw in enumerate(reader, 2):
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}

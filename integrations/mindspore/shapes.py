@@ -116,10 +116,11 @@ def attach_shapes(table: EventTable, path: Path, problems: list[str]) -> EventTa
 
     The file has one line per launch in launch order, so line *i* belongs to
     the *i*-th event by start time; that is checked (each line's op name must
-    be the last component of its event's full name). When the counts or
-    names disagree (a file cut short by a crash), an op name whose lines all
-    carry the same shapes still gets them on every launch; op names seen
-    with different shapes get none, and the problem is reported.
+    be the last component of its event's full name). Launches are matched
+    from the first one up to the first disagreement (a file cut short by a
+    crash, a torn line); the launches after it get no shapes and the problem
+    is reported. Guessing by op name would be wrong: in GRAPH mode the
+    forward and the backward MatMul are both ``MatMul-op0``.
     """
     check_input_file(path)
     cache: dict[str, Optional[tuple[str, str]]] = {}
@@ -163,20 +164,12 @@ def attach_shapes(table: EventTable, path: Path, problems: list[str]) -> EventTa
     line_args = np.array([code(a) for a in args], dtype=np.int32)
     out = np.array(table["args"], copy=True)
     order = np.argsort(table["ts"], kind="stable")
-    if len(ops) == n and bool(((line_op == 0) | (line_op == ev_leaf[order])).all()):
-        has = line_args != 0
-        out[order[has]] = line_args[has]
-    else:
-        ambiguous = []
-        for op_id in np.unique(line_op[line_op > 0]).tolist():
-            variants = np.unique(line_args[line_op == op_id])
-            if len(variants) == 1:
-                out[ev_leaf == op_id] = variants[0]
-            else:
-                ambiguous.append(op_id)
-        names = {v: k for k, v in ids.items()}
-        problems.append(
-            f"{path}: {len(ops)} shape line(s) for {n} operator launch(es) do not line up"
-            + (f"; no shapes for {', '.join(sorted(names[i] for i in ambiguous)[:5])} (seen with different "
-               "shapes)" if ambiguous else ""))
+    m = min(len(ops), n)
+    agree = (line_op[:m] == 0) | (line_op[:m] == ev_leaf[order[:m]])
+    k = m if bool(agree.all()) else int(np.argmin(agree))   # launches lined up from the start
+    has = line_args[:k] != 0
+    out[order[:k][has]] = line_args[:k][has]
+    if k < n or len(ops) != n:
+        problems.append(f"{path}: {len(ops)} shape line(s) for {n} operator launch(es); the first {k} line up, "
+                        f"the other {n - k} launch(es) get no shapes")
     return EventTable(dict(table.cols, args=out), strings)

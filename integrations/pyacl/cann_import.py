@@ -64,7 +64,16 @@ _ALIASES = {
     "start": ("taskstarttimeus", "taskstarttime", "starttimeus", "taskstartus", "starttime"),
     "dur": ("taskdurationus", "taskduration", "durationus", "tasktimeus", "duration"),
     "block": ("blocknum", "blockdim"),
+    "Input Shapes": ("inputshapes",),
+    "Input Data Types": ("inputdatatypes",),
+    "Input Formats": ("inputformats",),
+    "Output Shapes": ("outputshapes",),
+    "Output Data Types": ("outputdatatypes",),
+    "Output Formats": ("outputformats",),
 }
+# op_summary's tensor description columns, kept in a kernel's args under their own names
+TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+                  "Output Formats")
 
 
 def norm_header(name: str) -> str:
@@ -253,6 +262,7 @@ def read_op_summary(path: Path, warn: Warn) -> Optional[EventTable]:
                 continue
             get = lambda k, d="": rec[cols[k]].strip() if k in cols else d  # noqa: E731
             args = {k: get(k) for k in ("model_id", "task_id", "task_type", "block") if k in cols}
+            args.update((k, get(k)) for k in TENSOR_COLUMNS if k in cols and get(k) not in ("", "N/A"))
             rows.append((start, dur or 0, get("name"), get("type"), _int(get("device"), 0),
                          _int(get("stream_id")), _int(get("stream_id"), 0), 0, json.dumps(args)))
     if skipped:
