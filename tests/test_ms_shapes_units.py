@@ -243,11 +243,17 @@ def test_operator_details_rows_follow_launch_order_and_skip_shapeless_events():
               "", '{"Input Dims": [[1]]}', '{"Input Dims": [[4, 3], [[2], [5, 6]], []]}']).sorted()
     t = operator_details(ev)
     assert t.columns == ["Name", "Input Shapes"]
-    assert t.rows() == [["MatMul-op0", "8,64;128,64"], ["ReLU-op0", "8,128"], ["load", "4,3;2;5,6;"]]
+    assert t.rows() == [["MatMul-op0", "8,64;128,64"], ["ReLU-op0", "8,128"]]   # user ranges, API calls: no
+
+
+def test_input_dims_alone_give_the_ascend_text():
+    ev = EventTable.from_records(ts=[1], dur=[1], kind=[EventKind.OP], name=["Concat"],
+                                 args=['{"Input Dims": [[4, 3], [[2], [5, 6]], []]}'])
+    assert operator_details(ev).rows() == [["Concat", "4,3;2;5,6;"]]
 
 
 def test_operator_details_is_empty_without_shapes():
-    ev = EventTable.from_records(ts=[1, 2], dur=[1, 1], kind=[EventKind.OP, EventKind.API], name=["a", "b"],
+    ev = EventTable.from_records(ts=[1, 2], dur=[1, 1], kind=[EventKind.OP, EventKind.OP], name=["a", "b"],
                                  args=['{"Op Type": "MatMul"}', "not json"])
     assert len(operator_details(ev)) == 0
     assert len(operator_details(EventTable.empty())) == 0

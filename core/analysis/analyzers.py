@@ -521,16 +521,16 @@ class OperatorDetailsTable(EventRowsTable):
 def operator_details(events: EventTable) -> Table:
     """Input shapes of each operator launch (operator_details.csv, MindSpore's ``Name, Input Shapes``).
 
-    Rows are the OP (and timed API) events whose args carry ``Input Shapes``
-    or ``Input Dims`` (recorded with ``record_shapes=True``), in start order;
-    no such event, no rows.
+    Rows are the OP events whose args carry ``Input Shapes`` or ``Input
+    Dims`` (recorded with ``record_shapes=True``), in start order; no such
+    event, no rows.
     """
     empty = Table("operator_details", OPERATOR_DETAILS_COLUMNS, {c: [] for c in OPERATOR_DETAILS_COLUMNS})
     if not len(events):
         return empty
     kind = events["kind"]
     args = events["args"]
-    rows = _mask_rows(((kind == np.uint8(_OP)) | (kind == np.uint8(EventKind.API))) & (args != 0))
+    rows = _mask_rows((kind == np.uint8(_OP)) & (args != 0))
     if not len(rows):
         return empty
     codes = args[rows]
