@@ -157,14 +157,16 @@ def test_npuprof_reads_the_array_form_back(traces, tmp_path):
 # -- the run copy and the command line -----------------------------------------------------------------
 @pytest.fixture
 def run(tmp_path):
-    with Profiler(output_path=tmp_path / "prof", schedule=schedule(wait=0, active=3, repeat=1),
-                  export_type=["text", "db"], rank=1, world_size=2) as prof:
-        for _ in range(3):
-            with record_function("train"):
-                sum(range(20000))
-            prof.step()
-    (res,) = prof.analyse()
-    return res
+    """One window of three steps, rank 1 of 2, text and db outputs."""
+    prof = Profiler(output_path=tmp_path / "prof", schedule=schedule(wait=0, active=3, repeat=1),
+                    export_type=["text", "db"], rank=1, world_size=2)
+    prof.start()
+    for step in range(3):
+        with record_function("train"):
+            sum(range(20000 + step))
+        prof.step()
+    prof.stop()
+    return prof.analyse()[0]
 
 
 def _tree(path):
