@@ -199,6 +199,19 @@ def test_export_ascend_copies_a_run_with_the_array_trace(run, tmp_path, capsys):
     assert not [p for p in out.rglob("*") if ".npuprof-export." in p.name or ".tmp." in p.name]
 
 
+def test_analysing_a_copy_is_refused_and_keeps_its_outputs(run, tmp_path, capsys):
+    out = tmp_path / "ascend"
+    assert main(["export", "ascend", "-dir", str(run.run_dir), "-o", str(out)]) == 0
+    copy = out / run.run_dir.name
+    before = _tree(copy)
+    assert main(["analyse", str(copy), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "holds no data to analyse" in err and "left as it is" in err
+    assert _tree(copy) == before
+    # the source run, which has its raw data, is analysed again as before
+    assert main(["analyse", str(run.run_dir), "--quiet"]) == 0
+
+
 def test_export_ascend_keeps_the_layout_of_a_parent(tmp_path):
     prof = tmp_path / "job"
     for rank in (0, 1):

@@ -20,6 +20,7 @@ from ..events import EventTable, _release_free_memory
 from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
 from ..progress import ProgressCallback
+from ..rawstore import RAW_DIR
 from ..runinfo import read_info
 from ..session import ClockAnchor, ParseContext
 from ..validate import check_enum_list
@@ -57,6 +58,11 @@ def find_runs(path: Union[str, Path]) -> list[Path]:
     return found
 
 
+def _has_outputs(run_dir: Path) -> bool:
+    out = run_dir / OUTPUT_DIR
+    return out.is_dir() and any(out.iterdir())
+
+
 def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
     """Parse every plugin's data of one run into one time-sorted table.
 
@@ -88,6 +94,10 @@ def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
             continue
         if res is not None:
             tables.append(res)
+    if not tables and not errors and _has_outputs(run_dir):
+        # e.g. a copy made by `npuprof export ascend`: re-analysing would replace its outputs with empty ones
+        raise ProfilerDataError(run_dir, f"holds no data to analyse (no {RAW_DIR}/ and no framework data any "
+                                         f"plugin reads); its existing {OUTPUT_DIR}/ is left as it is")
     events = EventTable.concat(tables, consume=True)
     del tables
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
