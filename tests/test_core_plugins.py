@@ -84,6 +84,44 @@ def test_failing_hook_is_named_and_disabled_training_goes_on(tmp_path, caplog):
     assert len(prof.saved_runs) == 1
 
 
+def test_step_hooks_get_their_arguments_by_name_and_a_failing_one_leaves_the_others(tmp_path):
+    """pluggy passes hook arguments by name: a step hook may take a subset,
+    in any order; one that fails is dropped while the others go on."""
+    seen = []
+
+    class OnlyStep:
+        @hookimpl
+        def npuprof_step(self, step_num):
+            seen.append(("only", step_num))
+
+    class Reordered:
+        @hookimpl
+        def npuprof_step(self, step_num, session):
+            seen.append(("reordered", step_num, session.step_num))
+
+    class FailsAtTwo:
+        @hookimpl
+        def npuprof_step(self, session, step_num):
+            seen.append(("fails", step_num))
+            if step_num == 2:
+                raise RuntimeError("boom")
+
+    host = get_plugin_host()
+    for name, p in (("only", OnlyStep()), ("reordered", Reordered()), ("failsat2", FailsAtTwo())):
+        host.register(p, name=name)
+    try:
+        with Profiler(output_path=tmp_path) as prof:
+            for _ in range(3):
+                prof.step()
+    finally:
+        for name in ("only", "reordered", "failsat2"):
+            host.unregister(name)
+    assert sorted(e for e in seen if e[0] == "only") == [("only", 1), ("only", 2), ("only", 3)]
+    assert sorted(e for e in seen if e[0] == "reordered") == [("reordered", n, n) for n in (1, 2, 3)]
+    assert [e for e in seen if e[0] == "fails"] == [("fails", 1), ("fails", 2)]
+    assert "failsat2" not in prof._active_plugins
+
+
 def test_backend_unavailable_skips_its_hooks(tmp_path):
     class Absent:
         started = False
