@@ -104,6 +104,10 @@ def test_npuprof_analyse_on_a_prof_dir(tmp_path):
         rows = {r["OP Type"]: r for r in csv.DictReader(fh)}
     assert float(rows["MatMul"]["Total Time(us)"]) == pytest.approx(12.5)
     assert float(rows["Add"]["Total Time(us)"]) == pytest.approx(3.125)
+    with open(out / "kernel_details.csv") as fh:   # op_summary's tensor columns reach kernel_details
+        kernels = {r["Name"]: r for r in csv.DictReader(fh)}
+    assert kernels["MatMul-op1"]["Input Shapes"].strip('"') == "2,2;2,2"
+    assert kernels["Add-op2"]["Input Shapes"] == "N/A" and kernels["Add-op2"]["Output Formats"] == "N/A"
 
 
 @pytest.fixture

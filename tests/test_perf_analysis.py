@@ -207,3 +207,45 @@ def test_concat_consume_and_sorted_release():
     for k in want.cols:
         assert np.array_equal(want.cols[k], got.cols[k])
     assert got.sorted() is got   # already in order: no copy
+
+
+def _with_tensor_args(ev, seed=5):
+    """The same events, kernels given op_summary tensor fields in their args (some none, one unparsable)."""
+    import json as _json
+    rng = np.random.default_rng(seed)
+    texts = ["", _json.dumps({"Input Shapes": "8,64;128,64", "Input Data Types": "FLOAT16;FLOAT16",
+                              "Output Shapes": "8,128", "Output Formats": "ND"}),
+             _json.dumps({"Input Shapes": "\"1\"", "Output Data Types": "FLOAT"}), "{not json \"Input ", '{"x": 1}']
+    pick = rng.integers(0, len(texts), len(ev))
+    args = [texts[p] if k == EventKind.KERNEL else "" for p, k in zip(pick.tolist(), ev["kind"].tolist())]
+    cols = {c: ev[c] for c in ("ts", "dur", "kind", "pid", "tid", "device", "stream", "value", "step")}
+    return EventTable.from_records(**cols, name=ev.column_strings("name"), type=ev.column_strings("type"),
+                                   args=args), texts, pick
+
+
+def test_kernel_details_gets_the_tensor_columns_its_kernels_carry(monkeypatch):
+    import json as _json
+    monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 0)
+    monkeypatch.setattr(csvfiles, "BLOCK_ROWS", 97)
+    ev, texts, _ = _with_tensor_args(random_events(5000, seed=4))
+    table = A.kernel_details(ev)
+    assert table.columns[-6:] == list(A.KERNEL_TENSOR_COLUMNS)
+    kern = sorted((i for i in range(len(ev)) if ev["kind"][i] == EventKind.KERNEL), key=lambda i: int(ev["ts"][i]))
+    rows = table.rows()
+    for i, row in zip(kern, rows):
+        text = ev.strings[ev["args"][i]]
+        try:
+            obj = _json.loads(text) if text else {}
+        except ValueError:
+            obj = {}
+        assert row[-6:] == [obj.get(c, "N/A") for c in A.KERNEL_TENSOR_COLUMNS]
+    fast = io.BytesIO()
+    csvfiles.write_csv_to(fast, table)
+    ref = io.StringIO()
+    csv.writer(ref, lineterminator="\n").writerows([table.columns] + rows)
+    assert fast.getvalue().decode() == ref.getvalue()   # quoting of "8,64;128,64" and of quotes
+
+
+def test_kernel_details_without_tensor_fields_keeps_its_columns():
+    table = A.kernel_details(random_events(3000, seed=6))
+    assert table.columns == A.KERNEL_DETAILS_COLUMNS

@@ -44,6 +44,9 @@ RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Tim
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
 OPERATOR_DETAILS_COLUMNS = ["Name", "Input Shapes"]   # MindSpore's operator_details.csv
+# op_summary's tensor columns; kernel_details gets them when the kernels' args carry them (not at Level0)
+KERNEL_TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+                         "Output Formats")
 FEW_QUEUES = 16
 DENSE_STATS = 1 << 21     # composite key spaces up to this size are aggregated block by block
 _OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)
@@ -320,11 +323,14 @@ def _wait_times(ts: np.ndarray, end: np.ndarray, queue: np.ndarray) -> np.ndarra
 class KernelDetailsTable(EventRowsTable):
     """kernel_details, one row per compute event, rendered from the event columns on demand."""
 
-    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray) -> None:
-        super().__init__("kernel_details", KERNEL_DETAILS_COLUMNS, len(rows))
+    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray,
+                 tensors: Optional[tuple[np.ndarray, list]] = None) -> None:
+        columns = KERNEL_DETAILS_COLUMNS + (list(KERNEL_TENSOR_COLUMNS) if tensors is not None else [])
+        super().__init__("kernel_details", columns, len(rows))
         self.events = events
         self.index = rows
         self.wait = wait
+        self.tensors = tensors
 
     def block(self, lo: int, hi: int) -> dict:
         ev, idx = self.events, self.index[lo:hi]
@@ -336,7 +342,49 @@ class KernelDetailsTable(EventRowsTable):
             "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
             "Accelerator Core": _Codes(is_kernel.astype(np.int64), ["HOST_CPU", "AI_CORE"]),
             "Start Time(us)": _Fixed3(ts, strip=False), "Duration(us)": _Fixed3(dur, strip=True),
-            "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True), "Block Num": _Const("N/A", len(idx))}
+            "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True), "Block Num": _Const("N/A", len(idx)),
+            **self._tensor_block(lo, hi)}
+
+    def _tensor_block(self, lo: int, hi: int) -> dict:
+        if self.tensors is None:
+            return {}
+        codes, pool = self.tensors
+        return {col: _Codes(codes[lo:hi, j], pool) for j, col in enumerate(KERNEL_TENSOR_COLUMNS)}
+
+
+def _kernel_tensor_columns(events: EventTable, rows: np.ndarray) -> Optional[tuple[np.ndarray, list]]:
+    """The op_summary tensor columns of each row from its args JSON, as codes
+    into a pool ("N/A" = code 0 where a kernel has none); None when no row has
+    any. Each distinct args text is parsed once."""
+    args = events["args"][rows]
+    kernel = events["kind"][rows] == _KERNEL
+    if not (kernel & (args != 0)).any():
+        return None
+    codes = np.where(kernel, args, 0)
+    uniq = np.flatnonzero(np.bincount(codes))     # O(rows + pool), no sort at 10M rows
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+    lut[uniq] = np.arange(len(uniq))
+    pool, index = ["N/A"], {"N/A": 0}
+    per_args = np.zeros((len(uniq), len(KERNEL_TENSOR_COLUMNS)), dtype=np.int64)
+    for i, code in enumerate(uniq.tolist()):
+        text = events.strings[code] if code else ""
+        if '"Input ' not in text and '"Output ' not in text:
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        for j, col in enumerate(KERNEL_TENSOR_COLUMNS):
+            value = obj.get(col)
+            if isinstance(value, str) and value:
+                per_args[i, j] = index.setdefault(value, len(pool))
+                if per_args[i, j] == len(pool):
+                    pool.append(value)
+    if not per_args.any():
+        return None
+    return per_args[lut[codes]], pool
 
 
 class _Codes:
@@ -441,7 +489,7 @@ def kernel_details(events: EventTable) -> Table:
         order = np.argsort(ts, kind="stable")
         rows, ts = rows[order], ts[order]
         wait = _wait_times(ts, ts + all_dur[rows], queue_of(0, len(rows)))
-    return KernelDetailsTable(events, rows, wait)
+    return KernelDetailsTable(events, rows, wait, _kernel_tensor_columns(events, rows))
 
 
 def range_statistic(events: EventTable) -> Table:
