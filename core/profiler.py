@@ -47,7 +47,6 @@ _running_lock = threading.Lock()
 MAX_METADATA_BYTES = 100 << 20
 LOCK_FILE = ".npuprof.rank{rank}.lock"   # one per rank: the ranks of a job may share output_path
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
-_STEP_KIND = int(_rec.EventKind.STEP)
 _STEP_HOOK_ARGS = ("session", "step_num")
 _perf = time.perf_counter_ns
 _getpid = os.getpid
@@ -123,6 +122,7 @@ class Profiler:
         self._active_plugins = [] if self.excluded else self._plugins.configure(self.config)
         self._step_hooks: Optional[list] = None
         self._schedule: Callable[[int], ProfilerAction] = self.config.schedule or always_record
+        self._fixed_action = ProfilerAction.RECORD if self._schedule is always_record else None
         self.step_num = 0
         self.action = ProfilerAction.NONE
         self.current_session: Optional[CollectionSession] = None
@@ -194,8 +194,11 @@ class Profiler:
         # Python call, C call and attribute it touches costs misses (~1 µs per call measured
         # after a TensorFlow step, against ~50 ns warm): the common step, where the schedule
         # keeps its action, is this one function; the rare cases branch out.
-        if self.excluded or _getpid() != self._owner_pid:
-            return   # a rank left out, or a forked child's copy of the parent's profiler: inert
+        if _running is not self and (self.excluded or _getpid() != self._owner_pid):
+            # A rank left out, or a forked child's copy of the parent's profiler: inert. While
+            # started, this profiler is _running, which the at-fork hook clears in a child, so
+            # the getpid system call (~1.5 µs here) is only made on the rare paths.
+            return
         lock = self._op_lock
         if lock._is_owned():
             self._reentered("step")
@@ -215,12 +218,11 @@ class Profiler:
                 live = s.window != self._halted_window
                 rec = self._recorder
                 if live and prev in _RECORDING and rec is not None and rec.failed is None:
-                    # the step that ends now (as _close_step)
-                    name = f"ProfilerStep#{n}"
+                    # the step that ends now (as _close_step, with Recorder.add_step inlined)
                     try:
-                        rec._local.e.extend((_STEP_KIND, name, self._step_t0, now, "ProfilerStep", ""))
+                        rec._local.s.extend((n, self._step_t0, now))
                     except AttributeError:
-                        rec.add(_STEP_KIND, name, self._step_t0, now, "ProfilerStep")
+                        rec.add_step(n, self._step_t0, now)
                     s.steps.append(n)
                 n += 1
                 s.step_num = n
@@ -237,13 +239,15 @@ class Profiler:
                 n += 1
             self.step_num = n
             self._step_t0 = now
-            try:
-                current = self._schedule(n)
-                if current.__class__ is not ProfilerAction:
-                    current = ProfilerAction(int(current))
-            except Exception as e:
-                self._fail_collection("schedule", e)
-                current = ProfilerAction.NONE
+            current = self._fixed_action   # no schedule: one window from start to stop
+            if current is None:
+                try:
+                    current = self._schedule(n)
+                    if current.__class__ is not ProfilerAction:
+                        current = ProfilerAction(int(current))
+                except Exception as e:
+                    self._fail_collection("schedule", e)
+                    current = ProfilerAction.NONE
             if current is not prev or current is ProfilerAction.RECORD_AND_SAVE:
                 self._transition(prev, current)   # (X, X) has no ops but for RECORD_AND_SAVE
         if self._stop_pending or self._deferred:
@@ -365,7 +369,7 @@ class Profiler:
         if rec is not None and rec.failed is None and not halted and \
                 self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) and \
                 (self.config.schedule is not None or self._stepped):
-            rec.add(int(_rec.EventKind.STEP), f"ProfilerStep#{self.step_num}", self._step_t0, now, "ProfilerStep")
+            rec.add_step(self.step_num, self._step_t0, now)
             if self.current_session is not None:
                 self.current_session.steps.append(self.step_num)
 

@@ -154,3 +154,32 @@ def test_pending_counts_events_not_items(tmp_path, n):
                 pass
             mstx.mark("b")
         assert rec.pending() == 2 * n
+
+
+def test_steps_are_buffered_as_numbers_and_flushed_as_named_step_events(tmp_path):
+    """prof.step() buffers (step_num, t0, t1); the flush turns each into the
+    STEP event ``ProfilerStep#N`` of the thread that stepped."""
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
+        rec = recorder.active_recorder()
+        rec.flush()
+        for _ in range(3):
+            prof.step()
+        assert rec.pending() == 3
+        stepper = threading.Thread(target=prof.step)
+        stepper.start()
+        stepper.join()
+        assert rec.pending() == 4
+    ev = raw_events(prof.saved_runs[0])
+    steps = ev.select(ev["kind"] == int(EventKind.STEP))
+    names = steps.column_strings("name")
+    # steps 0-3 by step(), step 4 closed by stop()
+    assert sorted(names) == [f"ProfilerStep#{i}" for i in range(5)]
+    assert set(steps.column_strings("type")) == {"ProfilerStep"}
+    by_name = dict(zip(names, steps["tid"].tolist()))
+    assert by_name["ProfilerStep#3"] == stepper.native_id
+    assert {by_name[f"ProfilerStep#{i}"] for i in (0, 1, 2, 4)} == {threading.get_native_id()}
+    order = np.argsort(steps["ts"])
+    ts, dur = steps["ts"][order], steps["dur"][order]
+    assert (dur >= 0).all() and (ts[:-1] + dur[:-1] == ts[1:]).all()   # back to back, no gap
+    assert prof.saved_runs and recorder._step_events([7, 1, 2]) == [int(EventKind.STEP), "ProfilerStep#7", 1, 2,
+                                                                    "ProfilerStep", ""]
