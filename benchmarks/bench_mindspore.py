@@ -7,7 +7,9 @@ with the CPU activity, ``tensorboard_trace_handler(analyse_flag=False)``,
 started and stopped around the steps), (c) an ``npuprof.Profiler`` whose
 MindSpore plugin drives that same profiler, plus npuprof's own host
 collection (steps, a ``record_function`` per step). Variants alternate,
-repetition by repetition; only the steps are timed.
+repetition by repetition (balanced orders, see ``harness.interleave``); each
+runs ``warmup`` untimed steps after its profiler starts; only the steps are
+timed; profiler start + stop are timed apart (``start_stop_s``).
 
 Analysis: one run of ``steps_analysis`` steps recorded by MindSpore's profiler
 (``mindspore.profiler.Profiler(output_path, activities=[CPU])``), copied
@@ -80,6 +82,7 @@ def _forget_handler_dir() -> None:
 def run(params: dict) -> dict:
     reps = int(params.get("reps", 7))
     steps = int(params.get("steps", 30))
+    warmup = int(params.get("warmup", 3))
     steps_analysis = int(params.get("steps_analysis", 200))
     analysis_reps = int(params.get("analysis_reps", 3))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ms-"))
@@ -93,31 +96,42 @@ def run(params: dict) -> dict:
     step = make_training()
 
     def timed(n: int, prof=None) -> tuple:
-        return timed_steps(step, n, prof, sync=lambda r: r.asnumpy())  # sync: wait for the last step
+        # sync: wait for the last step; warmup: untimed steps after the profiler starts
+        return timed_steps(step, n, prof, sync=lambda r: r.asnumpy(), warmup=warmup)
 
     def none() -> tuple:
-        return timed(steps)
+        return timed(steps) + (0.0,)
 
     def ms_alone() -> tuple:
         target = out / "ms_alone"
+        t0 = time.perf_counter()
         prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False,
                            on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(target), analyse_flag=False))
         prof.start()
+        started = time.perf_counter() - t0
         try:
-            return timed(steps)
+            res = timed(steps)
         finally:
+            t0 = time.perf_counter()
             prof.stop()
+            stopped = time.perf_counter() - t0
             _forget_handler_dir()
+        return res + (started + stopped,)
 
     npuprof_runs: list = []
 
     def with_npuprof() -> tuple:
+        t0 = time.perf_counter()
         prof = npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"])
+        started = time.perf_counter() - t0
         try:
-            return timed(steps, prof)
+            res = timed(steps, prof)
         finally:
+            t0 = time.perf_counter()
             prof.stop()
+            stopped = time.perf_counter() - t0
             npuprof_runs.extend(prof.saved_runs)
+        return res + (started + stopped,)
 
     for _ in range(10):
         step()
@@ -126,6 +140,7 @@ def run(params: dict) -> dict:
     samples = interleave({"none": none, "mindspore": ms_alone, "npuprof": with_npuprof}, reps)
     wall = {k: column(v, 0) for k, v in samples.items()}
     cpu = {k: column(v, 1) for k, v in samples.items()}
+    start_stop = {k: column(v, 2) for k, v in samples.items()}
     plugin_active = bool(npuprof_runs) and (npuprof_runs[-1] / "FRAMEWORK").is_dir()
 
     # -- analysis of the same MindSpore run: MindSpore's analyse() vs npuprof.analyse() --------
@@ -158,6 +173,8 @@ def run(params: dict) -> dict:
         own_run = {"seconds": c.wall, "events": len(res[0].events)}
     return {
         "mindspore_version": mindspore.__version__, "import_s": import_s, "steps": steps, "reps": reps,
+        "warmup": warmup,
+        "start_stop_s": {"mindspore": summary(start_stop["mindspore"]), "npuprof": summary(start_stop["npuprof"])},
         "plugin_active": plugin_active,
         "none": summary(wall["none"]), "mindspore": summary(wall["mindspore"]), "npuprof": summary(wall["npuprof"]),
         "npuprof_over_mindspore": paired_ratio(wall["npuprof"], wall["mindspore"]),

@@ -6,7 +6,9 @@ profiler, (b) TF's profiler alone (``tf.profiler.experimental.start/stop``
 around the steps), (c) ``npuprof.integrations.tensorflow.Profiler``, whose
 plugin drives that same profiler, plus npuprof's host collection (a
 ``record_function`` and ``prof.step()`` per step). Variants alternate,
-repetition by repetition; only the steps are timed.
+repetition by repetition (balanced orders, see ``harness.interleave``); each
+runs ``warmup`` untimed steps after its profiler starts, then ``steps`` timed
+ones. Profiler start + stop are timed apart (``start_stop_s``).
 
 Conversion: one XSpace of ``steps_convert`` steps recorded by TF's profiler.
 TF: ``_pywrap_profiler_plugin.xspace_to_tools_data([xplane], "trace_viewer@")``
@@ -55,6 +57,7 @@ def make_training():
 def run(params: dict) -> dict:
     reps = int(params.get("reps", 11))
     steps = int(params.get("steps", 200))
+    warmup = int(params.get("warmup", 10))
     steps_convert = int(params.get("steps_convert", 400))
     convert_reps = int(params.get("convert_reps", 5))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-tf-"))
@@ -68,29 +71,39 @@ def run(params: dict) -> dict:
     step = make_training()
 
     def timed(n: int, prof=None) -> tuple:
-        return timed_steps(step, n, prof, sync=lambda r: r.numpy())  # sync: wait for the last step
+        # sync: wait for the last step
+        return timed_steps(step, n, prof, sync=lambda r: r.numpy(), warmup=warmup)
 
     def none() -> tuple:
-        return timed(steps)
+        return timed(steps) + (0.0,)
 
     counter = iter(range(10**6))
 
     def tf_alone() -> tuple:
+        t0 = time.perf_counter()
         tf.profiler.experimental.start(str(out / "tf_alone" / str(next(counter))))
+        started = time.perf_counter() - t0
         try:
-            return timed(steps)
+            res = timed(steps)
         finally:
+            t0 = time.perf_counter()
             tf.profiler.experimental.stop()
+        return res + (started + time.perf_counter() - t0,)
 
     npuprof_runs: list = []
 
     def with_npuprof() -> tuple:
+        t0 = time.perf_counter()
         prof = TFProfiler(output_path=str(out / "npuprof"))
+        started = time.perf_counter() - t0
         try:
-            return timed(steps, prof)
+            res = timed(steps, prof)
         finally:
+            t0 = time.perf_counter()
             prof.stop()
+            stopped = time.perf_counter() - t0
             npuprof_runs.extend(prof.saved_runs)
+        return res + (started + stopped,)
 
     for _ in range(50):
         step()
@@ -99,6 +112,7 @@ def run(params: dict) -> dict:
     samples = interleave({"none": none, "tensorflow": tf_alone, "npuprof": with_npuprof}, reps)
     wall = {k: column(v, 0) for k, v in samples.items()}
     cpu = {k: column(v, 1) for k, v in samples.items()}
+    start_stop = {k: column(v, 2) for k, v in samples.items()}
     plugin_active = bool(npuprof_runs) and any((npuprof_runs[-1] / "TF").rglob("*.xplane.pb"))
 
     # -- XSpace -> trace: TF's converter vs npuprof ---------------------------------------------
@@ -143,6 +157,8 @@ def run(params: dict) -> dict:
     tf_s, np_s = conv["tf"], conv["npuprof"]
     return {
         "tensorflow_version": tf.__version__, "import_s": import_s, "steps": steps, "reps": reps,
+        "warmup": warmup,
+        "start_stop_s": {"tensorflow": summary(start_stop["tensorflow"]), "npuprof": summary(start_stop["npuprof"])},
         "plugin_active": plugin_active,
         "none": summary(wall["none"]), "tensorflow": summary(wall["tensorflow"]), "npuprof": summary(wall["npuprof"]),
         "npuprof_over_tensorflow": paired_ratio(wall["npuprof"], wall["tensorflow"]),

@@ -17,6 +17,7 @@ Example::
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import statistics
@@ -33,15 +34,22 @@ HERE = Path(__file__).resolve().parent
 
 
 def interleave(variants: dict[str, Callable[[], Any]], reps: int) -> dict[str, list]:
-    """Call each variant once per repetition, rotating the order; returns samples per variant.
+    """Call each variant once per repetition in a rotating order; returns samples per variant.
+
+    Even repetitions rotate the given order, odd ones the reversed order, so
+    over ``2 * len(variants)`` repetitions every variant runs first as often
+    as the others and follows each other variant equally often: what one
+    variant leaves behind (a native profiler's stop writing its files, freed
+    memory, cold caches) does not always land on the same neighbour.
 
     A variant returns a number, or a tuple of numbers (e.g. wall and CPU time).
     """
     names = list(variants)
     out: dict[str, list] = {n: [] for n in names}
     for r in range(reps):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+        order = names if r % 2 == 0 else names[::-1]
+        k = (r // 2) % len(names)
+        for name in order[k:] + order[:k]:
             out[name].append(variants[name]())
     return out
 
@@ -71,17 +79,22 @@ class Clock:
 
 
 def timed_steps(step: Callable[[], Any], n: int, prof: Any = None,
-                sync: Callable[[Any], Any] = lambda result: None) -> tuple:
+                sync: Callable[[Any], Any] = lambda result: None, warmup: int = 0) -> tuple:
     """(wall, cpu) seconds per step over ``n`` calls of a training ``step``.
 
     With ``prof`` each step is wrapped in a ``record_function`` and followed
     by ``prof.step()``, as a profiled user loop is; ``sync`` waits for the
-    result of one last step (asynchronous frameworks).
+    result of one last step (asynchronous frameworks). ``warmup`` steps of
+    the same loop run untimed first (then ``sync``): the transient right after
+    a profiler starts (its first events, caches, the previous variant's
+    leftovers) is a per-window cost, reported apart, not a per-step one. A
+    garbage collection before the clock starts keeps the previous variant's
+    garbage out of the timed steps.
     """
     import npuprof
 
-    with Clock() as c:
-        for _ in range(n):
+    def loop(count: int) -> None:
+        for _ in range(count):
             if prof is not None:
                 with npuprof.record_function("train_step"):
                     step()
@@ -89,6 +102,12 @@ def timed_steps(step: Callable[[], Any], n: int, prof: Any = None,
             else:
                 step()
         sync(step())
+
+    if warmup:
+        loop(warmup)
+    gc.collect()
+    with Clock() as c:
+        loop(n)
     return c.wall / n, c.cpu / n
 
 

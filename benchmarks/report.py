@@ -126,6 +126,13 @@ def build_rows(results: dict) -> list[dict]:
                              f"({_pct(nat['median'])} over none)",
                              f"{_pct(r['median'])} [{_pct(r['min'])}…{_pct(r['max'])}]", "< +3%",
                              r["median"] < 1.03, f"{key}_overhead", r["median"]))
+            ss = fw.get("start_stop_s", {})
+            if key in ss and "npuprof" in ss:
+                rows.append(_row("Run overhead", f"same, per window: profiler start + stop ({fw['warmup']} "
+                                                 "untimed steps after each start)",
+                                 f"{ss['npuprof']['median'] * 1e3:.1f} ms",
+                                 f"{native} alone {ss[key]['median'] * 1e3:.1f} ms", "", "", None,
+                                 f"{key}_start_stop", ss["npuprof"]["median"]))
         elif fw:
             rows.append(_err("Run overhead", label, fw, f"{key}_overhead"))
     for size in ("1M", "10M"):
@@ -204,7 +211,7 @@ def markdown(results: dict, rows: list[dict]) -> str:
     m = results.get("machine", {})
     lines = [f"Measured by `make bench` on {m.get('summary', 'this machine')} "
              f"({results.get('started', '')}, {results.get('duration_s', 0) / 60:.1f} min). "
-             "Medians of interleaved repetitions, [min–max]; ratios are per repetition. "
+             "Medians of interleaved repetitions (balanced orders), [min–max]; ratios are per repetition. "
              f"{m.get('load_note', '')}".rstrip(), "",
              "| Benchmark | npuprof | Baseline | Ratio | Goal | Status |", "|---|---|---|---|---|---|"]
     for r in rows:

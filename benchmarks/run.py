@@ -160,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         if "mindspore" in only:
             log("MindSpore: overhead (none / MindSpore's profiler / npuprof) and analysis time")
             results["mindspore"] = run_child("bench_mindspore", {
-                "reps": 3 if q else 21, "steps": 10 if q else 20, "steps_analysis": 50 if q else 200,
+                "reps": 3 if q else 24, "steps": 10 if q else 20, "steps_analysis": 50 if q else 200,
                 "analysis_reps": 1 if q else 3, "out": str(work / "mindspore")}, timeout=1200)
         if "tensorflow" in only:
             log("TensorFlow: overhead (none / TF's profiler / npuprof) and XSpace -> trace")
             results["tensorflow"] = run_child("bench_tensorflow", {
-                "reps": 3 if q else 41, "steps": 100 if q else 200, "steps_convert": 100 if q else 400,
+                "reps": 3 if q else 60, "steps": 100 if q else 200, "steps_convert": 100 if q else 400,
                 "convert_reps": 2 if q else 7, "out": str(work / "tensorflow")}, timeout=1200)
         if "analysis" in only:
             sizes = {"1M": 100_000 if q else 1_000_000, "10M": 300_000 if q else 10_000_000}
