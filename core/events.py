@@ -22,7 +22,15 @@ name       int32    code into ``strings``
 type       int32    code into ``strings`` (op type, API level, series ...)
 source     int32    code into ``strings`` (who produced it)
 args       int32    code into ``strings`` (JSON object text, or "")
+corr       int64    launch link: a host event (``device < 0``) and the
+                    device events it launched share one value, as CANN's
+                    ``connectionId`` links them; -1 when not linked
 =========  =======  =====================================================
+
+``corr`` is only set from data that records the link (never inferred from
+times); one host event may launch several device tasks. Values are unique
+per run (readers of several sources offset them apart, see
+:func:`offset_corr`).
 
 Example::
 
@@ -36,7 +44,7 @@ Example::
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -66,9 +74,10 @@ NUMERIC_COLUMNS: dict[str, Any] = {
     "stream": np.int32,
     "value": np.float64,
     "step": np.int32,
+    "corr": np.int64,
 }
 STRING_COLUMNS = ("name", "type", "source", "args")
-_DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0}
+_DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0, "corr": -1}
 
 
 class EventTable:
@@ -206,6 +215,11 @@ class EventTable:
         """Decoded strings as an object array."""
         return np.asarray(self.strings, dtype=object)[self.cols[key]]
 
+    def has_links(self) -> bool:
+        """Whether any event carries a launch link (``corr >= 0``)."""
+        corr = self.cols["corr"]
+        return bool(len(corr)) and int(corr.max()) >= 0
+
     def with_column(self, key: str, values: np.ndarray) -> "EventTable":
         cols = dict(self.cols)
         cols[key] = values
@@ -213,6 +227,34 @@ class EventTable:
 
     def __repr__(self) -> str:
         return f"<EventTable {len(self)} events, {len(self.strings)} strings>"
+
+
+def offset_corr(tables: Sequence[Optional["EventTable"]]) -> list:
+    """Shift each table's ``corr`` values past those of the tables before it,
+    so links read from separate sources (two PROF_ dirs numbering their
+    ``connectionId`` from 1) stay apart once concatenated. Tables are
+    changed in place and returned.
+
+    Example::
+
+        >>> a = EventTable.from_records(ts=[0, 1], corr=[1, 1])
+        >>> b = EventTable.from_records(ts=[2], corr=[1])
+        >>> [t["corr"].tolist() for t in offset_corr([a, None, b])]
+        [[0, 0], [], [1]]
+    """
+    out, base = [], 0
+    for t in tables:
+        if t is None or not len(t):
+            out.append(t if t is not None else EventTable.empty())
+            continue
+        corr = t.cols["corr"]
+        linked = corr >= 0
+        if linked.any():
+            lo = int(corr[linked].min())
+            t.cols["corr"] = np.where(linked, corr - lo + base, -1).astype(np.int64)
+            base = int(t.cols["corr"].max()) + 1
+        out.append(t)
+    return out
 
 
 class _Pool:

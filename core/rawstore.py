@@ -9,7 +9,10 @@ and each payload is one self-contained chunk of an :class:`EventTable`::
 
     u32 header length | header JSON {"n": rows, "strings": [...]} | columns
 
-with the numeric and string-code columns in ``COLUMN_ORDER``, little endian.
+with the numeric and string-code columns in ``COLUMN_ORDER``, little endian,
+then the optional columns the header lists in ``"cols"`` (``corr``, only
+when a chunk has launch links). Files written before ``corr`` existed have
+no ``"cols"`` and read with ``corr = -1``; host-only chunks stay that size.
 Records are written with one ``write`` on an ``O_APPEND`` descriptor, so a
 SIGKILL can only leave a torn *last* record; the reader checks length and CRC,
 drops a torn tail and resynchronises on the next magic after damage in the
@@ -44,7 +47,8 @@ from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 MAGIC = b"NPR1"
 FRAME = struct.Struct("<4sII")
 U32 = struct.Struct("<I")
-COLUMN_ORDER = tuple(NUMERIC_COLUMNS) + STRING_COLUMNS
+OPTIONAL_COLUMNS = ("corr",)   # written only when set; old files lack them (default -1)
+COLUMN_ORDER = tuple(k for k in NUMERIC_COLUMNS if k not in OPTIONAL_COLUMNS) + STRING_COLUMNS
 _DTYPES = {**{k: np.dtype(v).newbyteorder("<") for k, v in NUMERIC_COLUMNS.items()},
            **{k: np.dtype("<i4") for k in STRING_COLUMNS}}
 RAW_DIR = "NPUPROF"
@@ -69,9 +73,13 @@ def encode_chunk(table: EventTable) -> bytes:
         remap = np.zeros(len(table.strings), dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
         strings = [table.strings[i] for i in used.tolist()]
-    header = json.dumps({"n": len(table), "strings": strings}, ensure_ascii=False).encode("utf-8")
+    extra = [k for k in OPTIONAL_COLUMNS if len(table) and int(table.cols[k].max()) >= 0]
+    head: dict = {"n": len(table), "strings": strings}
+    if extra:
+        head["cols"] = extra
+    header = json.dumps(head, ensure_ascii=False).encode("utf-8")
     parts = [U32.pack(len(header)), header]
-    for key in COLUMN_ORDER:
+    for key in (*COLUMN_ORDER, *extra):
         col = table.cols[key]
         if remap is not None and key in STRING_COLUMNS:
             col = remap[col]
@@ -89,11 +97,13 @@ def decode_chunk(payload: bytes) -> EventTable:
         raise ValueError("header length beyond the payload")
     header = json.loads(payload[4:4 + hlen].decode("utf-8"))
     n, strings = int(header["n"]), header["strings"]
-    if not isinstance(strings, list) or n < 0:
+    extra = header.get("cols", [])
+    if not isinstance(strings, list) or n < 0 or not isinstance(extra, list) \
+            or not set(extra) <= set(OPTIONAL_COLUMNS) or len(set(extra)) != len(extra):
         raise ValueError("bad chunk header")
     offset = 4 + hlen
     numeric, codes = {}, {}
-    for key in COLUMN_ORDER:
+    for key in (*COLUMN_ORDER, *extra):
         dt = _DTYPES[key]
         arr = np.frombuffer(payload, dtype=dt, count=n, offset=offset)
         offset += n * dt.itemsize

@@ -2,7 +2,10 @@
 
 Schema (npuprof's own, shaped like msprof's db): ``STRING_IDS(id, value)``;
 ``EVENTS(startNs, endNs, kind, pid, tid, deviceId, streamId, step, value,
-name, type, source, args)`` with text columns as ids into STRING_IDS;
+name, type, source, args, connectionId)`` with text columns as ids into
+STRING_IDS and ``connectionId`` the launch link (as in msprof's TASK and
+CANN_API: a host call and the device tasks it launched share it; NULL when
+none);
 ``META_DATA(name, value)``; one table per analyzer (``OP_STATISTIC``,
 ``STEP_TRACE_TIME``, ...) with the CSV's columns.
 """
@@ -11,6 +14,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+
+import numpy as np
 
 from ..analysis.result import AnalysisResult
 from ..analysis.table import _pylist
@@ -41,14 +46,17 @@ def write_db(result: AnalysisResult, path: Path) -> Path:
         cur.executemany("INSERT INTO STRING_IDS VALUES (?, ?)", enumerate(result.events.strings))
         cur.execute("CREATE TABLE EVENTS(startNs INTEGER, endNs INTEGER, kind INTEGER, pid INTEGER, tid INTEGER, "
                     "deviceId INTEGER, streamId INTEGER, step INTEGER, value REAL, name INTEGER, type INTEGER, "
-                    "source INTEGER, args INTEGER)")
+                    "source INTEGER, args INTEGER, connectionId INTEGER)")
         ev = result.events
         for lo in range(0, len(ev), INSERT_ROWS):  # bounded memory: one block of Python rows at a time
             sl = slice(lo, lo + INSERT_ROWS)
             ts = ev["ts"][sl]
             cols = [ts, ts + ev["dur"][sl]] + [ev[k][sl] for k in ("kind", "pid", "tid", "device", "stream", "step",
                                                                    "value", "name", "type", "source", "args")]
-            cur.executemany("INSERT INTO EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", zip(*(c.tolist() for c in cols)))
+            corr = ev["corr"][sl]
+            cols.append(np.where(corr >= 0, corr, None) if (corr >= 0).any() else np.full(len(corr), None))
+            cur.executemany("INSERT INTO EVENTS VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            zip(*(c.tolist() for c in cols)))
         for name, table in result.tables.items():
             cols_sql = ", ".join(f'"{c}"' for c in table.columns)
             cur.execute(f'CREATE TABLE "{name.upper()}" ({cols_sql})')

@@ -13,6 +13,8 @@ What differs is the layout the Ascend tools look for by process name:
   marks) in ``MsTx``;
 * device events in ``Ascend Hardware`` (label ``NPU <d>``, one thread per
   stream);
+* launch links as flows of cat ``HostToDevice`` (msprof's CANN node ->
+  hardware task arrows), with ``"correlation"`` in both ends' args;
 * an ``Overlap Analysis`` process with threads ``Computing``,
   ``Communication``, ``Communication(Not Overlapped)`` and ``Free``: the
   advisor's Overall Summary is summed from it. Its segments follow
@@ -50,6 +52,7 @@ MSTX_PID = DEVICE_PID_BASE - 2
 OVERLAP_PID = DEVICE_PID_BASE - 1
 OVERLAP_THREADS = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 _PROCESS = {HCCL_PID: "HCCL", MSTX_PID: "MsTx", OVERLAP_PID: "Overlap Analysis"}
+FLOW_CAT = "HostToDevice"
 
 
 def _process_name(pid: int) -> str:
@@ -158,7 +161,7 @@ def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -
     table = ascend_layout(events)
     meta = _metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware")
     fh.write(("[\n" + ",\n".join(meta + _overlap_metadata()) + ",\n").encode())
-    write_event_blocks(fh, table, base)
+    write_event_blocks(fh, table, base, flow_cat=FLOW_CAT)
     fh.write(_overlap_block(events, base))
     fh.write((window_end_event(events, base, host_pid) + "\n]\n").encode())
 

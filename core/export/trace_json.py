@@ -13,6 +13,13 @@ becomes byte matrices (string pools, digits of integers and fixed-point
 times) laid side by side (:mod:`npuprof.analysis.textrows`). Rows carrying
 very long strings (call stacks) are formatted one by one instead, in place.
 
+Launch links (the ``corr`` column, e.g. CANN's ``connectionId``) become
+Kineto's: ``"correlation": id`` in the args of the launching host event and of
+each device event it launched, and one flow per device event, ``s`` on the
+launch and ``f`` (``"bp":"e"``) on the device event, cat ``ac2g`` (what HTA
+and Perfetto read; :mod:`.trace_array` uses msprof's ``HostToDevice``). Flow
+ids are 1..n per file; events whose partner is absent get neither.
+
 Example::
 
     write_trace(result.events, Path("trace_view.json"), rank=0, world_size=1)
@@ -43,6 +50,7 @@ CHUNK = 200_000
 BACKGROUND_MIN_EVENTS = 100_000   # larger traces are written from a second thread
 LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
 _MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
+FLOW_CAT = "ac2g"           # Kineto's CPU launch -> device flow category
 
 
 def _json_strings(strings: list[str]) -> list[str]:
@@ -131,7 +139,7 @@ class _Pools:
 
 
 def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, dur: float, typ: int, step: int,
-                device: int, args: int, value: float) -> str:
+                device: int, args: int, value: float, corr: int = -1) -> str:
     """One event formatted by hand (rows with very long strings)."""
     if kind == _COUNTER:
         return (f'{{"ph":"C","name":{p.names[name]},"pid":{pid},"tid":{tid},'
@@ -145,6 +153,8 @@ def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, 
     extra = f'"Op Type":{p.names[typ]},"Step":{step}'
     if device >= 0:
         extra += f',"device":{device},"stream":{tid}'
+    if corr >= 0:
+        extra += f',"correlation":{corr}'
     return (f'{p.prefix[kind]}{p.names[name]},"pid":{pid},"tid":{tid},"ts":{ts:.3f},"dur":{dur:.3f},'
             f'"args":{{{extra}{p.rest[args]}}}')
 
@@ -175,6 +185,10 @@ def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
         rows.integer(c["device"], on_dev)
         rows.pooled(flag, ["", ',"stream":'])
         rows.integer(c["tid"], on_dev)
+    linked = c.get("linked")
+    if linked is not None and linked.any():
+        rows.pooled(linked.astype(np.int64), ["", ',"correlation":'])
+        rows.integer(c["corr"], linked)
     rows.pooled(c["args"], p.rest)
     rows.literal("},\n")
     return rows.render()
@@ -231,30 +245,103 @@ def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
     return b"".join(out)
 
 
-def _chunk_columns(events: EventTable, lo: int, hi: int) -> dict:
+def _trace_pid_tid(events: EventTable, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The pid and tid rows are drawn on: device events in their device's process, one thread per stream."""
     c = events.cols
-    device = c["device"][lo:hi]
+    device = c["device"][rows]
     on_dev = device >= 0
-    pid, tid = c["pid"][lo:hi], c["tid"][lo:hi]
+    pid, tid = c["pid"][rows], c["tid"][rows]
     if on_dev.any():
         pid = np.where(on_dev, DEVICE_PID_BASE + device.astype(np.int64), pid)
-        tid = np.where(on_dev, np.maximum(c["stream"][lo:hi], 0).astype(np.int64), tid)
-    return {"kind": c["kind"][lo:hi], "name": c["name"][lo:hi], "type": c["type"][lo:hi],
-            "args": c["args"][lo:hi], "pid": pid, "tid": tid, "ts": c["ts"][lo:hi], "dur": c["dur"][lo:hi],
-            "step": c["step"][lo:hi], "device": device, "value": c["value"][lo:hi]}
+        tid = np.where(on_dev, np.maximum(c["stream"][rows], 0).astype(np.int64), tid)
+    return pid, tid
 
 
-def event_blocks(events: EventTable, base_ns: int) -> Iterable[bytes]:
-    """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory)."""
+def _chunk_columns(events: EventTable, lo: int, hi: int, linked: Optional[np.ndarray] = None) -> dict:
+    c = events.cols
+    pid, tid = _trace_pid_tid(events, slice(lo, hi))
+    out = {"kind": c["kind"][lo:hi], "name": c["name"][lo:hi], "type": c["type"][lo:hi],
+           "args": c["args"][lo:hi], "pid": pid, "tid": tid, "ts": c["ts"][lo:hi], "dur": c["dur"][lo:hi],
+           "step": c["step"][lo:hi], "device": c["device"][lo:hi], "value": c["value"][lo:hi]}
+    if linked is not None:
+        out["linked"], out["corr"] = linked[lo:hi], c["corr"][lo:hi]
+    return out
+
+
+def launch_links(events: EventTable) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``(linked, launch_rows, device_rows)``: which rows carry a link whose
+    other end is in the table, and one (launch, device event) pair per linked
+    device event, in table order. None when nothing is linked.
+
+    Per ``corr`` value the launch is its shortest host span (the innermost
+    call when nested API levels share an id); each device span with that
+    value is one of its targets. Example::
+
+        >>> t = EventTable.from_records(ts=[0, 5, 9], dur=[10, 3, 1], device=[-1, 0, 0],
+        ...                             stream=[-1, 2, 2], corr=[7, 7, 8])
+        >>> linked, src, dst = launch_links(t)
+        >>> linked.tolist(), src.tolist(), dst.tolist()
+        ([True, True, False], [0], [1])
+    """
+    corr = events["corr"]
+    if not len(corr) or int(corr.max()) < 0:
+        return None
+    kind = events["kind"][corr >= 0]
+    idx = np.flatnonzero(corr >= 0)[(kind != _MARK) & (kind != _COUNTER) & (kind != _MEMORY)]
+    on_dev = events["device"][idx] >= 0
+    hosts, devs = idx[~on_dev], idx[on_dev]
+    if not len(hosts) or not len(devs):
+        return None
+    order = np.lexsort((events["dur"][hosts], corr[hosts]))
+    hosts = hosts[order]
+    hc = corr[hosts]
+    first = np.ones(len(hc), dtype=bool)
+    first[1:] = hc[1:] != hc[:-1]
+    launch, launch_c = hosts[first], hc[first]
+    pos = np.minimum(np.searchsorted(launch_c, corr[devs]), len(launch_c) - 1)
+    hit = launch_c[pos] == corr[devs]
+    if not hit.any():
+        return None
+    dst, src = devs[hit], launch[pos[hit]]
+    linked = np.zeros(len(events), dtype=bool)
+    linked[dst] = True
+    linked[src] = True
+    return linked, src, dst
+
+
+def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: int, cat: str) -> Iterable[bytes]:
+    """``s`` (on the launch) and ``f`` (``bp:"e"``, on the device event) per link, ids 1..n."""
+    tail = f',"cat":"{cat}","name":"{cat}"'
+    for lo in range(0, len(dst), CHUNK):
+        for rows, ph, end in ((src[lo:lo + CHUNK], "s", "},\n"), (dst[lo:lo + CHUNK], "f", ',"bp":"e"},\n')):
+            pid, tid = _trace_pid_tid(events, rows)
+            out = RowBuilder(len(rows))
+            out.literal(f'{{"ph":"{ph}","id":')
+            out.integer(np.arange(lo + 1, lo + 1 + len(rows), dtype=np.int64))
+            out.literal(',"pid":')
+            out.integer(pid)
+            out.literal(',"tid":')
+            out.integer(tid)
+            out.literal(',"ts":')
+            out.fixed3(events["ts"][rows] - base_ns)
+            out.literal(tail + end)
+            yield out.render()
+
+
+def event_blocks(events: EventTable, base_ns: int, flow_cat: str = FLOW_CAT) -> Iterable[bytes]:
+    """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory);
+    the flows of its launch links (``flow_cat``) come last."""
     if not len(events):
         return
+    links = launch_links(events)
+    linked = links[0] if links is not None else None
     p = _Pools(events.strings)
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
     est = 2 * int(p.name_len.max(initial=2)) + 200
     step = chunk_rows(est, CHUNK)
     for lo in range(0, len(events), step):
         hi = min(len(events), lo + step)
-        cols = _chunk_columns(events, lo, hi)
+        cols = _chunk_columns(events, lo, hi, linked)
         text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
         long_rows = np.flatnonzero(text_len > LONG_ROW)
         if not len(long_rows):
@@ -268,9 +355,12 @@ def event_blocks(events: EventTable, base_ns: int) -> Iterable[bytes]:
                 yield (_row_python(p, int(cols["kind"][r]), int(cols["name"][r]), int(cols["pid"][r]),
                                    int(cols["tid"][r]), (int(cols["ts"][r]) - base_ns) / 1000.0,
                                    int(cols["dur"][r]) / 1000.0, int(cols["type"][r]), int(cols["step"][r]),
-                                   int(cols["device"][r]), int(cols["args"][r]), float(cols["value"][r]))
+                                   int(cols["device"][r]), int(cols["args"][r]), float(cols["value"][r]),
+                                   int(cols["corr"][r]) if linked is not None and cols["linked"][r] else -1)
                        + ",\n").encode()
             start = r + 1
+    if links is not None:
+        yield from _flow_blocks(events, links[1], links[2], base_ns, flow_cat)
 
 
 def event_lines(events: EventTable, base_ns: int) -> Iterable[str]:
@@ -286,14 +376,15 @@ def base_time_ns(events: EventTable) -> int:
     return int(events["ts"].min()) // DAY_NS * DAY_NS
 
 
-def write_event_blocks(fh: IO[bytes], events: EventTable, base_ns: int) -> None:
-    """Every event line of the table (each followed by ``,\\n``); large tables are rendered in a second thread."""
+def write_event_blocks(fh: IO[bytes], events: EventTable, base_ns: int, flow_cat: str = FLOW_CAT) -> None:
+    """Every event line of the table (each followed by ``,\\n``), then its flows (cat ``flow_cat``);
+    large tables are rendered in a second thread."""
     if len(events) >= BACKGROUND_MIN_EVENTS:
         with BackgroundWriter(fh) as w:   # render the next chunk while this one is written
-            for block in event_blocks(events, base_ns):
+            for block in event_blocks(events, base_ns, flow_cat):
                 w.write(block)
     else:
-        for block in event_blocks(events, base_ns):
+        for block in event_blocks(events, base_ns, flow_cat):
             fh.write(block)
 
 
