@@ -160,3 +160,113 @@ def test_msprof_db_is_imported(collected):
     assert (k["device"] == 0).all()
     assert table.of_kind(EventKind.API).column_strings("type") == ["AscendCL"] * 4
     assert np.all(k["ts"] > 1_000_000_000 * 10**9)  # epoch ns
+
+
+# -- launch links (connectionId / HostToDevice) ---------------------------------------------------------
+def launches_of(table):
+    """{corr: (API names, [kernel names])} of a parsed table."""
+    out = {}
+    for kind, is_api in ((EventKind.API, True), (EventKind.KERNEL, False)):
+        part = table.of_kind(kind)
+        for corr, name in zip(part["corr"].tolist(), part.column_strings("name")):
+            if corr >= 0:
+                out.setdefault(corr, ([], []))[0 if is_api else 1].append(name)
+    return out
+
+
+def assert_each_execute_links_its_tasks(table, executes=4):
+    links = launches_of(table)
+    assert len(links) == executes
+    for apis, kernels in links.values():   # each aclmdlExecute call ran conv1 then relu1
+        assert apis == ["aclmdlExecute"] and sorted(kernels) == ["conv1", "relu1"]
+    k = table.of_kind(EventKind.KERNEL)
+    api = table.of_kind(EventKind.API)
+    for corr in links:   # the tasks of a call run while it runs
+        call = api.select(api["corr"] == corr)
+        tasks = k.select(k["corr"] == corr)
+        assert call["ts"][0] <= tasks["ts"].min() and tasks["ts"].max() <= call["ts"][0] + call["dur"][0]
+
+
+@pytest.mark.parametrize("export_type", ["db", "text"])
+def test_connection_ids_link_calls_to_their_tasks(collected, export_type):
+    """msprof's connectionId (db) / HostToDevice flows (timeline, moved onto op_summary's kernels by task identity)."""
+    subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}",
+                    f"--type={export_type}"], check=True, capture_output=True)
+    table = parse_prof_dir(collected, print, run_msprof=False)
+    assert_each_execute_links_its_tasks(table)
+
+
+def test_timeline_kernels_linked_by_flows_and_by_connection_id_args(collected):
+    subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}"], check=True,
+                   capture_output=True)
+    out = collected / "mindstudio_profiler_output"
+    for p in out.glob("op_summary_*.csv"):
+        p.unlink()    # kernels from the timeline's Ascend Hardware process
+    timeline = next(out.glob("msprof_*.json"))
+    table = parse_prof_dir(collected, print, run_msprof=False)
+    assert_each_execute_links_its_tasks(table)
+    # the flows' ids win over the args; without flows, the connection_id args on both ends link
+    events = json.loads(timeline.read_text())
+    flows = [e for e in events if e.get("ph") in ("s", "f")]
+    assert flows and len(flows) == 2 * 8
+    kept = []
+    for e in events:
+        if e.get("ph") in ("s", "f"):
+            continue
+        if e.get("ph") == "X" and "@" in e["name"]:
+            e = dict(e, args={"connection_id": next(f["id"] for f in flows if f["ph"] == "s" and f["ts"] == e["ts"])})
+        kept.append(e)
+    timeline.write_text(json.dumps(kept))
+    assert launches_of(parse_prof_dir(collected, print, run_msprof=False)) == launches_of(table)
+    # and without either, nothing is linked (never by time)
+    for e in kept:
+        if isinstance(e.get("args"), dict):
+            e["args"].pop("connection_id", None)
+    timeline.write_text(json.dumps(kept))
+    assert launches_of(parse_prof_dir(collected, print, run_msprof=False)) == {}
+
+
+def test_two_prof_dirs_keep_their_links_apart(tmp_path):
+    """Each PROF_ dir numbers its connection ids from 1: merged, a kernel must not reach the other dir's call."""
+    from npuprof.integrations.pyacl.cann_import import parse_many
+
+    dirs = []
+    for i in range(2):
+        prof = make_text_prof(tmp_path / f"r{i}", "new")
+        out = prof / "mindstudio_profiler_output"
+        timeline = next(out.glob("msprof_*.json"))
+        events = json.loads(timeline.read_text())
+        for e in events:
+            if e.get("name") in ("AscendCL@aclmdlExecute", "MatMul-op1"):
+                e["args"] = {"connection_id": 1}
+                e["ts"] = str(float(e["ts"]) + i)   # the two dirs' events differ in time
+        timeline.write_text(json.dumps(events))
+        for p in out.glob("op_summary_*.csv"):
+            p.unlink()
+        dirs.append(prof)
+    table = parse_many(dirs, print)
+    links = launches_of(table)
+    assert sorted(links.values()) == [(["aclmdlExecute"], ["MatMul-op1"])] * 2
+
+
+def test_analysed_cann_run_trace_has_flows(collected, tmp_path):
+    """End to end: the written trace ties each task to its call (correlation args + ac2g flows)."""
+    subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}", "--type=db"],
+                   check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "npuprof", "analyse", str(collected)], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((collected / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    ev = doc["traceEvents"]
+    calls = {e["args"]["correlation"]: e for e in ev if e.get("ph") == "X" and e["cat"] == "cpu_op"
+             and "correlation" in e["args"]}
+    kernels = [e for e in ev if e.get("ph") == "X" and e["cat"] == "kernel"]
+    assert len(calls) == 4 and len(kernels) == 8
+    assert all(k["args"]["correlation"] in calls for k in kernels)
+    s = {e["id"]: e for e in ev if e["ph"] == "s"}
+    f = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert len(s) == len(f) == 8 and set(s) == set(f)
+    for fid, end in f.items():
+        kernel = next(k for k in kernels if (k["pid"], k["tid"], k["ts"]) == (end["pid"], end["tid"], end["ts"]))
+        call = calls[kernel["args"]["correlation"]]
+        assert (s[fid]["pid"], s[fid]["tid"], s[fid]["ts"]) == (call["pid"], call["tid"], call["ts"])

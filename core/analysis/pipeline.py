@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional, Union
 
 from ..enums import ExportType
 from ..errors import ProfilerDataError
-from ..events import EventTable, _release_free_memory
+from ..events import EventTable, _release_free_memory, offset_corr
 from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
 from ..progress import ProgressCallback
@@ -98,7 +98,7 @@ def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
         # e.g. a copy made by `npuprof export ascend`: re-analysing would replace its outputs with empty ones
         raise ProfilerDataError(run_dir, f"holds no data to analyse (no {RAW_DIR}/ and no framework data any "
                                          f"plugin reads); its existing {OUTPUT_DIR}/ is left as it is")
-    events = EventTable.concat(tables, consume=True)
+    events = EventTable.concat(offset_corr(tables), consume=True)   # parsers' link ids kept apart
     del tables
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
     events = events.sorted(release=True)

@@ -12,6 +12,14 @@ Sources, in order of preference:
 * SVP msprof.pyc exports in ``JOB*/timeline/``: ``task_time_*.json`` ->
   KERNEL, ``acl_*.json`` -> API.
 
+Launch links (``corr``): the db's ``connectionId`` of TASK, CANN_API and
+COMMUNICATION_OP rows; in the timeline, the ``HostToDevice`` flows (CANN
+node -> hardware task, matched to the complete events at the flows' exact
+pid/tid/ts, as msprof draws them), else ``connection_id`` args. Kernels read
+from ``op_summary`` take the link of the timeline's hardware task with the
+same device, stream, task id and start time. Nothing is linked by time
+proximity.
+
 When a directory has only raw data and an ``msprof`` executable is found
 (PATH, ``$ASCEND_TOOLKIT_HOME``/``$ASCEND_HOME_PATH`` tools), it is run with
 ``--export=on`` first. Headers are matched loosely (case, spaces, units,
@@ -41,7 +49,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 
 from npuprof.errors import ProfilerDataError
-from npuprof.events import EventKind, EventTable
+from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
 
 log = logging.getLogger("npuprof")
@@ -206,11 +214,32 @@ def _row_problem(row: tuple) -> Optional[str]:
     for i, what, low, high in _ROW_LIMITS:
         if not low <= row[i] <= high:
             return f"{what} {row[i]} out of range"
+    if len(row) == 10 and not -1 <= row[9] < 1 << 63:
+        return f"connection id {row[9]} out of range"
     return None
 
 
+def link_id(value: Any) -> int:
+    """A connection id (int, or decimal text) -> ``corr``; -1 for anything else.
+
+    Example::
+
+        >>> link_id(17), link_id("17"), link_id(None), link_id("x"), link_id(-3), link_id(True)
+        (17, 17, -1, -1, -1, -1)
+    """
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, int):
+        return value if 0 <= value < 1 << 63 else -1
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 2.0 ** 63:
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 19:
+        return int(value.strip())
+    return -1
+
+
 def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[EventTable]:
-    """Rows (ts, dur, name, type, device, stream, tid, pid, args JSON) -> a table;
+    """Rows (ts, dur, name, type, device, stream, tid, pid, args JSON[, corr]) -> a table;
     rows whose numbers do not fit the table's columns are dropped with one warning."""
     good, bad, example = [], 0, ""
     for row in rows:
@@ -224,10 +253,10 @@ def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[Ev
         warn(f"{where}: {bad} {kind.name.lower()} row(s) skipped: values out of range (first: {example})")
     if not good:
         return None
-    ts, dur, name, typ, dev, stream, tid, pid, args = zip(*good)
+    ts, dur, name, typ, dev, stream, tid, pid, args, *corr = zip(*(r if len(r) == 10 else (*r, -1) for r in good))
     return EventTable.from_records(ts=list(ts), dur=list(dur), kind=int(kind), name=list(name), type=list(typ),
                                    device=list(dev), stream=list(stream), tid=list(tid), pid=list(pid),
-                                   args=list(args), source=SOURCE)
+                                   args=list(args), corr=list(corr[0]), source=SOURCE)
 
 
 def _int(text: Any, default: int = -1) -> int:
@@ -237,8 +266,14 @@ def _int(text: Any, default: int = -1) -> int:
         return default
 
 
-def read_op_summary(path: Path, warn: Warn) -> Optional[EventTable]:
-    """op_summary_*.csv or task_time_*.csv -> KERNEL events."""
+def read_op_summary(path: Path, warn: Warn, links: Optional[dict] = None) -> Optional[EventTable]:
+    """op_summary_*.csv or task_time_*.csv -> KERNEL events.
+
+    ``links``: (device, stream, task id, start ns) -> connection id of the
+    timeline's hardware tasks (see :func:`read_timeline`); a row with the same
+    task identity takes that link.
+    """
+    links = links or {}
     check_input_file(path)
     rows = []
     skipped = 0
@@ -263,8 +298,10 @@ def read_op_summary(path: Path, warn: Warn) -> Optional[EventTable]:
             get = lambda k, d="": rec[cols[k]].strip() if k in cols else d  # noqa: E731
             args = {k: get(k) for k in ("model_id", "task_id", "task_type", "block") if k in cols}
             args.update((k, get(k)) for k in TENSOR_COLUMNS if k in cols and get(k) not in ("", "N/A"))
-            rows.append((start, dur or 0, get("name"), get("type"), _int(get("device"), 0),
-                         _int(get("stream_id")), _int(get("stream_id"), 0), 0, json.dumps(args)))
+            device, stream = _int(get("device"), 0), _int(get("stream_id"))
+            corr = links.get((device, stream, _int(get("task_id")), start), -1)
+            rows.append((start, dur or 0, get("name"), get("type"), device, stream, _int(get("stream_id"), 0), 0,
+                         json.dumps(args), corr))
     if skipped:
         warn(f"{path}: {skipped} row(s) without a usable start time or with missing cells were skipped")
     return _events(EventKind.KERNEL, rows, warn, path)
@@ -319,8 +356,34 @@ def _load_json(path: Path) -> Any:
         raise ProfilerDataError(path, f"is not valid JSON ({e})") from None
 
 
-def read_timeline(path: Path, warn: Warn, want_kernels: bool) -> Optional[EventTable]:
-    """msprof_*.json (array or {traceEvents}) -> API (CANN), COMM, and KERNEL when asked."""
+def _flow_ends(events: list) -> dict:
+    """(pid, tid, ts ns) -> flow id of the ends of ``HostToDevice`` flows (start and finish alike)."""
+    ends: dict = {}
+    ids: dict = {}
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") in ("s", "f") and ev.get("cat") == "HostToDevice":
+            ts, fid = us_to_ns(ev.get("ts")), _hashable(ev.get("id"))
+            if ts is None or fid is None:
+                continue
+            corr = link_id(fid)
+            if corr < 0:   # a non-numeric id: numbered in order of appearance
+                corr = ids.setdefault(fid, -2 - len(ids))
+            ends[(_hashable(ev.get("pid")), _hashable(ev.get("tid")), ts)] = corr
+    if ids:   # keep the numbered ones apart from the numeric ids
+        top = max([v for v in ends.values() if v >= 0], default=-1) + 1
+        ends = {k: v if v >= 0 else top - 2 - v for k, v in ends.items()}
+    return ends
+
+
+def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[dict] = None) -> Optional[EventTable]:
+    """msprof_*.json (array or {traceEvents}) -> API (CANN), COMM, and KERNEL when asked.
+
+    Launch links come from the ``HostToDevice`` flows when the file has
+    any, else from ``connection_id`` args (never a mix of both). ``links``,
+    when given, receives (device, stream, task id, start ns) -> link of every
+    linked hardware task, kernels asked for or not (see
+    :func:`read_op_summary`).
+    """
     data = _load_json(path)
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
     if not isinstance(events, list):
@@ -330,6 +393,7 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool) -> Optional[EventT
         if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
             margs = ev.get("args")
             proc[_hashable(ev.get("pid"))] = str(margs.get("name", "")) if isinstance(margs, dict) else ""
+    flows = _flow_ends(events)
     api, comm, kern = [], [], []
     no_ts = 0
     for ev in events:
@@ -345,15 +409,23 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool) -> Optional[EventT
         tid = _int(ev.get("tid"), 0)
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
+        if flows:
+            corr = flows.get((_hashable(ev.get("pid")), _hashable(ev.get("tid")), ts), -1)
+        else:
+            corr = link_id(args.get("connection_id"))
         if pname in ("CANN", "AscendCL", "Runtime", "GE") or "@" in name and pname == "":
             level, _, api_name = name.partition("@") if "@" in name else (pname, "", name)
-            api.append((ts, dur, api_name, level, -1, -1, tid, 0, "{}"))
+            api.append((ts, dur, api_name, level, -1, -1, tid, 0, "{}", corr))
         elif pname in ("Communication", "HCCL") or pname.startswith("Communication"):
-            comm.append((ts, dur, name, str(args.get("Task Type", "")), _device_of(ev), -1, tid, 0, "{}"))
-        elif want_kernels and pname in ("Ascend Hardware", "Task Scheduler"):
-            kern.append((ts, dur, name, str(args.get("Task Type", "")), _device_of(ev),
-                         _int(args.get("Physic Stream Id", tid)), tid, 0,
-                         json.dumps({k: args[k] for k in ("Model Id", "Task Id", "Task Type") if k in args})))
+            comm.append((ts, dur, name, str(args.get("Task Type", "")), _device_of(ev), -1, tid, 0, "{}", corr))
+        elif pname in ("Ascend Hardware", "Task Scheduler"):
+            device, stream = _device_of(ev), _int(args.get("Physic Stream Id", tid))
+            if links is not None and corr >= 0:
+                links[(device, stream, _int(args.get("Task Id")), ts)] = corr
+            if want_kernels:
+                kern.append((ts, dur, name, str(args.get("Task Type", "")), device, stream, tid, 0,
+                             json.dumps({k: args[k] for k in ("Model Id", "Task Id", "Task Type") if k in args}),
+                             corr))
     if no_ts:
         warn(f"{path}: {no_ts} complete event(s) without a numeric ts skipped")
     return EventTable.concat([_events(EventKind.API, api, warn, path), _events(EventKind.COMM, comm, warn, path),
@@ -471,30 +543,33 @@ def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
         if "TASK" in tables:
             has_info = "COMPUTE_TASK_INFO" in tables and {"globalTaskId", "name"} <= cols("COMPUTE_TASK_INFO")
             info_type = "c.opType" if has_info and "opType" in cols("COMPUTE_TASK_INFO") else "NULL"
-            sql = ("SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskType, t.modelId, t.taskId, "
+            conn = "t.connectionId" if "connectionId" in cols("TASK") else "NULL"
+            sql = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskType, t.modelId, t.taskId, {conn}, "
                    + (f"c.name, {info_type} FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c "
                       "ON c.globalTaskId = t.globalTaskId" if has_info else "NULL, NULL FROM TASK t"))
 
             def task(rec: tuple) -> Optional[tuple]:
-                st, en, dev, stream, ttype, model, task_id, name, optype = rec
+                st, en, dev, stream, ttype, model, task_id, conn_id, name, optype = rec
                 if name is None:
                     return None  # non-compute tasks (communication, memcpy) are not kernels of an op
                 t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
                 sid = _db_int(stream, "streamId", -1)
                 return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), sid, sid, 0,
                         json.dumps({"Model ID": _db_plain(model), "Task ID": _db_plain(task_id),
-                                    "Task Type": s(ttype)}))
+                                    "Task Type": s(ttype)}), link_id(conn_id))
 
             out.append(_events(EventKind.KERNEL, _db_rows(con.execute(sql), task, "TASK", warn, path), warn, path))
         if "CANN_API" in tables:
             levels = {20000: "AscendCL", 15000: "Model", 10000: "Node", 5500: "Communication", 5000: "Runtime"}
 
             def api(rec: tuple) -> tuple:
-                st, en, typ, gtid, name = rec
+                st, en, typ, gtid, name, conn_id = rec
                 t0, t1, g = _db_int(st, "startNs"), _db_int(en, "endNs"), _db_int(gtid, "globalTid", 0)
-                return (t0, t1 - t0, s(name), levels.get(typ, "" if typ is None else str(typ)), -1, -1, g & 0xFFFFFFFF, g >> 32, "{}")
+                return (t0, t1 - t0, s(name), levels.get(typ, "" if typ is None else str(typ)), -1, -1, g & 0xFFFFFFFF,
+                        g >> 32, "{}", link_id(conn_id))
 
-            query = con.execute("SELECT startNs, endNs, type, globalTid, name FROM CANN_API")
+            conn = "connectionId" if "connectionId" in cols("CANN_API") else "NULL"
+            query = con.execute(f"SELECT startNs, endNs, type, globalTid, name, {conn} FROM CANN_API")
             out.append(_events(EventKind.API, _db_rows(query, api, "CANN_API", warn, path), warn, path))
         if "MSTX_EVENTS" in tables:
             def mstx(rec: tuple) -> tuple:
@@ -510,11 +585,13 @@ def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
                     _events(EventKind.RANGE, [r for is_mark, r in rows if not is_mark], warn, path)]
         if "COMMUNICATION_OP" in tables:
             def comm(rec: tuple) -> tuple:
-                st, en, name, optype, dev = rec
+                st, en, name, optype, dev, conn_id = rec
                 t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
-                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), -1, 0, 0, "{}")
+                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), -1, 0, 0, "{}",
+                        link_id(conn_id))
 
-            query = con.execute("SELECT startNs, endNs, opName, opType, deviceId FROM COMMUNICATION_OP")
+            conn = "connectionId" if "connectionId" in cols("COMMUNICATION_OP") else "NULL"
+            query = con.execute(f"SELECT startNs, endNs, opName, opType, deviceId, {conn} FROM COMMUNICATION_OP")
             out.append(_events(EventKind.COMM, _db_rows(query, comm, "COMMUNICATION_OP", warn, path), warn, path))
         return EventTable.concat(out)
     except sqlite3.Error as e:
@@ -541,11 +618,12 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> Event
     tables = []
     if out_dir.is_dir():
         summaries = _latest(out_dir.glob("op_summary_*.csv")) or _latest(out_dir.glob("task_time_*.csv"))
-        for path in summaries:
-            tables.append(read_op_summary(path, warn))
         timelines = [p for p in _latest(out_dir.glob("msprof_*.json")) if not p.name.startswith("msprof_tx")]
+        links: dict = {}
         for path in timelines:
-            tables.append(read_timeline(path, warn, want_kernels=not summaries))
+            tables.append(read_timeline(path, warn, want_kernels=not summaries, links=links))
+        for path in summaries:
+            tables.append(read_op_summary(path, warn, links))
         for path in _latest(out_dir.glob("msprof_tx_*.csv")):
             tables.append(read_tx_csv(path, warn))
     if (prof_dir / "timeline").is_dir():
@@ -560,7 +638,7 @@ def parse_many(prof_dirs: Iterable[Path], warn: Warn) -> EventTable:
             tables.append(parse_prof_dir(Path(d), warn))
         except ProfilerDataError as e:
             warn(str(e))
-    return EventTable.concat(tables)
+    return EventTable.concat(offset_corr(tables))   # each PROF_ dir numbers its connection ids from its own 0
 
 
 def referenced_prof_dirs(run_dir: Path) -> list:

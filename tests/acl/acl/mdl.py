@@ -1,6 +1,7 @@
 """acl.mdl of the test double: JSON "models" whose ops run with fixed durations."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -42,6 +43,9 @@ def destroy_dataset(dataset: int) -> int:
     return S.SUCCESS
 
 
+_CONNECTION_IDS = itertools.count(1)
+
+
 def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> int:
     """Run the model's ops: raw task data for started devices, op records for subscribers."""
     with S.LOCK:
@@ -51,6 +55,7 @@ def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> i
             return S.log_call("acl.mdl.execute", S.INVALID_MODEL_ID)
         t_api0 = S.now_ns()
         cursor_us = t_api0 // 1000 + 5
+        conn = next(_CONNECTION_IDS)   # the link msprof records between this call and the tasks it ran
         collections = S.collections_for_device(model.device)
         sub_handle = st.subscriptions.get(model_id)
         sub = st.sub_configs.get(sub_handle) if sub_handle is not None else None
@@ -65,7 +70,8 @@ def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> i
                     S.append_raw(coll.prof_dir, f"device_{model.device}", "task", {
                         "op_name": op["name"], "op_type": op["type"], "task_type": "AI_CORE",
                         "stream_id": 2, "task_id": task_id, "model_id": model_id,
-                        "start_ns": start_us * 1000, "dur_ns": op["duration_us"] * 1000})
+                        "start_ns": start_us * 1000, "dur_ns": op["duration_us"] * 1000,
+                        "connection_id": conn})
             if sub is not None:
                 index = st.next_op_index
                 st.next_op_index += 1
@@ -78,7 +84,7 @@ def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> i
             if coll.mask & S.ACL_API_BIT:
                 S.append_raw(coll.prof_dir, "host", "api", {
                     "name": "aclmdlExecute", "level": "AscendCL", "start_ns": t_api0, "end_ns": t_api1,
-                    "pid": os.getpid(), "tid": tid})
+                    "pid": os.getpid(), "tid": tid, "connection_id": conn})
         if n_ops < len(model.ops):
             return S.log_call("acl.mdl.execute", S.MODEL_EXECUTE_FAILED)
         return S.log_call("acl.mdl.execute", S.SUCCESS)
