@@ -57,8 +57,12 @@ def ensure_cluster_plugin() -> None:
 
 def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (13, 42), slow_factor: float = 1.3,
              per_host: int = 8, host_skew_ns: Optional[list] = None, seed: int = 0, world_size: Optional[int] = None,
-             first_step: int = 1, counters: bool = True) -> GeneratedJob:
-    """Write ``ranks`` run directories under ``root`` and return the ground truth."""
+             first_step: int = 1, counters: bool = True, links: bool = False) -> GeneratedJob:
+    """Write ``ranks`` run directories under ``root`` and return the ground truth.
+
+    ``links``: each kernel carries the launch link (``corr``) of the host
+    operator that precedes it, as CANN's connectionId would.
+    """
     rng = np.random.default_rng(seed)
     n_hosts = (ranks + per_host - 1) // per_host
     if host_skew_ns is None:
@@ -67,11 +71,12 @@ def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (1
     job = GeneratedJob(root=root, ranks=ranks, steps=list(range(first_step, first_step + steps)),
                        slow_ranks=list(slow_ranks), skew_ns=skew)
     cols: dict = {r: {k: [] for k in ("ts", "dur", "kind", "name", "type", "args", "device", "stream", "tid",
-                                      "value")} for r in range(ranks)}
+                                      "value", "corr")} for r in range(ranks)}
 
     def add(r: int, ts: int, dur: int, kind: EventKind, name: str, typ: str = "", args: str = "",
-            device: int = -1, stream: int = -1, tid: int = 0, value: float = 0.0) -> None:
+            device: int = -1, stream: int = -1, tid: int = 0, value: float = 0.0, corr: int = -1) -> None:
         c = cols[r]
+        c["corr"].append(corr)
         c["ts"].append(ts + skew[r])
         c["dur"].append(dur)
         c["kind"].append(int(kind))
@@ -102,8 +107,9 @@ def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (1
             add(r, t, end + 20_000 - t, EventKind.STEP, f"ProfilerStep#{step}", "ProfilerStep", tid=pid)
             k_t = t + 50_000
             for (name, _), d in zip(KERNELS, compute[r]):
-                add(r, k_t - 30_000, 20_000, EventKind.OP, f"{name}-op", name, tid=pid)
-                add(r, k_t, d, EventKind.KERNEL, f"{name}_kernel", name, device=dev, stream=2)
+                link = len(cols[r]["ts"]) if links else -1
+                add(r, k_t - 30_000, 20_000, EventKind.OP, f"{name}-op", name, tid=pid, corr=link)
+                add(r, k_t, d, EventKind.KERNEL, f"{name}_kernel", name, device=dev, stream=2, corr=link)
                 k_t += d
             group = "world"
             add(r, arrive[r], end - arrive[r], EventKind.COMM, f"hcom_allReduce_{step}", "AllReduce",
@@ -129,7 +135,7 @@ def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (1
         pid = 1000 + r
         table = EventTable.from_records(ts=c["ts"], dur=c["dur"], kind=c["kind"], name=c["name"], type=c["type"],
                                         args=c["args"], device=c["device"], stream=c["stream"], tid=c["tid"],
-                                        value=c["value"], pid=pid, source="generated")
+                                        value=c["value"], corr=c["corr"], pid=pid, source="generated")
         stamp = "20260911" + f"{r:09d}"
         run_dir = root / f"node{r // per_host}-rank{r}_{pid}_{stamp}_ascend_ms"
         writer = RawWriter(run_dir / RAW_DIR)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 
-from cluster_support import ensure_cluster_plugin, interop_python, make_job, run_ms_ranks
+from cluster_support import KERNELS, ensure_cluster_plugin, interop_python, make_job, run_ms_ranks
 
 pytestmark = pytest.mark.slow
 GRAD_BYTES = (64 * 128 + 128 + 128 * 10 + 10) * 4
@@ -169,6 +169,14 @@ for r in out["ranks"]:
 if len(sys.argv) > 2:
     k = ta.get_gpu_kernel_breakdown(visualize=False)[0]
     out["kernel_types"] = sorted(k["kernel_type"].tolist())
+    out["kernels"] = {}
+    for r in out["ranks"]:   # device kernels: iteration (HTA takes it from the launch via correlation)
+        df = t.get_trace(r)
+        kern = df[df["name"].map(lambda i: sym[i].endswith("_kernel"))]
+        launch = [sym[df.loc[c, "name"]] if c > 0 else None for c in kern["index_correlation"]]
+        out["kernels"][r] = sorted((sym[n], int(it), lname, int(df.loc[c, "iteration"]) if c > 0 else None)
+                                   for n, it, lname, c in zip(kern["name"], kern["iteration"], launch,
+                                                              kern["index_correlation"]))
     tb = ta.get_temporal_breakdown(visualize=False)
     out["temporal_ranks"] = sorted(int(x) for x in tb["rank"].tolist())
     out["compute_pct"] = [float(x) for x in tb["compute_time_pctg"].tolist()]
@@ -210,6 +218,28 @@ def test_hta_kernel_breakdowns_on_device_kernels(tools, tmp_path):
     assert "COMPUTATION" in hta["kernel_types"]
     assert all(0 < p <= 100 for p in hta["compute_pct"])
     assert {"MatMul_kernel", "Softmax_kernel"} <= set(hta["names"]["0"])
+    # without launch links device kernels belong to no iteration
+    assert {it for _, it, _, _ in hta["kernels"]["0"]} == {-1}
+
+
+def test_hta_ties_linked_kernels_to_the_iterations_of_their_launches(tools, tmp_path):
+    """Kernels linked to their launching operator (correlation + ac2g flows) get its iteration in HTA."""
+    job = make_job(tmp_path / "job", ranks=2, steps=4, slow_ranks=(), counters=False, links=True)
+    ensure_cluster_plugin()
+    from npuprof.cluster import cluster_analyse
+
+    res = cluster_analyse(job.root, backend="serial", rank_traces=True)
+    hta = _hta(tools, res.output_dir / "traces", tmp_path, kernels=True)
+    assert hta["ranks"] == [0, 1]
+    for r in ("0", "1"):
+        kernels = hta["kernels"][r]
+        # HTA drops the last step (#4) and its events: the kernels of steps 1-3 remain
+        assert len(kernels) == 3 * len(KERNELS)
+        for name, it, launch, launch_it in kernels:
+            assert launch == name.replace("_kernel", "-op")   # tied to its own launch, not the nearest op
+            assert it == launch_it
+        assert sorted({it for _, it, _, _ in kernels}) == [1, 2, 3]
+        assert sorted(n for n, it, _, _ in kernels if it == 2) == sorted(f"{k}_kernel" for k, _ in KERNELS)
 
 
 # -- xprof / TensorBoard ---------------------------------------------------------------------------------------------
