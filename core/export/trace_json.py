@@ -292,11 +292,14 @@ def launch_links(events: EventTable) -> Optional[tuple[np.ndarray, np.ndarray, n
     hosts, devs = idx[~on_dev], idx[on_dev]
     if not len(hosts) or not len(devs):
         return None
-    order = np.lexsort((events["dur"][hosts], corr[hosts]))
-    hosts = hosts[order]
-    hc = corr[hosts]
+    order = np.argsort(corr[hosts], kind="stable")
+    hc = corr[hosts][order]
     first = np.ones(len(hc), dtype=bool)
     first[1:] = hc[1:] != hc[:-1]
+    if not first.all():   # ids shared by nested host calls: the shortest comes first
+        order = np.lexsort((events["dur"][hosts], corr[hosts]))
+        hc = corr[hosts][order]
+    hosts = hosts[order]
     launch, launch_c = hosts[first], hc[first]
     pos = np.minimum(np.searchsorted(launch_c, corr[devs]), len(launch_c) - 1)
     hit = launch_c[pos] == corr[devs]
