@@ -29,12 +29,16 @@ import numpy as np
 from harness import Clock, child_main, column, interleave, paired_ratio, summary, timed_steps
 
 
-def make_training():
+def make_training(op_threads: int = 0):
     import mindspore as ms
     from mindspore import nn
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
     ms.set_device("CPU")
+    if op_threads:
+        # MindSpore's default is 25 CPU-kernel threads: on 2 shared cores they fight the
+        # machine's other jobs and each other, and 20-step blocks swing by ~25%
+        ms.device_context.cpu.op_tuning.threads_num(op_threads)
     ms.set_seed(0)
 
     class MLP(nn.Cell):
@@ -93,7 +97,8 @@ def run(params: dict) -> dict:
     import npuprof
 
     import_s = time.perf_counter() - t0
-    step = make_training()
+    op_threads = int(params.get("op_threads", 0))
+    step = make_training(op_threads)
 
     def timed(n: int, prof=None) -> tuple:
         # sync: wait for the last step; warmup: untimed steps after the profiler starts
@@ -173,7 +178,7 @@ def run(params: dict) -> dict:
         own_run = {"seconds": c.wall, "events": len(res[0].events)}
     return {
         "mindspore_version": mindspore.__version__, "import_s": import_s, "steps": steps, "reps": reps,
-        "warmup": warmup,
+        "warmup": warmup, "op_threads": op_threads,
         "start_stop_s": {"mindspore": summary(start_stop["mindspore"]), "npuprof": summary(start_stop["npuprof"])},
         "plugin_active": plugin_active,
         "none": summary(wall["none"]), "mindspore": summary(wall["mindspore"]), "npuprof": summary(wall["npuprof"]),

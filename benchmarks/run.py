@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         if "mindspore" in only:
             log("MindSpore: overhead (none / MindSpore's profiler / npuprof) and analysis time")
             results["mindspore"] = run_child("bench_mindspore", {
-                "reps": 3 if q else 24, "steps": 10 if q else 20, "steps_analysis": 50 if q else 200,
+                "reps": 3 if q else 48, "steps": 10 if q else 20, "steps_analysis": 50 if q else 200, "op_threads": 1,
                 "analysis_reps": 1 if q else 3, "out": str(work / "mindspore")}, timeout=1200)
         if "tensorflow" in only:
             log("TensorFlow: overhead (none / TF's profiler / npuprof) and XSpace -> trace")
