@@ -36,6 +36,7 @@ from typing import Any, Iterable, Optional
 
 import orjson
 
+from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
 
@@ -176,8 +177,7 @@ def _read_kernel_details(path: Path, device: int, pid: int, problems: list[str])
         problems.append(f"{path}: missing columns {sorted(need - set(fields))}; file skipped")
         return EventTable.empty()
     extra_keys = [k for k in ("Accelerator Core", "Task ID", "Model ID", "Block Num", "Wait Time(us)",
-                              "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
-                              "Output Data Types", "Output Formats")
+                              *KERNEL_TENSOR_COLUMNS)
                   if k in fields]
     for lineno, raw in enumerate(reader, 2):
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}

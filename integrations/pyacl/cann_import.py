@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
+from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
@@ -80,8 +81,7 @@ _ALIASES = {
     "Output Formats": ("outputformats",),
 }
 # op_summary's tensor description columns, kept in a kernel's args under their own names
-TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
-                  "Output Formats")
+TENSOR_COLUMNS = KERNEL_TENSOR_COLUMNS
 
 
 def norm_header(name: str) -> str:
