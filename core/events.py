@@ -78,6 +78,9 @@ NUMERIC_COLUMNS: dict[str, Any] = {
 }
 STRING_COLUMNS = ("name", "type", "source", "args")
 _DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0, "corr": -1}
+# Columns that are usually one value for the whole table (no launch links in host-only data):
+# given as a scalar they are kept as a stride-0 read-only view, 0 bytes instead of 8 per event.
+CONSTANT_WHEN_SCALAR = frozenset({"corr"})
 
 
 class EventTable:
@@ -107,7 +110,7 @@ class EventTable:
         pool = _Pool()
         cols: dict[str, np.ndarray] = {}
         for key, dtype in NUMERIC_COLUMNS.items():
-            cols[key] = _broadcast(columns.get(key, _DEFAULTS.get(key, 0)), n, dtype)
+            cols[key] = _column(key, columns.get(key, _DEFAULTS.get(key, 0)), n, dtype)
         for key in STRING_COLUMNS:
             val = columns.get(key, "")
             if isinstance(val, str):
@@ -124,7 +127,7 @@ class EventTable:
                    strings: list[str]) -> "EventTable":
         """Build from already-encoded columns (fast path for readers)."""
         n = len(numeric["ts"])
-        cols = {k: _broadcast(numeric.get(k, _DEFAULTS.get(k, 0)), n, d) for k, d in NUMERIC_COLUMNS.items()}
+        cols = {k: _column(k, numeric.get(k, _DEFAULTS.get(k, 0)), n, d) for k, d in NUMERIC_COLUMNS.items()}
         for key in STRING_COLUMNS:
             cols[key] = _broadcast(codes.get(key, 0), n, np.int32)
         return cls(cols, list(strings))
@@ -152,6 +155,13 @@ class EventTable:
         n = sum(len(t) for t in tables)
         cols: dict[str, np.ndarray] = {}
         for key in (*NUMERIC_COLUMNS, *STRING_COLUMNS):
+            same = _common_constant(key, [t.cols[key] for t in tables])
+            if same is not None:
+                cols[key] = _constant(same, n, NUMERIC_COLUMNS[key])
+                if consume:
+                    for t in tables:
+                        del t.cols[key]
+                continue
             out = np.empty(n, dtype=NUMERIC_COLUMNS.get(key, np.int32))
             lo = 0
             for t, remap in zip(tables, remaps):
@@ -178,7 +188,10 @@ class EventTable:
 
     def select(self, index: Any) -> "EventTable":
         """Rows by boolean mask or index array (string pool shared)."""
-        return EventTable({k: v[index] for k, v in self.cols.items()}, self.strings)
+        picked = {k: v[index] for k, v in self.cols.items() if not _is_constant(v)}
+        n = len(picked["ts"])
+        return EventTable({k: picked[k] if k in picked else _constant(_value_of(k, v), n, v.dtype)
+                           for k, v in self.cols.items()}, self.strings)
 
     def of_kind(self, *kinds: EventKind) -> "EventTable":
         return self.select(np.isin(self.cols["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)))
@@ -196,7 +209,8 @@ class EventTable:
         if not release:
             return self.select(order)
         for key in list(self.cols):
-            self.cols[key] = self.cols[key][order]
+            if not _is_constant(self.cols[key]):
+                self.cols[key] = self.cols[key][order]
         return self
 
     def code_of(self, text: str) -> int:
@@ -295,6 +309,35 @@ def _release_free_memory() -> None:
 
 
 _malloc_trim: Any = None
+
+
+def _column(key: str, value: Any, n: int, dtype: Any) -> np.ndarray:
+    if key in CONSTANT_WHEN_SCALAR and np.isscalar(value):
+        return _constant(value, n, dtype)
+    return _broadcast(value, n, dtype)
+
+
+def _constant(value: Any, n: int, dtype: Any) -> np.ndarray:
+    """``n`` times ``value`` as a read-only stride-0 view (no memory per row)."""
+    return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
+
+
+def _is_constant(col: np.ndarray) -> bool:
+    # numpy gives empty arrays stride 0 too; from 2 rows on, stride 0 means a broadcast view
+    return col.ndim == 1 and len(col) > 1 and col.strides == (0,)
+
+
+def _value_of(key: str, col: np.ndarray) -> Any:
+    return col[0] if len(col) else _DEFAULTS.get(key, 0)
+
+
+def _common_constant(key: str, cols: list) -> Any:
+    """The one value of these parts of a CONSTANT_WHEN_SCALAR column when
+    each is a constant view (or a single row), else None."""
+    if key not in CONSTANT_WHEN_SCALAR or not all(_is_constant(c) or len(c) <= 1 for c in cols):
+        return None
+    values = {c[0].item() for c in cols if len(c)}
+    return values.pop() if len(values) == 1 else None
 
 
 def _broadcast(value: Any, n: int, dtype: Any) -> np.ndarray:

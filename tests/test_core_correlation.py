@@ -243,3 +243,27 @@ def test_sqlite_export_has_connection_ids(tmp_path):
     for i in range(len(ev)):
         c = int(ev["corr"][i])
         assert by_name[ev.strings[ev["name"][i]]] == [c if c >= 0 else None]
+
+
+# -- the link column costs no memory when nothing is linked ------------------------------------------------
+def _host_chunk(n, t0=0):
+    return EventTable.from_codes({"ts": np.arange(t0, t0 + n, dtype=np.int64)[::-1].copy()}, {}, [""])
+
+
+def test_an_unlinked_corr_column_stays_a_zero_byte_view_through_the_pipeline_operations():
+    from npuprof.events import _is_constant
+    parts = [_host_chunk(1000, 1000 * i) for i in range(5)] + [_host_chunk(1, 9000)]
+    table = EventTable.concat(parts, consume=True)
+    assert _is_constant(table["corr"]) and table["corr"].strides == (0,)
+    table = table.sorted(release=True)
+    assert _is_constant(table["corr"]) and (np.diff(table["ts"]) >= 0).all()
+    picked = table.select(table["ts"] % 2 == 0)
+    assert _is_constant(picked["corr"]) and len(picked["corr"]) == len(picked) == 2501   # 0..4999 and 9000
+    assert not table.has_links() and set(picked["corr"].tolist()) == {-1}
+
+
+def test_linked_and_unlinked_parts_concatenate_to_real_values():
+    linked = EventTable.from_records(ts=[5, 6], corr=[3, -1])
+    table = EventTable.concat([_host_chunk(4), linked, EventTable.from_records(ts=[7, 8], corr=7)])
+    assert table["corr"].tolist() == [-1, -1, -1, -1, 3, -1, 7, 7] and table["corr"].flags.writeable
+    assert table.select(np.array([4, 6]))["corr"].tolist() == [3, 7]
