@@ -9,8 +9,10 @@ What differs is the layout the Ascend tools look for by process name:
 
 * host framework events, ``ProfilerStep#N`` included, in processes named
   ``MindSpore`` (their own pid/tid);
-* host-side communication in a process ``HCCL``, annotations (ranges and
-  marks) in ``MsTx``;
+* host-side communication in a process ``HCCL``, one thread per group
+  (``args["group"]``) named ``Group <group> Communication`` with a
+  ``thread_sort_index`` (compare's communication sheet reads only such
+  threads), annotations (ranges and marks) in ``MsTx``;
 * device events in ``Ascend Hardware`` (label ``NPU <d>``, one thread per
   stream);
 * launch links as flows of cat ``HostToDevice`` (msprof's CANN node ->
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+import orjson
 
 from ..analysis.analyzers import compute_rows, step_spans
 from ..analysis.intervals import union
@@ -59,14 +62,54 @@ def _process_name(pid: int) -> str:
     return _PROCESS.get(pid, HOST_PROCESS)
 
 
-def ascend_layout(events: EventTable) -> EventTable:
-    """The table with host communication moved to the ``HCCL`` pid and ranges/marks to ``MsTx``."""
+def comm_thread_name(group: str) -> str:
+    """The ``HCCL`` thread of a communication group, named as MindSpore/torch_npu name it.
+
+    Example::
+
+        >>> comm_thread_name("world")
+        'Group world Communication'
+    """
+    return f"Group {group} Communication" if group else "Communication"
+
+
+def _group_of(args: str) -> str:
+    if not args.startswith("{"):
+        return ""
+    try:
+        group = orjson.loads(args).get("group", "")
+    except (orjson.JSONDecodeError, AttributeError):
+        return ""
+    return group if isinstance(group, str) else str(group)
+
+
+def ascend_layout(events: EventTable) -> tuple[EventTable, dict[int, str]]:
+    """The table with host communication moved to the ``HCCL`` pid and ranges/marks to ``MsTx``,
+    and the ``HCCL`` threads: one per communication group (``args["group"]``), tid -> thread name.
+
+    Example::
+
+        table, hccl_threads = ascend_layout(events)   # {0: "Group world Communication"}
+    """
     if not len(events):
-        return events
+        return events, {}
     kind, host = events["kind"], events["device"] < 0
-    pid = np.where(host & (kind == np.uint8(EventKind.COMM)), HCCL_PID, events["pid"])
+    comm = host & (kind == np.uint8(EventKind.COMM))
+    pid = np.where(comm, HCCL_PID, events["pid"])
     annotation = host & ((kind == np.uint8(EventKind.RANGE)) | (kind == np.uint8(EventKind.MARK)))
-    return events.with_column("pid", np.where(annotation, MSTX_PID, pid).astype(events["pid"].dtype))
+    table = events.with_column("pid", np.where(annotation, MSTX_PID, pid).astype(events["pid"].dtype))
+    rows = np.flatnonzero(comm)
+    if not len(rows):
+        return table, {}
+    # msprof-analyze compare takes communication ops only from HCCL threads named "... Communication" that have a
+    # thread_sort_index; the host thread that issued them is not a group, so the tid becomes the group's index
+    codes, inverse = np.unique(events["args"][rows], return_inverse=True)
+    group_of_code = [_group_of(events.strings[c]) for c in codes.tolist()]
+    groups = sorted(set(group_of_code))
+    index = np.array([groups.index(g) for g in group_of_code], dtype=np.int64)
+    tid = events["tid"].copy()
+    tid[rows] = index[inverse].astype(tid.dtype)
+    return table.with_column("tid", tid), {i: comm_thread_name(g) for i, g in enumerate(groups)}
 
 
 def _clipped_union(events: EventTable, rows: np.ndarray, starts: np.ndarray,
@@ -155,12 +198,23 @@ def _overlap_block(events: EventTable, base_ns: int) -> bytes:
     return b"".join(parts)
 
 
+def _hccl_sort_metadata(threads: dict[int, str]) -> list[str]:
+    return [f'{{"ph":"M","name":"thread_sort_index","pid":{HCCL_PID},"tid":{tid},"args":{{"sort_index":{tid}}}}}'
+            for tid in sorted(threads)]
+
+
 def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -> None:
     """Stream the array form of ``events`` to ``fh`` (see the module doc)."""
     base = base_time_ns(events)
-    table = ascend_layout(events)
-    meta = _metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware")
-    fh.write(("[\n" + ",\n".join(meta + _overlap_metadata()) + ",\n").encode())
+    table, hccl_threads = ascend_layout(events)
+
+    def thread_name(pid: int, tid: int) -> str:
+        return hccl_threads.get(tid, f"Thread {tid}") if pid == HCCL_PID else f"Thread {tid}"
+
+    meta = _metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware",
+                            thread_name=thread_name)
+    meta += _hccl_sort_metadata(hccl_threads) + _overlap_metadata()
+    fh.write(("[\n" + ",\n".join(meta) + ",\n").encode())
     write_event_blocks(fh, table, base, flow_cat=FLOW_CAT)
     fh.write(_overlap_block(events, base))
     fh.write((window_end_event(events, base, host_pid) + "\n]\n").encode())

@@ -101,8 +101,10 @@ def _host_threads(events: EventTable) -> list[tuple[int, int]]:
 
 
 def _metadata_events(events: EventTable, base_pid: int, host_name: Callable[[int], str] = "Host {}".format,
-                     device_name: Callable[[int], str] = "Ascend Hardware {}".format) -> list[str]:
-    """``M`` events naming every process (``host_name(pid)``, ``device_name(d)``) and host thread."""
+                     device_name: Callable[[int], str] = "Ascend Hardware {}".format,
+                     thread_name: Callable[[int, int], str] = lambda pid, tid: f"Thread {tid}") -> list[str]:
+    """``M`` events naming every process (``host_name(pid)``, ``device_name(d)``) and host thread
+    (``thread_name(pid, tid)``)."""
     lines = []
     pids = set(small_unique(events["pid"]).tolist()) if len(events) else set()
     devices = set(small_unique(events["device"], events["device"] >= 0).tolist()) if len(events) else set()
@@ -118,8 +120,8 @@ def _metadata_events(events: EventTable, base_pid: int, host_name: Callable[[int
         lines.append(f'{{"ph":"M","name":"process_labels","pid":{pid},"tid":0,"args":{{"labels":"NPU {d}"}}}}')
     if len(events):
         for pid, tid in _host_threads(events):
-            lines.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},'
-                         f'"args":{{"name":"Thread {tid}"}}}}')
+            name = orjson.dumps(thread_name(pid, tid)).decode()
+            lines.append(f'{{"ph":"M","name":"thread_name","pid":{pid},"tid":{tid},"args":{{"name":{name}}}}}')
     return lines
 
 
