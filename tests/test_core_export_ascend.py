@@ -93,6 +93,39 @@ def test_array_form_names_processes_as_the_ascend_tools_expect(traces):
     assert [labels[p] for p, n in names.items() if n == "Ascend Hardware"] == ["NPU 0"]
 
 
+def test_hccl_threads_are_communication_groups_with_a_sort_index(tmp_path):
+    """msprof-analyze compare reads communication ops only from HCCL threads whose name holds "Communication"
+    and that have a thread_sort_index: one such thread per group, whatever host thread issued the op."""
+    args = ['{"group": "world", "size": 64}', '{"group": "dp"}', '{"group": "world", "size": 128}', "", "{bad"]
+    ev = EventTable.from_records(ts=[DAY0 + i * 1_000 for i in range(6)], dur=500,
+                                 kind=[K.COMM] * 5 + [K.OP], name=[f"hcom_allReduce_{i}" for i in range(5)] + ["Add"],
+                                 args=args + [""], pid=4242, tid=[7, 8, 7, 7, 9, 7])
+    array = json.loads(write_trace_array(ev, tmp_path / "t.json", host_pid=4242).read_text())
+    hccl = next(e["pid"] for e in array if e["ph"] == "M" and e["name"] == "process_name"
+                and e["args"]["name"] == "HCCL")
+    names = {e["tid"]: e["args"]["name"] for e in array
+             if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == hccl}
+    sort = {e["tid"]: e["args"]["sort_index"] for e in array
+            if e["ph"] == "M" and e["name"] == "thread_sort_index" and e["pid"] == hccl}
+    assert sorted(names.values()) == ["Communication", "Group dp Communication", "Group world Communication"]
+    assert set(sort) == set(names) and len(set(sort.values())) == 3
+    thread_of = {e["name"]: names[e["tid"]] for e in array if e["ph"] == "X" and e["pid"] == hccl}
+    assert thread_of == {"hcom_allReduce_0": "Group world Communication", "hcom_allReduce_2": "Group world Communication",
+                         "hcom_allReduce_1": "Group dp Communication", "hcom_allReduce_3": "Communication",
+                         "hcom_allReduce_4": "Communication"}   # no group, or args that are not JSON
+    add = next(e for e in array if e["ph"] == "X" and e["name"] == "Add")
+    assert (add["pid"], add["tid"]) == (4242, 7)   # other host events keep their thread
+
+
+def test_the_kineto_form_keeps_host_threads_for_communication(tmp_path):
+    ev = EventTable.from_records(ts=[DAY0, DAY0 + 1_000], dur=500, kind=[K.COMM, K.OP], name=["hcom_x", "Add"],
+                                 args=['{"group": "world"}', ""], pid=4242, tid=7)
+    doc = json.loads(write_trace(ev, tmp_path / "k.json", host_pid=4242).read_text())
+    assert {(e["name"], e["tid"]) for e in doc["traceEvents"] if e["ph"] == "X"} == {("hcom_x", 7), ("Add", 7)}
+    assert [e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"] == \
+        ["Thread 7"]
+
+
 def test_overlap_analysis_sums_to_step_trace_time(traces):
     events, _, array = traces
     st = step_trace(events).records()
