@@ -1,6 +1,6 @@
 """The ecosystem's own tools on real npuprof output (a real 2-rank MindSpore
 job and generated device data), each run from its PyPI release in
-.venv-interop: msprof-analyze 26.2 (cluster, advisor), HolisticTraceAnalysis
+.venv-interop: msprof-analyze 26.2 (cluster, advisor, compare), HolisticTraceAnalysis
 0.5 (TraceAnalysis) and xprof 2.24 (converter and server)."""
 from __future__ import annotations
 
@@ -150,6 +150,198 @@ def test_msprof_analyze_advisor_on_an_export_ascend_copy(tools, real2, tmp_path)
     assert "2 ranks, data type: text, profiling type: mindspore" in proc.stdout + proc.stderr
     theirs = _csv(out / "cluster_analysis_output" / "cluster_step_trace_time.csv")
     assert sorted((int(r["Step"]), int(r["Index"])) for r in theirs) == [(s, r) for s in (2, 3, 4, 5) for r in (0, 1)]
+
+
+# msprof-analyze compare: two MindSpore CPU trainings that differ (1 hidden layer, batch 8 vs 2 hidden layers, batch 32)
+COMPARE_WORKLOAD = r"""
+import sys, numpy as np, mindspore as ms
+from mindspore import nn
+import npuprof
+out, hidden, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ms.set_context(mode=ms.PYNATIVE_MODE)
+ms.set_device("CPU")
+ms.set_seed(0)
+layers = [nn.Dense(64, 128), nn.ReLU()]
+for _ in range(hidden - 1):
+    layers += [nn.Dense(128, 128), nn.ReLU()]
+net = nn.SequentialCell(layers + [nn.Dense(128, 10)])
+loss_fn, opt = nn.MSELoss(), nn.SGD(net.trainable_params(), 0.01)
+grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+rng = np.random.default_rng(0)
+x = ms.Tensor(rng.standard_normal((batch, 64)).astype(np.float32))
+y = ms.Tensor(rng.standard_normal((batch, 10)).astype(np.float32))
+with npuprof.Profiler(output_path=out, activities=["CPU"], schedule=npuprof.schedule(wait=1, warmup=1, active=4)) as prof:
+    for _ in range(6):
+        with npuprof.record_function("forward_backward"):
+            loss, grads = grad_fn(x, y)
+        opt(grads)
+        loss.asnumpy()
+        prof.step()
+"""
+_XL = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+       "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships"}
+
+
+def _xlsx(path: Path) -> dict:
+    """Sheets of an xlsx as lists of rows (numbers as float). The stdlib suffices for xlsxwriter's output, and
+    .venv-interop has no openpyxl (msprof-analyze writes with xlsxwriter; pandas cannot read xlsx without it)."""
+    import re
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    m = f"{{{_XL['m']}}}"
+    with zipfile.ZipFile(path) as z:
+        shared = ["".join(t.text or "" for t in si.iter(m + "t"))
+                  for si in ET.fromstring(z.read("xl/sharedStrings.xml")).findall("m:si", _XL)] \
+            if "xl/sharedStrings.xml" in z.namelist() else []
+        rels = {r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))}
+        sheets = {}
+        for sheet in ET.fromstring(z.read("xl/workbook.xml")).find("m:sheets", _XL):
+            target = rels[sheet.get(f"{{{_XL['r']}}}id")].lstrip("/").removeprefix("xl/")
+            rows = []
+            for row in ET.fromstring(z.read("xl/" + target)).iter(m + "row"):
+                cells = {}
+                for c in row.findall("m:c", _XL):
+                    col = 0
+                    for ch in re.match(r"[A-Z]+", c.get("r")).group():
+                        col = col * 26 + ord(ch) - 64
+                    v = c.find("m:v", _XL)
+                    if v is None:
+                        val = "".join(t.text or "" for t in c.iter(m + "t")) or None
+                    elif c.get("t") == "s":
+                        val = shared[int(v.text)]
+                    elif c.get("t") in ("str", "e"):
+                        val = v.text
+                    else:
+                        val = float(v.text)
+                    cells[col - 1] = val
+                rows.append([cells.get(i) for i in range(max(cells) + 1)] if cells else [])
+            sheets[sheet.get("name")] = rows
+    return sheets
+
+
+def _compare(tools: Path, base: Path, comparison: Path, cwd: Path) -> tuple[dict, str]:
+    out = cwd / f"compare_{base.parent.name}_{comparison.parent.name}"
+    out.mkdir()
+    proc = _run([str(tools / "msprof-analyze"), "compare", "-d", str(comparison), "-bp", str(base), "-o", str(out)],
+                cwd=cwd)
+    (result,) = out.glob("performance_comparison_result_*.xlsx")
+    return _xlsx(result), proc.stdout + proc.stderr
+
+
+def _rows(sheet: list) -> dict:
+    """Data rows of a compare sheet by their name column (row 0: the two profiles, row 1: headers)."""
+    name_col = 0 if sheet[1][0] == "Index" else 1
+    return {r[name_col]: r for r in sheet[2:] if len(r) > name_col and r[name_col] is not None}
+
+
+@pytest.fixture(scope="module")
+def two_trainings(tmp_path_factory):
+    """(small, large): run dirs of the two trainings and their `npuprof export ascend` copies."""
+    import sys
+
+    from npuprof.cli import main
+
+    root = tmp_path_factory.mktemp("compare")
+    script = root / "workload.py"
+    script.write_text(COMPARE_WORKLOAD)
+    env = dict(os.environ, GLOG_v="3")
+    procs = [subprocess.Popen([sys.executable, str(script), str(root / name), hidden, batch], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, hidden, batch in (("small", "1", "8"), ("large", "2", "32"))]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-4000:]
+    out = {}
+    for name in ("small", "large"):
+        assert main(["export", "ascend", "-dir", str(root / name), "-o", str(root / f"{name}_ascend")]) == 0
+        (run,) = (root / name).glob("*_ascend_ms")
+        out[name] = (run, root / f"{name}_ascend" / run.name)
+    return out["small"], out["large"]
+
+
+def _step_totals_ms(run: Path) -> dict:
+    steps = _csv(run / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
+    assert len(steps) == 4
+    return {col: sum(float(r[col]) for r in steps) / 1000 for col in
+            ("Computing", "Communication(Not Overlapped)", "Free", "Stage")}
+
+
+def _op_statistic(run: Path) -> dict:
+    return {r["OP Type"]: (int(r["Count"]), float(r["Total Time(us)"]))
+            for r in _csv(run / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv")}
+
+
+def test_msprof_analyze_compare_on_two_export_ascend_copies(tools, two_trainings, tmp_path):
+    """compare's overall, operator and kernel sheets equal npuprof's step_trace_time and op_statistic of each side.
+
+    Overall figures to 1e-6 ms: the Overlap Analysis segments and step_trace_time.csv are the same ns-exact
+    intervals (µs with 3 decimals) and compare keeps their float sums unrounded in the xlsx; kernel totals to
+    0.01 µs: compare rounds them to 2 decimals."""
+    (small_run, small), (large_run, large) = two_trainings
+    sheets, log = _compare(tools, small, large, tmp_path)
+    assert "Failed to get overlap analysis data" not in log and "Can't find any torch op" not in log
+    overall = sheets["OverallMetrics"]
+    assert str(small) in overall[0][1] and str(large) in overall[0][4]    # base, then comparison
+    rows = _rows(overall)
+    for run, dur in ((small_run, 1), (large_run, 4)):                     # Duration(ms) of each side
+        total = _step_totals_ms(run)
+        assert total["Computing"] > 0
+        assert rows["Computing Time"][dur] == pytest.approx(total["Computing"], abs=1e-6)
+        assert rows["Free Time"][dur] == pytest.approx(total["Free"], abs=1e-6)
+        assert rows["E2E Time"][dur] == pytest.approx(total["Stage"], abs=1e-6)   # steps are contiguous
+    assert "Uncovered Communication Time" not in rows                    # no communication in these runs
+    # kernels (from kernel_details.csv, by op type) and operators (the cpu_op events, by name) of both sides
+    kernels = _rows(sheets["KernelCompare"])
+    operators = sheets["OperatorCompareStatistic"][2:]
+    for run, calls, total_col, op_count in ((small_run, 7, 3, 3), (large_run, 12, 8, 5)):
+        stat = _op_statistic(run)
+        assert set(kernels) == set(stat) | set(_op_statistic(large_run if run == small_run else small_run))
+        for typ, (count, total) in stat.items():
+            assert kernels[typ][calls] == count, typ
+            assert kernels[typ][total_col] == pytest.approx(total, abs=0.006), typ
+        type_of = {r["Name"]: r["Type"] for r in _csv(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")}
+        by_type: dict = {}
+        for r in operators:
+            by_type[type_of.get(r[1], r[1])] = by_type.get(type_of.get(r[1], r[1]), 0) + int(r[op_count])
+        assert {t: n for t, n in by_type.items() if n} == {t: c for t, (c, _) in stat.items()}
+    # the difference between the trainings shows where it should: one more Dense layer, forward and backward
+    assert _op_statistic(small_run)["MatMul"][0] == 4 * 5 and _op_statistic(large_run)["MatMul"][0] == 4 * 8
+    assert (kernels["MatMul"][7], kernels["MatMul"][12]) == (20, 32)
+
+
+def test_msprof_analyze_compare_on_raw_runs_reads_only_kernel_details(tools, two_trainings, tmp_path):
+    """On the run directories compare finds no JSON-array trace_view.json (ijson 'item' yields nothing from the
+    Kineto object): it logs that, writes no overall/operator sheets and compares kernel_details.csv alone."""
+    (small_run, small), (large_run, large) = two_trainings
+    sheets, log = _compare(tools, small_run, large_run, tmp_path)
+    assert "Failed to get overlap analysis data" in log and "Can't find any torch op" in log
+    assert list(sheets) == ["KernelCompare"]
+    exported, _ = _compare(tools, small, large, tmp_path)
+    assert sheets["KernelCompare"][2:] == exported["KernelCompare"][2:]
+
+
+def test_msprof_analyze_compare_communication_of_two_ranks(tools, real2, tmp_path):
+    """Two ranks of the real 2-rank job: compare's communication sheet lists each rank's all-reduce calls with
+    their summed durations, and Uncovered Communication is step_trace_time's Communication(Not Overlapped)."""
+    from npuprof.cli import main
+
+    out = tmp_path / "ascend"
+    assert main(["export", "ascend", "-dir", str(real2), "-o", str(out)]) == 0
+    runs = [next((real2 / f"rank{r}").glob("*_ascend_ms")) for r in (0, 1)]
+    sheets, log = _compare(tools, out / "rank0" / runs[0].name, out / "rank1" / runs[1].name, tmp_path)
+    assert "Can't find any communication op" not in log
+    (allreduce,) = sheets["CommunicationCompare"][2:]
+    overall = _rows(sheets["OverallMetrics"])
+    for run, (name, calls, total), dur in zip(runs, ((1, 3, 4), (8, 10, 11)), (1, 4)):
+        trace = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())["traceEvents"]
+        ops = [e["dur"] for e in trace if e["ph"] == "X" and e["name"].startswith("hcom_allReduce_")]
+        assert allreduce[name] == "allreduce" and allreduce[calls] == len(ops) == 4
+        assert allreduce[total] == pytest.approx(sum(ops), abs=0.002)
+        uncovered = _step_totals_ms(run)["Communication(Not Overlapped)"]
+        assert uncovered > 0
+        assert overall["Uncovered Communication Time"][dur] == pytest.approx(uncovered, abs=1e-6)
+        assert overall["\tGroup world Communication"][dur] == pytest.approx(uncovered, abs=1e-6)
 
 
 # -- HTA -----------------------------------------------------------------------------------------------------------
