@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Clock, child_main, column, interleave, paired_ratio, summary, timed_steps
+from harness import (Clock, child_main, interleave, paired_ratio, summary, timed_steps, timed_window,
+                     window_columns)
 
 
 def make_training(op_threads: int = 0):
@@ -107,45 +108,35 @@ def run(params: dict) -> dict:
     def none() -> tuple:
         return timed(steps) + (0.0,)
 
-    def ms_alone() -> tuple:
-        target = out / "ms_alone"
-        t0 = time.perf_counter()
+    def ms_start():
         prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False,
-                           on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(target), analyse_flag=False))
+                           on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(out / "ms_alone"),
+                                                                       analyse_flag=False))
         prof.start()
-        started = time.perf_counter() - t0
-        try:
-            res = timed(steps)
-        finally:
-            t0 = time.perf_counter()
-            prof.stop()
-            stopped = time.perf_counter() - t0
-            _forget_handler_dir()
-        return res + (started + stopped,)
+        return prof
+
+    def ms_stop(prof) -> None:
+        prof.stop()
+        _forget_handler_dir()
+
+    def ms_alone() -> tuple:
+        return timed_window(ms_start, lambda _: timed(steps), ms_stop)
 
     npuprof_runs: list = []
 
+    def npuprof_stop(prof) -> None:
+        prof.stop()
+        npuprof_runs.extend(prof.saved_runs)
+
     def with_npuprof() -> tuple:
-        t0 = time.perf_counter()
-        prof = npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"])
-        started = time.perf_counter() - t0
-        try:
-            res = timed(steps, prof)
-        finally:
-            t0 = time.perf_counter()
-            prof.stop()
-            stopped = time.perf_counter() - t0
-            npuprof_runs.extend(prof.saved_runs)
-        return res + (started + stopped,)
+        return timed_window(lambda: npuprof.Profiler(output_path=str(out / "npuprof"), activities=["CPU"]), lambda prof: timed(steps, prof), npuprof_stop)
 
     for _ in range(10):
         step()
     for v in (none, ms_alone, with_npuprof):  # warm-up: first-use costs of each path
         v()
-    samples = interleave({"none": none, "mindspore": ms_alone, "npuprof": with_npuprof}, reps)
-    wall = {k: column(v, 0) for k, v in samples.items()}
-    cpu = {k: column(v, 1) for k, v in samples.items()}
-    start_stop = {k: column(v, 2) for k, v in samples.items()}
+    wall, cpu, start_stop = window_columns(interleave({"none": none, "mindspore": ms_alone,
+                                                       "npuprof": with_npuprof}, reps))
     plugin_active = bool(npuprof_runs) and (npuprof_runs[-1] / "FRAMEWORK").is_dir()
 
     # -- analysis of the same MindSpore run: MindSpore's analyse() vs npuprof.analyse() --------

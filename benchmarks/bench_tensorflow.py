@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Clock, child_main, column, interleave, paired_ratio, summary, timed_steps
+from harness import (Clock, child_main, interleave, paired_ratio, summary, timed_steps, timed_window,
+                     window_columns)
 
 
 def make_training():
@@ -80,39 +81,24 @@ def run(params: dict) -> dict:
     counter = iter(range(10**6))
 
     def tf_alone() -> tuple:
-        t0 = time.perf_counter()
-        tf.profiler.experimental.start(str(out / "tf_alone" / str(next(counter))))
-        started = time.perf_counter() - t0
-        try:
-            res = timed(steps)
-        finally:
-            t0 = time.perf_counter()
-            tf.profiler.experimental.stop()
-        return res + (started + time.perf_counter() - t0,)
+        return timed_window(lambda: tf.profiler.experimental.start(str(out / "tf_alone" / str(next(counter)))),
+                            lambda _: timed(steps), lambda _: tf.profiler.experimental.stop())
 
     npuprof_runs: list = []
 
+    def npuprof_stop(prof) -> None:
+        prof.stop()
+        npuprof_runs.extend(prof.saved_runs)
+
     def with_npuprof() -> tuple:
-        t0 = time.perf_counter()
-        prof = TFProfiler(output_path=str(out / "npuprof"))
-        started = time.perf_counter() - t0
-        try:
-            res = timed(steps, prof)
-        finally:
-            t0 = time.perf_counter()
-            prof.stop()
-            stopped = time.perf_counter() - t0
-            npuprof_runs.extend(prof.saved_runs)
-        return res + (started + stopped,)
+        return timed_window(lambda: TFProfiler(output_path=str(out / "npuprof")), lambda prof: timed(steps, prof), npuprof_stop)
 
     for _ in range(50):
         step()
     for v in (none, tf_alone, with_npuprof):
         v()
-    samples = interleave({"none": none, "tensorflow": tf_alone, "npuprof": with_npuprof}, reps)
-    wall = {k: column(v, 0) for k, v in samples.items()}
-    cpu = {k: column(v, 1) for k, v in samples.items()}
-    start_stop = {k: column(v, 2) for k, v in samples.items()}
+    wall, cpu, start_stop = window_columns(interleave({"none": none, "tensorflow": tf_alone,
+                                                       "npuprof": with_npuprof}, reps))
     plugin_active = bool(npuprof_runs) and any((npuprof_runs[-1] / "TF").rglob("*.xplane.pb"))
 
     # -- XSpace -> trace: TF's converter vs npuprof ---------------------------------------------

@@ -111,6 +111,33 @@ def timed_steps(step: Callable[[], Any], n: int, prof: Any = None,
     return c.wall / n, c.cpu / n
 
 
+def timed_window(start: Callable[[], Any], run: Callable[[Any], tuple], stop: Callable[[Any], Any]) -> tuple:
+    """``run(handle)``'s timing tuple plus the seconds ``start()`` and
+    ``stop(handle)`` took together (a profiler's per-window cost).
+
+    Example::
+
+        timed_window(lambda: npuprof.Profiler(output_path=out), lambda p: timed_steps(step, 200, p),
+                     lambda p: p.stop())
+    """
+    t0 = time.perf_counter()
+    handle = start()
+    started = time.perf_counter() - t0
+    try:
+        res = run(handle)
+    finally:
+        t0 = time.perf_counter()
+        stop(handle)
+        stopped = time.perf_counter() - t0
+    return tuple(res) + (started + stopped,)
+
+
+def window_columns(samples: dict[str, list]) -> tuple[dict, dict, dict]:
+    """Per variant: wall per step, CPU per step, start+stop seconds, from
+    :func:`interleave` samples of ``(wall, cpu, start_stop)`` tuples."""
+    return tuple({k: column(v, i) for k, v in samples.items()} for i in range(3))  # type: ignore[return-value]
+
+
 def summary(samples: list[float]) -> dict:
     """Median, min, max and the samples themselves."""
     s = sorted(samples)
