@@ -432,3 +432,14 @@ def main(argv: list) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv))
+
+
+class Ctx:
+    """The ParseContext fields the plugin uses (info + warn)."""
+
+    def __init__(self, info: dict = None) -> None:
+        self.info = info or {}
+        self.warnings: list = []
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)

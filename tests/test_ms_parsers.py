@@ -20,6 +20,7 @@ from npuprof.events import EventKind
 from npuprof.integrations.mindspore import parser
 from npuprof.integrations.mindspore.ascend_output import read_ascend_output, us_text_to_ns
 from npuprof.integrations.mindspore.framework_files import op_type_of, read_framework_dir
+from ms_support import Ctx
 
 # Real lines from MindSpore 2.10 CPU runs (GRAPH mode, then PyNative), one op per line.
 GRAPH_TIMESTAMPS = (
@@ -47,17 +48,6 @@ def write_framework(root: Path, timestamps: str, detail: str = "", rank: int = 0
     if detail:
         (fw / f"cpu_op_detail_info_{rank}.csv").write_text(detail)
     return fw
-
-
-class Ctx:
-    """The ParseContext fields the plugin uses (info + warn)."""
-
-    def __init__(self, info: dict = None) -> None:
-        self.info = info or {}
-        self.warnings: list = []
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
 
 
 # -- FRAMEWORK ----------------------------------------------------------------------------------------------------

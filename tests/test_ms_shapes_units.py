@@ -21,6 +21,7 @@ from npuprof.events import EventKind, EventTable
 from npuprof.integrations.mindspore import parser
 from npuprof.integrations.mindspore.framework_files import read_framework_dir
 from npuprof.integrations.mindspore.shapes import shapes_args
+from ms_support import Ctx
 
 GRAPH_TIMESTAMPS = """\
 Gradients/Default/Grad_ReLU/ReluGrad-op0;HostCpuOps;1795314826606929234,0.006433,0 
@@ -127,15 +128,6 @@ def op_args(table: EventTable) -> dict:
         text = table.strings[table["args"][i]]
         out.setdefault(table.strings[table["name"][i]], []).append(json.loads(text) if text else None)
     return out
-
-
-class Ctx:
-    def __init__(self, info: dict = None) -> None:
-        self.info = info or {}
-        self.warnings: list = []
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
 
 
 # -- the shape file ----------------------------------------------------------------------------------------------
