@@ -161,6 +161,16 @@ def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, 
             f'"args":{{{extra}{p.rest[args]}}}')
 
 
+def _render_place(rows: RowBuilder, c: dict, base_ns: int) -> None:
+    """The ``,"pid":…,"tid":…,"ts":…`` fields every rendered event has."""
+    rows.literal(',"pid":')
+    rows.integer(c["pid"])
+    rows.literal(',"tid":')
+    rows.integer(c["tid"])
+    rows.literal(',"ts":')
+    rows.fixed3(c["ts"] - base_ns)
+
+
 def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
     """Complete events (spans): every kind but marks, counters and memory."""
     rows = RowBuilder(len(c["kind"]))
@@ -168,12 +178,7 @@ def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
     rows.pooled(c["kind"], p.cat)
     rows.literal('","name":')
     rows.pooled(c["name"], p.names)
-    rows.literal(',"pid":')
-    rows.integer(c["pid"])
-    rows.literal(',"tid":')
-    rows.integer(c["tid"])
-    rows.literal(',"ts":')
-    rows.fixed3(c["ts"] - base_ns)
+    _render_place(rows, c, base_ns)
     rows.literal(',"dur":')
     rows.fixed3(c["dur"])
     rows.literal(',"args":{"Op Type":')
@@ -207,12 +212,7 @@ def _render_instants(p: _Pools, c: dict, base_ns: int, kind: int) -> bytes:
         rows.pooled(c["name"], p.names)
     else:
         rows.literal('{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]"')
-    rows.literal(',"pid":')
-    rows.integer(c["pid"])
-    rows.literal(',"tid":')
-    rows.integer(c["tid"])
-    rows.literal(',"ts":')
-    rows.fixed3(c["ts"] - base_ns)
+    _render_place(rows, c, base_ns)
     if kind == _MARK:
         rows.literal(',"args":')
         rows.pooled(c["args"], p.args)
