@@ -107,7 +107,7 @@ class EventTable:
         columns take sequences of ``str`` or one ``str``. ``ts`` is required.
         """
         n = len(columns["ts"])
-        pool = _Pool()
+        pool = StringPool()
         cols: dict[str, np.ndarray] = {}
         for key, dtype in NUMERIC_COLUMNS.items():
             cols[key] = _column(key, columns.get(key, _DEFAULTS.get(key, 0)), n, dtype)
@@ -146,7 +146,7 @@ class EventTable:
             return EventTable.empty()
         if len(tables) == 1:
             return tables[0]
-        pool = _Pool()
+        pool = StringPool()
         remaps = []
         for t in tables:
             remap = pool.codes(t.strings)
@@ -271,12 +271,20 @@ def offset_corr(tables: Sequence[Optional["EventTable"]]) -> list:
     return out
 
 
-class _Pool:
-    """String interning for building tables."""
+class StringPool:
+    """String interning for building tables: ``code(s)`` is the index of
+    ``s`` in ``strings``, appended on first use.
 
-    def __init__(self) -> None:
-        self.strings: list[str] = [""]
-        self._index: dict[str, int] = {"": 0}
+    Example::
+
+        >>> pool = StringPool(["", "npuprof"])
+        >>> pool.code("MatMul"), pool.code("npuprof"), pool.strings
+        (2, 1, ['', 'npuprof', 'MatMul'])
+    """
+
+    def __init__(self, initial: Sequence[str] = ("",)) -> None:
+        self.strings: list[str] = list(initial)
+        self._index: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
 
     def code(self, s: str) -> int:
         c = self._index.get(s)

@@ -38,7 +38,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from npuprof.events import EventTable
+from npuprof.events import EventTable, StringPool
 from npuprof.fileio import check_input_file
 
 SHAPES_GLOB = "cpu_framework_*.txt"
@@ -144,15 +144,8 @@ def attach_shapes(table: EventTable, path: Path, problems: list[str]) -> EventTa
     n = len(table)
     if not n or not any(args):
         return table
-    strings = list(table.strings)
-    index = {s: i for i, s in enumerate(strings)}
-
-    def code(s: str) -> int:
-        c = index.get(s)
-        if c is None:
-            c = index[s] = len(strings)
-            strings.append(s)
-        return c
+    pool = StringPool(table.strings)
+    strings, code = pool.strings, pool.code
 
     # op names (leaf of each event's full name, op name of each line) as shared integer ids
     ids: dict[str, int] = {"": 0}

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 import numpy as np
 
 from npuprof.errors import ProfilerDataError
-from npuprof.events import EventKind, EventTable
+from npuprof.events import EventKind, EventTable, StringPool
 
 log = logging.getLogger("npuprof")
 Warn = Callable[[str], None]
@@ -255,15 +255,8 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
     tid = np.concatenate(tid_parts)
     mid = np.concatenate(mid_parts)
     # Map metadata ids -> (kind, name code, type code) through small lookup arrays.
-    strings = ["", SOURCE]
-    index: dict[str, int] = {"": 0, SOURCE: 1}
-
-    def code(s: str) -> int:
-        c = index.get(s)
-        if c is None:
-            c = index[s] = len(strings)
-            strings.append(s)
-        return c
+    pool = StringPool(["", SOURCE])
+    strings, code = pool.strings, pool.code
 
     kinds = np.array([meta_kind[i][0] for i in ids], dtype=np.uint8)
     names = np.array([code(meta_kind[i][1]) for i in ids], dtype=np.int32)
