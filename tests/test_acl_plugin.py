@@ -35,14 +35,20 @@ def prof_names(acl):
     return [c[0] for c in acl._double_calls() if c[0].startswith("acl.prof.") or c[0] in ("acl.init", "acl.finalize")]
 
 
-def test_profiler_drives_acl_prof_in_documented_order(acl, tmp_path):
-    import npuprof
-
+def _started_on_a_model(acl, tmp_path):
+    """acl initialised on device 0, a model loaded, and a started Level1 Profiler with mstx."""
     acl.init()
     acl.rt.set_device(0)
     prof = Profiler(output_path=tmp_path / "prof", profiler_level="Level1", mstx=True, start_profile=False)
     model_id, _ = acl.mdl.load_from_file(str(write_model(tmp_path / "m.json", OPS)))
     prof.start()
+    return prof, model_id
+
+
+def test_profiler_drives_acl_prof_in_documented_order(acl, tmp_path):
+    import npuprof
+
+    prof, model_id = _started_on_a_model(acl, tmp_path)
     for _ in range(3):
         with record_function("infer"):
             acl.mdl.execute(model_id, 0, 0)
@@ -159,11 +165,7 @@ def test_sink_maps_ranges_and_never_raises(acl, tmp_path, caplog):
 
 
 def test_mstx_range_ended_on_another_thread_is_a_start_stop_range(acl, tmp_path):
-    acl.init()
-    acl.rt.set_device(0)
-    prof = Profiler(output_path=tmp_path / "prof", profiler_level="Level1", mstx=True, start_profile=False)
-    model_id, _ = acl.mdl.load_from_file(str(write_model(tmp_path / "m.json", OPS)))
-    prof.start()
+    prof, model_id = _started_on_a_model(acl, tmp_path)
     rid = mstx.range_start("prefetch")
     acl.mdl.execute(model_id, 0, 0)
     ender = threading.Thread(target=mstx.range_end, args=(rid,))

@@ -12,23 +12,7 @@ import npuprof  # noqa: E402
 from npuprof import ProfilerConfigError  # noqa: E402
 from npuprof.integrations import tensorflow as nptf  # noqa: E402
 from npuprof.integrations.tensorflow import tf2 as tf2_mod  # noqa: E402
-from tf_support import exported  # noqa: E402
-
-
-def make_step():
-    w1 = tf.Variable(tf.random.normal([64, 128]))
-    w2 = tf.Variable(tf.random.normal([128, 1]))
-    opt = tf.keras.optimizers.SGD(0.001)
-
-    @tf.function
-    def train_step(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)))
-        grads = tape.gradient(loss, [w1, w2])
-        opt.apply_gradients(zip(grads, [w1, w2]))
-        return loss
-
-    return train_step
+from tf_support import build_tf2_train_step, exported  # noqa: E402
 
 
 def op_types(run_dir):
@@ -37,7 +21,7 @@ def op_types(run_dir):
 
 @pytest.mark.slow
 def test_tf_function_loop_one_window_per_cycle(tmp_path):
-    train_step = make_step()
+    train_step = build_tf2_train_step(tf)
     x = tf.ones([32, 64])
     train_step(x)  # trace outside the profile
     sched = npuprof.schedule(wait=1, warmup=1, active=2, repeat=3)
@@ -61,7 +45,7 @@ def test_tf_function_loop_one_window_per_cycle(tmp_path):
 
 @pytest.mark.slow
 def test_profiling_options_drive_the_tf2_profiler(tmp_path):
-    train_step = make_step()
+    train_step = build_tf2_train_step(tf)
     x = tf.ones([16, 64])
     opts = json.dumps({"output": str(tmp_path / "o"), "task_time": "l2", "host_sys": "cpu,mem",
                        "host_sys_usage_freq": 20})
@@ -172,7 +156,7 @@ def test_global_options_and_open(fresh_global_options, tmp_path):
         npu_device.global_options().profiling_config.profiling_options = profiling_options
     with pytest.warns(FutureWarning):
         handle = npu_device.open().as_default()
-    train_step = make_step()
+    train_step = build_tf2_train_step(tf)
     for _ in range(3):
         train_step(tf.ones([8, 64]))
     results = handle.close()

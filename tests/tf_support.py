@@ -109,6 +109,24 @@ def build_graph_model(tf, batch: int = 32, features: int = 64, hidden: int = 128
     return graph, init, train_op, x, feed
 
 
+def build_tf2_train_step(tf, features: int = 64, hidden: int = 128):
+    """The same 2-layer MLP as :func:`build_graph_model`, as a TF2 ``tf.function``
+    training step (SGD); call it with an input of shape ``[batch, features]``."""
+    w1 = tf.Variable(tf.random.normal([features, hidden]))
+    w2 = tf.Variable(tf.random.normal([hidden, 1]))
+    opt = tf.keras.optimizers.SGD(0.001)
+
+    @tf.function
+    def train_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)))
+        grads = tape.gradient(loss, [w1, w2])
+        opt.apply_gradients(zip(grads, [w1, w2]))
+        return loss
+
+    return train_step
+
+
 def read_csv(path: Path) -> list:
     import csv
 

@@ -113,19 +113,11 @@ def numpy_step() -> callable:
 def tf_step() -> callable:
     import tensorflow as tf
 
-    w1 = tf.Variable(tf.random.normal([64, 128]))
-    w2 = tf.Variable(tf.random.normal([128, 1]))
-    opt = tf.keras.optimizers.SGD(0.001)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # tests/, for tf_support
+    from tf_support import build_tf2_train_step
+
+    train_step = build_tf2_train_step(tf)
     x = tf.ones([32, 64])
-
-    @tf.function
-    def train_step(x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)))
-        grads = tape.gradient(loss, [w1, w2])
-        opt.apply_gradients(zip(grads, [w1, w2]))
-        return loss
-
     train_step(x)   # trace before profiling
     return lambda: train_step(x).numpy()
 
