@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import IO, Any, Iterator, Optional, Protocol
 
@@ -97,10 +98,7 @@ def terminal_progress(label: str, enabled: bool = True, file: Optional[IO[str]] 
                       show_after: float = SHOW_AFTER_S) -> Iterator[Optional[ProgressCallback]]:
     """A :class:`TerminalProgress` for the duration of the block, or None
     when disabled or when the output (stderr by default) is not a terminal."""
-    stream = file
-    if stream is None:
-        import sys
-        stream = sys.stderr
+    stream = file if file is not None else sys.stderr
     if not enabled or not stream.isatty():
         yield None
         return
