@@ -153,7 +153,7 @@ def _analyse_run(run_dir: Path, export_type: Any, phases: _PhaseCounter, options
     host = get_plugin_host()
     for exporter in phases.exporters:
         with phases.phase(f"writing {exporter} outputs ({run_dir.name})"):
-            for plugin, paths in host.call("npuprof_export", only=[exporter], run_dir=run_dir, result=result):
+            for _, paths in host.call("npuprof_export", only=[exporter], run_dir=run_dir, result=result):
                 result.outputs.extend(Path(p) for p in paths)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
