@@ -95,6 +95,11 @@ def _export_ascend(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# op_shape_statistic: torch's key_averages(group_by_input_shape=True); empty (not shown) without shapes
+SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_statistic", "range_statistic",
+               "host_usage")
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table as RichTable
@@ -102,7 +107,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     console = Console()
     for res in _analyse(args.dir, None, True):
         console.rule(f"{res.run_dir.name}  ({len(res.events)} events)")
-        for name in ("step_trace_time", "op_statistic", "api_statistic", "range_statistic", "host_usage"):
+        for name in SHOW_TABLES:
             table = res.tables[name]
             if not len(table):
                 continue

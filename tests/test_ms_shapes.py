@@ -129,6 +129,21 @@ def test_graph_mode_operator_details_lists_each_launch(outputs):
     assert shapes_of["BiasAdd"] == {f"{BATCH},{OUT};{OUT}"}
 
 
+def test_graph_mode_op_shape_statistic_splits_matmul_by_shape(outputs):
+    out = outputs["graph", True]
+    _, ops = trace_ops(out)
+    with open(out / "op_shape_statistic.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    matmul = {r["Input Shapes"]: r for r in rows if r["OP Type"] == "MatMul"}
+    assert set(matmul) == {f"{BATCH},{IN};{OUT},{IN}", f"{BATCH},{OUT};{BATCH},{IN}"}
+    assert all(int(r["Count"]) == STEPS for r in matmul.values())
+    # the per-shape totals are the measured launches: they add up to the trace's MatMul time
+    traced = sum(e["dur"] for e in ops if e["args"]["Op Type"] == "MatMul")
+    assert sum(float(r["Total Time(us)"]) for r in matmul.values()) == pytest.approx(traced, abs=0.01)
+    assert sum(float(r["Type Share(%)"]) for r in matmul.values()) == pytest.approx(100.0, abs=0.01)
+    assert sum(int(r["Count"]) for r in rows) == len(ops)
+
+
 def test_pynative_shapes_are_those_mindspore_records(outputs):
     out = outputs["pynative", True]
     _, ops = trace_ops(out)
@@ -147,6 +162,7 @@ def test_without_record_shapes_no_shapes_anywhere(outputs):
     assert ops and "record_shapes" not in trace
     assert not any("Input Dims" in e["args"] or "Input Shapes" in e["args"] for e in ops)
     assert not (out / "operator_details.csv").exists()
+    assert not (out / "op_shape_statistic.csv").exists()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import npuprof
-from npuprof.analysis.analyzers import input_shapes_text, operator_details
+from npuprof.analysis.analyzers import input_shapes_text, op_shape_statistic, operator_details
 from npuprof.events import EventKind, EventTable
 from npuprof.integrations.mindspore import parser
 from npuprof.integrations.mindspore.framework_files import read_framework_dir
@@ -251,6 +251,32 @@ def test_operator_details_is_empty_without_shapes():
     assert len(operator_details(EventTable.empty())) == 0
 
 
+# -- op_shape_statistic (torch's key_averages(group_by_input_shape=True)) ------------------------------------------
+def test_op_shape_statistic_groups_by_type_shapes_and_core():
+    ev = EventTable.from_records(
+        ts=[1, 2, 3, 4, 5, 6], dur=[4000, 1000, 3000, 2000, 500, 700],
+        kind=[EventKind.OP, EventKind.OP, EventKind.OP, EventKind.KERNEL, EventKind.OP, EventKind.OP],
+        name=["Default/MatMul-op0", "Grad/MatMul-op0", "Default/MatMul-op0", "MatMul_1", "ReLU-op0", "x"],
+        type=["MatMul", "MatMul", "MatMul", "MatMul", "ReLU", "Add"], device=[-1, -1, -1, 0, -1, -1],
+        args=['{"Input Shapes": "8,64;128,64"}', '{"Input Shapes": "8,128;8,64"}', '{"Input Shapes": "8,64;128,64"}',
+              '{"Input Shapes": "8,64;128,64"}', '{"Input Dims": [[8, 128]]}', '{"Op Type": "Add"}']).sorted()
+    t = op_shape_statistic(ev)
+    assert t.columns[:5] == ["Device_id", "OP Type", "Input Shapes", "Core Type", "Count"]
+    rows = [r[:5] + [r[5], r[-1]] for r in t.rows()]
+    assert rows == [   # by total time; the kernel is its own group; shapeless Add is left out
+        ["host", "MatMul", "8,64;128,64", "HOST_CPU", 2, 7.0, 87.5],
+        ["0", "MatMul", "8,64;128,64", "AI_CORE", 1, 2.0, 100.0],
+        ["host", "MatMul", "8,128;8,64", "HOST_CPU", 1, 1.0, 12.5],
+        ["host", "ReLU", "8,128", "HOST_CPU", 1, 0.5, 100.0]]
+    first = t.records()[0]
+    assert (first["Min Time(us)"], first["Avg Time(us)"], first["Max Time(us)"]) == (3.0, 3.5, 4.0)
+
+
+def test_op_shape_statistic_is_empty_without_shapes():
+    ev = EventTable.from_records(ts=[1], dur=[1], kind=[EventKind.OP], name=["a"], args=['{"Op Type": "a"}'])
+    assert len(op_shape_statistic(ev)) == 0 and len(op_shape_statistic(EventTable.empty())) == 0
+
+
 def test_input_shapes_text_prefers_the_recorded_text():
     assert input_shapes_text('{"Input Dims": [[8, 128], []], "Input Shapes": "8,128"}') == "8,128"
     assert input_shapes_text('{"Input Dims": [[8, 128], []]}') == "8,128;"
@@ -277,11 +303,31 @@ def test_analysis_with_shapes_writes_operator_details_and_trace_args(tmp_path):
     assert rows[0] == ["Name", "Input Shapes"] and len(rows) == 17
     assert ["Default/MatMul-op0", "8,64;128,64"] in rows
     assert ["Gradients/Default/Grad_MatMul/MatMul-op0", "8,128;8,64"] in rows
+    with open(out / "op_shape_statistic.csv", newline="") as fh:
+        stats = {(r["OP Type"], r["Input Shapes"]): r for r in csv.DictReader(fh)}
+    # 16 launches, 16 groups: forward/backward MatMul, the two Mul and the two SGD launches differ by shape
+    assert len(stats) == 16 and {r["Count"] for r in stats.values()} == {"1"}
+    assert stats["MatMul", "8,64;128,64"]["Total Time(us)"] == "8060.46"
+    assert stats["MatMul", "8,128;8,64"]["Type Share(%)"] == "0.952"
     trace = json.loads((out / "trace_view.json").read_text())
     assert trace["record_shapes"] == 1
     ops = {e["name"]: e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}
     assert ops["Default/MatMul-op0"]["args"]["Input Dims"] == FORWARD_MATMUL_DIMS
     assert ops["Default/MatMul-op0"]["args"]["Input Shapes"] == "8,64;128,64"
+
+
+def test_show_prints_the_shape_statistic_only_when_shapes_exist(tmp_path, capsys, monkeypatch):
+    from npuprof.cli import main
+
+    monkeypatch.setenv("COLUMNS", "300")   # rich folds long cells to the terminal width
+
+    with_shapes, without = make_run(tmp_path / "a", True), make_run(tmp_path / "b", False)
+    assert main(["show", "-dir", str(with_shapes), "--limit", "40"]) == 0
+    shown = capsys.readouterr().out
+    assert "op_shape_statistic" in shown and "8,128;8,64" in shown
+    assert main(["show", "-dir", str(without)]) == 0
+    shown = capsys.readouterr().out
+    assert "op_statistic" in shown and "op_shape_statistic" not in shown
 
 
 def test_analysis_without_shapes_writes_neither(tmp_path):

@@ -44,6 +44,8 @@ RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Tim
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
 OPERATOR_DETAILS_COLUMNS = ["Name", "Input Shapes"]   # MindSpore's operator_details.csv
+OP_SHAPE_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Input Shapes", "Core Type", "Count", "Total Time(us)",
+                              "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Type Share(%)"]
 # op_summary's tensor columns; kernel_details gets them when the kernels' args carry them (not at Level0)
 KERNEL_TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
                          "Output Formats")
@@ -566,23 +568,22 @@ class OperatorDetailsTable(EventRowsTable):
                 "Input Shapes": _Codes(self.shape_codes[lo:hi], self.shapes)}
 
 
-def operator_details(events: EventTable) -> Table:
-    """Input shapes of each operator launch (operator_details.csv, MindSpore's ``Name, Input Shapes``).
+def _shaped_rows(events: EventTable, *kinds: EventKind) -> tuple:
+    """Rows of the given kinds whose args carry input shapes, in start order.
 
-    Rows are the OP events whose args carry ``Input Shapes`` or ``Input
-    Dims`` (recorded with ``record_shapes=True``), in start order; no such
-    event, no rows.
+    Returns ``(rows, shape_codes, shapes)``: ``shapes[shape_codes[i]]`` is the
+    Ascend ``Input Shapes`` text of ``rows[i]`` (code 0, the empty text, is
+    never used by a returned row). The args JSON is parsed once per distinct
+    args string, not once per row.
     """
-    empty = Table("operator_details", OPERATOR_DETAILS_COLUMNS, {c: [] for c in OPERATOR_DETAILS_COLUMNS})
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), [""])
     if not len(events):
-        return empty
-    kind = events["kind"]
+        return none
     args = events["args"]
-    rows = _mask_rows((kind == np.uint8(_OP)) & (args != 0))
+    rows = np.flatnonzero(np.isin(events["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)) & (args != 0))
     if not len(rows):
-        return empty
-    codes = args[rows]
-    uniq, inv = np.unique(codes, return_inverse=True)
+        return none
+    uniq, inv = np.unique(args[rows], return_inverse=True)
     shapes = [""]
     shape_of = np.zeros(len(uniq), dtype=np.int64)   # 0: no shapes in these args
     seen: dict = {}
@@ -595,13 +596,67 @@ def operator_details(events: EventTable) -> Table:
             shape_of[i] = seen[text]
     per_row = shape_of[inv.reshape(-1)]
     keep = per_row > 0
-    if not keep.any():
-        return empty
     rows, per_row = rows[keep], per_row[keep]
-    if not _is_sorted(events["ts"]):
+    if len(rows) and not _is_sorted(events["ts"]):
         order = np.argsort(events["ts"][rows], kind="stable")
         rows, per_row = rows[order], per_row[order]
+    return rows, per_row, shapes
+
+
+def operator_details(events: EventTable) -> Table:
+    """Input shapes of each operator launch (operator_details.csv, MindSpore's ``Name, Input Shapes``).
+
+    Rows are the OP events whose args carry ``Input Shapes`` or ``Input
+    Dims`` (recorded with ``record_shapes=True``), in start order; no such
+    event, no rows.
+    """
+    rows, per_row, shapes = _shaped_rows(events, EventKind.OP)
+    if not len(rows):
+        return Table("operator_details", OPERATOR_DETAILS_COLUMNS, {c: [] for c in OPERATOR_DETAILS_COLUMNS})
     return OperatorDetailsTable(events, rows, per_row, shapes)
+
+
+def op_shape_statistic(events: EventTable) -> Table:
+    """Per operator type *and input shapes*: count and time statistics.
+
+    torch's ``key_averages(group_by_input_shape=True)`` for host operators and
+    device kernels that carry shapes (``record_shapes=True``; CANN op_summary
+    at Level1+). ``Type Share(%)`` is the group's share of the time of all
+    shaped launches of its type on its core, so a type whose time sits in one
+    shape is easy to spot. Ordered by total time; empty without shapes.
+
+    Example::
+
+        >>> ev = EventTable.from_records(ts=[1, 2, 3], dur=[3000, 1000, 1000], kind=[EventKind.OP] * 3,
+        ...     name=["MatMul-op0"] * 3, type=["MatMul"] * 3, args=['{"Input Shapes": "8,64"}',
+        ...     '{"Input Shapes": "8,128"}', '{"Input Shapes": "8,128"}'])
+        >>> for row in op_shape_statistic(ev).rows(): print(row)
+        ['host', 'MatMul', '8,64', 'HOST_CPU', 1, 3.0, 3.0, 3.0, 3.0, 60.0]
+        ['host', 'MatMul', '8,128', 'HOST_CPU', 2, 2.0, 1.0, 1.0, 1.0, 40.0]
+    """
+    rows, per_row, shapes = _shaped_rows(events, EventKind.OP, EventKind.KERNEL)
+    if not len(rows):
+        return Table("op_shape_statistic", OP_SHAPE_STATISTIC_COLUMNS, {c: [] for c in OP_SHAPE_STATISTIC_COLUMNS})
+    typ, kind, dev = events["type"][rows], events["kind"][rows], events["device"][rows]
+    dur = events["dur"][rows].astype(np.float64)
+    g = group_by(typ, kind, dev, per_row)
+    total, count = g.sum(dur), g.count
+    of_type = group_by(g.keys[:, 0], g.keys[:, 1], g.keys[:, 2])
+    type_total = of_type.sum(total)[of_type.inverse]
+    order = np.argsort(-total, kind="stable")
+    keys, total, count, type_total = g.keys[order], total[order], count[order], type_total[order]
+    mn, mx = g.min(dur)[order], g.max(dur)[order]
+    pool = np.asarray(events.strings, dtype=object)
+    is_kernel = keys[:, 1] == _KERNEL
+    return Table("op_shape_statistic", OP_SHAPE_STATISTIC_COLUMNS, {
+        "Device_id": [str(d) if k else "host" for d, k in zip(keys[:, 2].tolist(), is_kernel.tolist())],
+        "OP Type": pool[keys[:, 0]].tolist(),
+        "Input Shapes": [shapes[c] for c in keys[:, 3].tolist()],
+        "Core Type": ["AI_CORE" if k else "HOST_CPU" for k in is_kernel.tolist()],
+        "Count": count.tolist(),
+        "Total Time(us)": np.round(total / 1e3, 3), "Min Time(us)": np.round(mn / 1e3, 3),
+        "Avg Time(us)": np.round(total / count / 1e3, 3), "Max Time(us)": np.round(mx / 1e3, 3),
+        "Type Share(%)": np.round(100.0 * total / np.where(type_total > 0, type_total, 1.0), 3)})
 
 
 ANALYZERS = {
@@ -612,5 +667,6 @@ ANALYZERS = {
     "range_statistic": range_statistic,
     "host_usage": host_usage,
     "operator_details": operator_details,
+    "op_shape_statistic": op_shape_statistic,
 }
 

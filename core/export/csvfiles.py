@@ -119,13 +119,15 @@ def write_json(table: Table, path: Path) -> Path:
     return atomic_write(path, json.dumps(table.records(), indent=1, default=str))
 
 
-def write_operator_details(table: Table, path: Path) -> Optional[Path]:
-    """Write operator_details.csv (``Name, Input Shapes``, MindSpore's layout) when
-    ``table`` has rows; without recorded shapes no file is written (None).
+def write_if_rows(table: Table, path: Path) -> Optional[Path]:
+    """Write ``table`` as CSV when it has rows; an empty table writes no file (None).
+
+    For tables that exist only with optional data, e.g. operator_details.csv
+    without recorded shapes.
 
     Example::
 
-        write_operator_details(result.tables["operator_details"], out_dir / "operator_details.csv")
+        write_if_rows(result.tables["operator_details"], out_dir / "operator_details.csv")
     """
     if not len(table):
         return None

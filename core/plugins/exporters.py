@@ -2,7 +2,8 @@
 
 text: trace_view.json (Kineto object form), kernel_details.csv,
 op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
-range_statistic.csv and host_usage.csv; db: ascend_npuprof_profiler_{rank}.db.
+range_statistic.csv and host_usage.csv; with recorded shapes also
+operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv; db: ascend_npuprof_profiler_{rank}.db.
 ``analyse.done`` is written last, as torch_npu does.
 """
 from __future__ import annotations
@@ -12,13 +13,14 @@ from typing import Optional
 
 from ..analysis.pipeline import OUTPUT_DIR
 from ..analysis.result import AnalysisResult
-from ..export.csvfiles import write_csv, write_operator_details
+from ..export.csvfiles import write_csv, write_if_rows
 from ..export.sqlite_db import write_db
 from ..export.trace_json import write_trace
 from ..fileio import atomic_write
 from ..hookspecs import hookimpl
 
 CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
+SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
 
 
 @hookimpl
@@ -38,9 +40,10 @@ def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
-        details = result.tables.get("operator_details")
-        if details is not None and write_operator_details(details, out_dir / "operator_details.csv"):
-            written.append(out_dir / "operator_details.csv")
+        for name in SHAPE_TABLES:
+            table = result.tables.get(name)
+            if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
+                written.append(out_dir / f"{name}.csv")
     if "db" in kinds:
         written.append(write_db(result, out_dir / f"ascend_npuprof_profiler_{result.rank}.db"))
     written.append(atomic_write(out_dir / "analyse.done", ""))
