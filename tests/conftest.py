@@ -1,0 +1,31 @@
+"""Suite-wide: everything temporary goes under pytest's basetemp, which is
+removed when the session passes.
+
+TMPDIR (and ``tempfile.tempdir`` in this process) point into the session's
+basetemp, so what the tests, their child processes and the tools they run
+(TensorFlow's autograph files, Dask's scratch space, msprof-analyze's logs,
+``tempfile.mkdtemp`` in helpers) write is removed with it; pyproject sets
+``tmp_path_retention_policy = "failed"``, so only failing tests' directories
+are kept. CI shares this machine's disk: a suite that leaves gigabytes behind
+makes the next run fail with ENOSPC (it did, once).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = str(tmp_path_factory.mktemp("tmpdir"))
+    saved_env, saved_module = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = tmp, tmp
+    yield tmp
+    tempfile.tempdir = saved_module
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
