@@ -1,6 +1,7 @@
 """`npuprof export ascend`: the JSON-array trace_view.json (MindSpore/torch_npu form) and the run copy."""
 import csv
 import json
+import shutil
 from collections import Counter
 
 import numpy as np
@@ -259,6 +260,32 @@ def test_export_ascend_keeps_the_layout_of_a_parent(tmp_path):
     assert copies == ["rank0", "rank1"] and (out / "keep.txt").read_text() == "mine"
     for c in out.glob("rank*/*_ascend_ms"):
         assert isinstance(json.loads((c / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text()), list)
+
+
+def test_copies_of_other_frameworks_take_the_suffix_msprof_analyze_knows(tmp_path, capsys):
+    with Profiler(output_path=tmp_path / "prof", framework="tf") as p:
+        sum(range(1000))
+    (res,) = p.analyse()
+    assert res.run_dir.name.endswith("_ascend_tf")
+    out = tmp_path / "out"
+    assert main(["export", "ascend", "-dir", str(tmp_path / "prof"), "-o", str(out)]) == 0
+    (copy,) = out.iterdir()
+    assert copy.name == res.run_dir.name[:-len("tf")] + "ms"
+    assert capsys.readouterr().out.split() == [str(copy)]
+    info = json.loads((copy / "profiler_info_0.json").read_text())
+    assert info == json.loads((res.run_dir / "profiler_info_0.json").read_text())   # still says what ran
+
+
+def test_two_runs_with_one_copy_name_are_refused_before_writing(tmp_path, capsys):
+    with Profiler(output_path=tmp_path / "prof", framework="tf") as p:
+        sum(range(1000))
+    (res,) = p.analyse()
+    twin = res.run_dir.with_name(res.run_dir.name[:-len("tf")] + "ms")   # e.g. a MindSpore run of that instant
+    shutil.copytree(res.run_dir, twin)
+    assert main(["export", "ascend", "-dir", str(tmp_path / "prof"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid -dir=" in err and "two runs would both be copied to" in err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("case", ["no_o", "inside_dir", "is_file", "missing_dir", "copy_exists", "run_parent",

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -150,6 +151,57 @@ def test_msprof_analyze_advisor_on_an_export_ascend_copy(tools, real2, tmp_path)
     assert "2 ranks, data type: text, profiling type: mindspore" in proc.stdout + proc.stderr
     theirs = _csv(out / "cluster_analysis_output" / "cluster_step_trace_time.csv")
     assert sorted((int(r["Step"]), int(r["Index"])) for r in theirs) == [(s, r) for s in (2, 3, 4, 5) for r in (0, 1)]
+
+
+# A real TensorFlow 2.21 run (`_ascend_tf`): msprof-analyze takes only *_ascend_ms / *_ascend_pt directories
+TF_WORKLOAD = r"""
+import sys, numpy as np, tensorflow as tf
+import npuprof
+from npuprof.integrations.tensorflow import Profiler
+from tf_support import build_tf2_train_step
+step = build_tf2_train_step(tf)
+x = tf.constant(np.random.default_rng(0).random((32, 64)).astype(np.float32))
+with Profiler(output_path=sys.argv[1], schedule=npuprof.schedule(wait=1, warmup=1, active=4)) as prof:
+    for _ in range(6):
+        with npuprof.record_function("train_step"):
+            step(x).numpy()
+        prof.step()
+"""
+
+
+def test_msprof_analyze_reads_a_tensorflow_run_through_its_export_ascend_copy(tools, tmp_path):
+    from npuprof.cli import main
+
+    script = tmp_path / "train_tf.py"
+    script.write_text(TF_WORKLOAD)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent), TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "prof")], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = (tmp_path / "prof").glob("*_ascend_tf")
+    assert main(["analyse", str(run), "--quiet"]) == 0
+    # the run itself: msprof-analyze finds no profiling data in a *_ascend_tf directory
+    proc = _run([str(tools / "msprof-analyze"), "cluster", "-d", str(tmp_path / "prof"), "-m", "all"], cwd=tmp_path)
+    assert "Can not get rank info or profiling data" in proc.stdout + proc.stderr
+    out = tmp_path / "ascend"
+    assert main(["export", "ascend", "-dir", str(tmp_path / "prof"), "-o", str(out)]) == 0
+    (copy,) = out.glob("*_ascend_ms")
+    proc = _run([str(tools / "msprof-analyze"), "cluster", "-d", str(out), "-m", "all"], cwd=tmp_path)
+    assert "1 ranks, data type: text, profiling type: mindspore" in proc.stdout + proc.stderr
+    steps = _csv(run / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
+    theirs = _csv(out / "cluster_analysis_output" / "cluster_step_trace_time.csv")
+    assert [r["Step"] for r in theirs] == [r["Step"] for r in steps] == ["2", "3", "4", "5"]
+    for mine, their in zip(steps, theirs):
+        assert float(their["Computing"]) == pytest.approx(float(mine["Computing"]), abs=0.002)
+        assert float(their["Free"]) == pytest.approx(float(mine["Free"]), abs=0.002)
+    result, log = _advisor(tools, copy, tmp_path)
+    assert result["status"] == "success" and "while parsing file" not in log
+    figures = {r[0].strip(): float(r[1]) for r in result["message"]["Overall Summary"]["data"]}
+    total = {col: sum(float(r[col]) for r in steps) / 1000 for col in ("Computing", "Free", "Stage")}
+    assert total["Computing"] > 0
+    assert figures["Computing Time"] == pytest.approx(total["Computing"], abs=0.002)
+    assert figures["Free Time"] == pytest.approx(total["Free"], abs=0.002)
+    assert figures["E2E Time"] == pytest.approx(total["Stage"], abs=0.002)
 
 
 # msprof-analyze compare: two MindSpore CPU trainings that differ (1 hidden layer, batch 8 vs 2 hidden layers, batch 32)

@@ -12,7 +12,10 @@ not copied.
 
 Layout: ``OUT/<run name>`` for a run, ``OUT/<path below DIR>`` for each run
 of a parent (``OUT/rank0/<run>``...), so ``msprof-analyze cluster -d OUT``
-sees the same job. ``OUT`` may exist; a run copy already there is an error
+sees the same job. msprof-analyze takes only ``*_ascend_ms`` and
+``*_ascend_pt`` run directories, so the copy of any other npuprof run
+(``*_ascend_tf``, ...) is named ``*_ascend_ms``: its files are in that layout
+whatever the framework (``profiler_info`` still names it). ``OUT`` may exist; a run copy already there is an error
 (nothing is overwritten or merged). Each copy is built in a hidden sibling
 directory and renamed into place, so a failed export leaves no partial copy.
 
@@ -32,11 +35,29 @@ from typing import IO, Sequence, Union
 from ..analysis.pipeline import OUTPUT_DIR, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
+from ..runinfo import RUN_DIR_RE
 from ..fileio import atomic_write, secure_mkdir
 from .trace_array import write_trace_array
 
 TRACE_NAMES = ("trace_view.json", "trace_view.json.gz")
 TOP_LEVEL = ("profiler_info*.json", "profiler_metadata.json")
+TOOL_SUFFIXES = ("_ascend_ms", "_ascend_pt")   # the run directories msprof-analyze recognises
+
+
+def copy_name(run_name: str) -> str:
+    """The name of a run's copy: npuprof runs of other frameworks take the ``_ascend_ms`` suffix.
+
+    Example::
+
+        >>> copy_name("vm_10390_20261122055659654_ascend_tf")
+        'vm_10390_20261122055659654_ascend_ms'
+        >>> copy_name("PROF_000001_20261122055659654_ABCDEFGHIJ")
+        'PROF_000001_20261122055659654_ABCDEFGHIJ'
+    """
+    m = RUN_DIR_RE.match(run_name)
+    if m is None or run_name.endswith(TOOL_SUFFIXES):
+        return run_name
+    return run_name[:-len(m.group("fw"))] + "ms"
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -70,7 +91,11 @@ def plan_ascend_export(source: Union[str, Path], out: Union[str, Path]) -> list[
     plan = []
     for run in runs:
         run_r = run.resolve()
-        copy = dst_r / (run_r.name if run_r == src_r else run_r.relative_to(src_r))
+        rel = Path(run_r.name) if run_r == src_r else run_r.relative_to(src_r)
+        copy = dst_r / rel.parent / copy_name(rel.name)
+        if any(copy == other for _, other in plan):
+            raise ProfilerConfigError("-dir", str(source), "runs whose copies have distinct names",
+                                      f"two runs would both be copied to {copy}")
         if _within(copy, run_r) or _within(run_r, copy):
             raise ProfilerConfigError("-o", str(out), "a directory whose copies do not overlap the source runs",
                                       f"{copy} would overlap {run}")
