@@ -85,18 +85,6 @@ def chrome_trace_handler(dir_name: Any, worker_name: Optional[str] = None, use_g
     worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
 
     def handler(prof: Any) -> None:
-        from .analysis.pipeline import analyse_run
-        from .export.trace_json import write_trace
-
-        run_dir = prof.saved_runs[-1]
-        res = next((r for r in prof.results if r.run_dir == run_dir), None)
-        if res is None:
-            res = analyse_run(run_dir, export_type=prof.config.export_type)
-            prof._analysed.add(run_dir)
-            prof.results.append(res)
-        name = f"{worker}.{time.time_ns()}.pt.trace.json" + (".gz" if gz else "")
-        out = write_trace(res.events, Path(path) / name, rank=res.rank,
-                          world_size=prof.config.world_size, use_gzip=gz)
-        res.outputs.append(out)
+        prof.export_chrome_trace(Path(path) / (f"{worker}.{time.time_ns()}.pt.trace.json" + (".gz" if gz else "")))
 
     return handler

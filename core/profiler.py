@@ -307,6 +307,69 @@ class Profiler:
             out.append(res)
         return out
 
+    def key_averages(self, group_by_input_shape: bool = False) -> Any:
+        """Operator statistics of the last saved window, as torch.profiler's ``key_averages()``.
+
+        One row per operator type and core (``op_statistic``), or with
+        ``group_by_input_shape=True`` per type *and* input shapes
+        (``op_shape_statistic``, needs ``record_shapes=True``), then one per
+        user range (``record_function``/mstx, core type ``RANGE``). The window is
+        analysed first if it was not yet. Call it after ``stop()`` or in an
+        ``on_trace_ready`` handler.
+
+        Example::
+
+            with Profiler(record_shapes=True) as prof:
+                train()
+            print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
+        """
+        from .analysis.averages import KeyAverages
+        from .validate import check_bool
+
+        by_shape = check_bool("group_by_input_shape", group_by_input_shape)
+        result = self._latest_result("key_averages")
+        return KeyAverages(result.tables["op_shape_statistic" if by_shape else "op_statistic"],
+                           result.tables.get("range_statistic"))
+
+    def export_chrome_trace(self, path: Union[str, Path]) -> Path:
+        """Write the last saved window's trace to ``path`` (torch.profiler's method; a ``.gz`` path is gzipped).
+
+        The same Kineto-form trace as ``ASCEND_PROFILER_OUTPUT/trace_view.json``
+        (Perfetto, chrome://tracing, HTA). Call it after ``stop()`` or in an
+        ``on_trace_ready`` handler. Returns the path written.
+
+        Example::
+
+            with Profiler() as prof:
+                train()
+            prof.export_chrome_trace("trace.json.gz")
+        """
+        from .export.trace_json import write_trace
+        from .plugins.exporters import trace_settings
+        from .validate import check_output_path
+
+        target = check_output_path("path", path, file=True)
+        result = self._latest_result("export_chrome_trace")
+        secure_mkdir(target.parent)
+        out = write_trace(result.events, target, **trace_settings(result))
+        result.outputs.append(out)
+        return out
+
+    def _latest_result(self, caller: str) -> Any:
+        """The analysis of the last saved window, analysing it now if needed."""
+        if not self.saved_runs:
+            raise ProfilerStateError(f"{caller}(): no window has been saved yet; call it after stop() or in "
+                                     "on_trace_ready")
+        run_dir = self.saved_runs[-1]
+        result = next((r for r in self.results if r.run_dir == run_dir), None)
+        if result is None:
+            from .analysis.pipeline import analyse_run
+
+            result = analyse_run(run_dir, export_type=self.config.export_type)
+            self._analysed.add(run_dir)
+            self.results.append(result)
+        return result
+
     @classmethod
     def offline_analyse(cls, path: Union[str, Path], export_type: Any = None, **kwargs: Any) -> list:
         """Analyse run directories on disk (a run or a parent of runs), e.g.

@@ -114,8 +114,10 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     return value
 
 
-def check_output_path(name: str, value: Any) -> Path:
-    """Validate a directory we will write into (it may not exist yet).
+def check_output_path(name: str, value: Any, file: bool = False) -> Path:
+    """Validate a directory we will write into (it may not exist yet); with
+    ``file=True``, a file to write (replaced if it exists), checked the same
+    way and its directory as the output directory.
 
     Refuses, with the reason: a non-string; a path over 4096 characters or
     with a component over 255; control characters or characters outside
@@ -154,8 +156,10 @@ def check_output_path(name: str, value: Any) -> Path:
             raise ProfilerConfigError(name, value, f"path components of at most {MAX_FILE_NAME_LENGTH} characters",
                                       hint=f"{part[:40]}... has {len(part)}")
     path = Path(os.path.abspath(path))
+    if file and (os.path.isdir(path) or not path.name):
+        raise ProfilerConfigError(name, value, "a file path (a directory is in the way)")
     # The nearest existing part of the path: the directory itself, or where it will be created.
-    probe = path
+    probe = path.parent if file else path
     while not os.path.lexists(probe):
         probe = probe.parent
     if os.path.islink(probe):

@@ -68,6 +68,8 @@ def train(mode: str, out: str, record_shapes: bool) -> None:
             loss.asnumpy()
             prof.step()
     Path(out, "runs.json").write_text(json.dumps([str(p) for p in prof.saved_runs]))
+    if record_shapes:   # torch's key_averages(group_by_input_shape=True), in the training process
+        Path(out, "key_averages.txt").write_text(prof.key_averages(group_by_input_shape=True).table(row_limit=-1))
 
 
 def run_training(out: Path, mode: str, record_shapes: bool) -> Path:
@@ -142,6 +144,15 @@ def test_graph_mode_op_shape_statistic_splits_matmul_by_shape(outputs):
     assert sum(float(r["Total Time(us)"]) for r in matmul.values()) == pytest.approx(traced, abs=0.01)
     assert sum(float(r["Type Share(%)"]) for r in matmul.values()) == pytest.approx(100.0, abs=0.01)
     assert sum(int(r["Count"]) for r in rows) == len(ops)
+
+
+def test_key_averages_by_input_shape_in_the_training_process(outputs):
+    out = outputs["graph", True]
+    lines = (out.parent.parent / "key_averages.txt").read_text().splitlines()
+    assert lines[0].split()[:4] == ["Name", "Input", "Shapes", "Core"]
+    matmul = [ln.split() for ln in lines[2:-1] if ln.startswith("MatMul ")]
+    assert sorted(row[1] for row in matmul) == sorted([f"{BATCH},{IN};{OUT},{IN}", f"{BATCH},{OUT};{BATCH},{IN}"])
+    assert all(row[2:4] == ["HOST_CPU", str(STEPS)] for row in matmul)
 
 
 def test_pynative_shapes_are_those_mindspore_records(outputs):

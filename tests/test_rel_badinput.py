@@ -198,10 +198,10 @@ _LIVE: list = []
 
 
 def _a_run(out: Path) -> Path:
-    """A small analysable run outside ``out`` (shared by the analysis cases)."""
+    """A small analysable run outside ``out`` (shared by the analysis cases, made once per module
+    in the directory the ``_shared_dir`` fixture provides: a test's own tmp_path is removed after it)."""
     if "run" not in _RUNS:
-        root = out.parent.parent / "shared-run"
-        with Profiler(output_path=root) as prof:
+        with Profiler(output_path=_RUNS["root"]) as prof:
             npuprof.mstx.mark("x")
         _RUNS["run"] = prof.saved_runs[0]
     return _RUNS["run"]
@@ -336,6 +336,14 @@ CLI_CASES = [
 CLI_XFAIL: dict = {}
 
 ALL_CASES = CASES + _tf_cases() + _acl_cases() + _ms_cases()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_dir(tmp_path_factory):
+    _RUNS.clear()
+    _RUNS["root"] = tmp_path_factory.mktemp("shared-run")
+    yield
+    _RUNS.clear()
 
 
 @pytest.fixture(autouse=True)

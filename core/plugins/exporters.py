@@ -23,20 +23,30 @@ CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_tim
 SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
 
 
+def trace_settings(result: AnalysisResult) -> dict:
+    """The rank, world size, metadata and host pid a run's Kineto trace is written with.
+
+    Example::
+
+        write_trace(result.events, Path("trace.json"), **trace_settings(result))
+    """
+    npu = result.info.get("npuprof", {})
+    world = int(npu.get("world_size", 1) or 1)
+    meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
+    if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
+        meta["record_shapes"] = 1   # Kineto's metadata pair
+    return {"rank": result.rank, "world_size": max(world, result.rank + 1), "metadata": meta,
+            "host_pid": int(npu.get("pid", 0) or 0)}
+
+
 @hookimpl
 def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
     out_dir = run_dir / OUTPUT_DIR
     kinds = result.config.get("export_type", ["text"])
     written = []
-    npu = result.info.get("npuprof", {})
-    world = int(npu.get("world_size", 1) or 1)
     if "text" in kinds:
-        meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
-        if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
-            meta["record_shapes"] = 1   # Kineto's metadata pair
-        written.append(write_trace(result.events, out_dir / "trace_view.json", rank=result.rank,
-                                   world_size=max(world, result.rank + 1), metadata=meta,
-                                   use_gzip=False, host_pid=int(npu.get("pid", 0) or 0)))
+        written.append(write_trace(result.events, out_dir / "trace_view.json", use_gzip=False,
+                                   **trace_settings(result)))
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
