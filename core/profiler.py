@@ -344,8 +344,7 @@ class Profiler:
                 train()
             prof.export_chrome_trace("trace.json.gz")
         """
-        from .export.trace_json import write_trace
-        from .plugins.exporters import trace_settings
+        from .export.trace_json import trace_settings, write_trace
         from .validate import check_output_path
 
         target = check_output_path("path", path, file=True)

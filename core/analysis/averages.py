@@ -33,13 +33,13 @@ from .table import Table
 TOTAL, AVG, COUNT = "Total Time(us)", "Avg Time(us)", "Count"
 DEVICE_CORE, RANGE_CORE = "AI_CORE", "RANGE"
 # torch's sort keys -> (column, which rows come first: "host", "device" or None for all alike)
+DEVICE_PREFIXES = ("device", "cuda", "npu", "xpu", "privateuse1")
 TORCH_SORT_KEYS = {
     "cpu_time_total": (TOTAL, "host"), "self_cpu_time_total": (TOTAL, "host"),
     "cpu_time": (AVG, "host"), "self_cpu_time": (AVG, "host"), "count": (COUNT, None),
+    **{f"{self_}{dev}_time{total}": (column, "device") for dev in DEVICE_PREFIXES for self_ in ("", "self_")
+       for total, column in (("_total", TOTAL), ("", AVG))},
 }
-for _dev in ("device", "cuda", "npu", "xpu", "privateuse1"):
-    TORCH_SORT_KEYS.update({f"{_dev}_time_total": (TOTAL, "device"), f"self_{_dev}_time_total": (TOTAL, "device"),
-                            f"{_dev}_time": (AVG, "device"), f"self_{_dev}_time": (AVG, "device")})
 NUMERIC_COLUMNS = ("Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)")
 
 

@@ -410,6 +410,23 @@ def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size:
     fh.write((window_end_event(events, base, host_pid) + "\n]}\n").encode())
 
 
+def trace_settings(result: Any) -> dict:
+    """The rank, world size, metadata and host pid an analysed run's (an
+    :class:`~npuprof.analysis.result.AnalysisResult`) Kineto trace is written with.
+
+    Example::
+
+        write_trace(result.events, Path("trace.json"), **trace_settings(result))
+    """
+    npu = result.info.get("npuprof", {})
+    world = int(npu.get("world_size", 1) or 1)
+    meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
+    if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
+        meta["record_shapes"] = 1   # Kineto's metadata pair
+    return {"rank": result.rank, "world_size": max(world, result.rank + 1), "metadata": meta,
+            "host_pid": int(npu.get("pid", 0) or 0)}
+
+
 def write_trace(events: EventTable, path: Path, rank: int = 0, world_size: int = 1,
                 metadata: Optional[dict] = None, use_gzip: bool = False, host_pid: int = 0) -> Path:
     """Write a Kineto-style trace atomically (gzip when asked or path ends .gz)."""

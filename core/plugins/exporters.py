@@ -15,28 +15,12 @@ from ..analysis.pipeline import OUTPUT_DIR
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
 from ..export.sqlite_db import write_db
-from ..export.trace_json import write_trace
+from ..export.trace_json import trace_settings, write_trace
 from ..fileio import atomic_write
 from ..hookspecs import hookimpl
 
 CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
 SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
-
-
-def trace_settings(result: AnalysisResult) -> dict:
-    """The rank, world size, metadata and host pid a run's Kineto trace is written with.
-
-    Example::
-
-        write_trace(result.events, Path("trace.json"), **trace_settings(result))
-    """
-    npu = result.info.get("npuprof", {})
-    world = int(npu.get("world_size", 1) or 1)
-    meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
-    if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
-        meta["record_shapes"] = 1   # Kineto's metadata pair
-    return {"rank": result.rank, "world_size": max(world, result.rank + 1), "metadata": meta,
-            "host_pid": int(npu.get("pid", 0) or 0)}
 
 
 @hookimpl
