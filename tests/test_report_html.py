@@ -17,7 +17,13 @@ import pytest
 from cluster_support import ensure_cluster_plugin, make_job, run_ms_ranks
 
 pytestmark = pytest.mark.slow
-SCREENSHOT_DIR = Path(os.environ.get("NPUPROF_SCREENSHOT_DIR", "/tmp/npuprof-report-screenshots"))
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    """Where the PNGs go: NPUPROF_SCREENSHOT_DIR to keep them for a look, else the test's tmp_path."""
+    return Path(os.environ.get("NPUPROF_SCREENSHOT_DIR") or tmp_path)
+
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-extensions", "--disable-sync", "--disable-default-apps", "--no-first-run",
                   "--disable-component-update", "--mute-audio", "--hide-scrollbars", "--remote-debugging-pipe"]
@@ -193,7 +199,7 @@ def test_report_is_self_contained(job_report):
 
 def test_job_report_renders_in_headless_chromium(job_report, tmp_path):
     job, page = job_report
-    png = SCREENSHOT_DIR / "report_job16.png"
+    png = screenshot_dir(tmp_path) / "report_job16.png"
     got = render_page(page, png, tmp_path)
     assert got["problems"] == [], got["problems"]
     assert all(u.startswith("file://") for u in got["requests"]), got["requests"]
@@ -213,7 +219,7 @@ def test_job_report_renders_in_headless_chromium(job_report, tmp_path):
 
 def test_real_run_report_renders_in_headless_chromium(real_report, tmp_path):
     out, page = real_report
-    png = SCREENSHOT_DIR / "report_real2.png"
+    png = screenshot_dir(tmp_path) / "report_real2.png"
     got = render_page(page, png, tmp_path)
     assert got["problems"] == [], got["problems"]
     f = got["facts"]
