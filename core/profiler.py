@@ -24,7 +24,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import recorder as _rec
 from .config import ProfilerConfig, build_config
@@ -37,6 +37,10 @@ from .rawstore import RAW_DIR, RawWriter
 from .runinfo import base_info, new_run_dir, write_info
 from .schedule import TRANSITIONS, Op, always_record
 from .session import ClockAnchor, CollectionSession
+
+if TYPE_CHECKING:   # the analysis modules are imported when first used, not by `import npuprof`
+    from .analysis.averages import KeyAverages
+    from .analysis.result import AnalysisResult
 
 log = logging.getLogger("npuprof")
 
@@ -307,7 +311,7 @@ class Profiler:
             out.append(res)
         return out
 
-    def key_averages(self, group_by_input_shape: bool = False) -> Any:
+    def key_averages(self, group_by_input_shape: bool = False) -> "KeyAverages":
         """Operator statistics of the last saved window, as torch.profiler's ``key_averages()``.
 
         One row per operator type and core (``op_statistic``), or with
@@ -354,7 +358,7 @@ class Profiler:
         result.outputs.append(out)
         return out
 
-    def _latest_result(self, caller: str) -> Any:
+    def _latest_result(self, caller: str) -> "AnalysisResult":
         """The analysis of the last saved window, analysing it now if needed."""
         if not self.saved_runs:
             raise ProfilerStateError(f"{caller}(): no window has been saved yet; call it after stop() or in "

@@ -4,11 +4,11 @@
 operators — ``op_statistic`` rows, or with ``group_by_input_shape=True``
 ``op_shape_statistic`` rows — and, as in torch, the user's
 ``record_function``/mstx ranges (``range_statistic``, core type ``RANGE``),
-with torch's ``table(sort_by=..., row_limit=...)`` rendering. The sort keys torch users type are accepted: ``*cpu_time_total``
-sorts host operators by their total time (device kernels after them),
-``*device_time_total`` (also ``cuda_``/``npu_``/``xpu_``) the reverse,
-``cpu_time``/``device_time`` by average, ``count`` by calls; npuprof's own
-column names work too.
+with torch's ``table(sort_by=..., row_limit=...)`` rendering. The sort keys
+torch users type are accepted: ``*cpu_time_total`` sorts host rows by their
+total time (device kernels after them), ``*device_time_total`` (also
+``cuda_``/``npu_``/``xpu_``) the reverse, ``cpu_time``/``device_time`` by
+average, ``count`` by calls; npuprof's own column names work too.
 
 Example::
 

@@ -15,8 +15,9 @@ of a parent (``OUT/rank0/<run>``...), so ``msprof-analyze cluster -d OUT``
 sees the same job. msprof-analyze takes only ``*_ascend_ms`` and
 ``*_ascend_pt`` run directories, so the copy of any other npuprof run
 (``*_ascend_tf``, ...) is named ``*_ascend_ms``: its files are in that layout
-whatever the framework (``profiler_info`` still names it). ``OUT`` may exist; a run copy already there is an error
-(nothing is overwritten or merged). Each copy is built in a hidden sibling
+whatever the framework (``profiler_info`` still names it). ``OUT`` may
+exist; a run copy already there is an error (nothing is overwritten or
+merged). Each copy is built in a hidden sibling
 directory and renamed into place, so a failed export leaves no partial copy.
 
 Example::
@@ -35,8 +36,8 @@ from typing import IO, Sequence, Union
 from ..analysis.pipeline import OUTPUT_DIR, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
-from ..runinfo import RUN_DIR_RE
 from ..fileio import atomic_write, secure_mkdir
+from ..runinfo import RUN_DIR_RE
 from .trace_array import write_trace_array
 
 TRACE_NAMES = ("trace_view.json", "trace_view.json.gz")

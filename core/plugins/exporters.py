@@ -3,7 +3,8 @@
 text: trace_view.json (Kineto object form), kernel_details.csv,
 op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
 range_statistic.csv and host_usage.csv; with recorded shapes also
-operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv; db: ascend_npuprof_profiler_{rank}.db.
+operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
+db: ascend_npuprof_profiler_{rank}.db.
 ``analyse.done`` is written last, as torch_npu does.
 """
 from __future__ import annotations
