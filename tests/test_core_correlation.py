@@ -70,7 +70,8 @@ def where(ev, i, base):
     return pid, tid, round((int(ev["ts"][i]) - base) / 1000, 3)
 
 
-def check_trace(ev, events, base, cat):
+def check_trace(ev, events, base, cats):
+    """Every link once per flow category in ``cats``, flow ids unique in the file."""
     pairs = expected_links(ev)
     assert pairs, "the fixture has links"
     name_of = lambda i: ev.strings[ev["name"][i]]  # noqa: E731
@@ -86,14 +87,18 @@ def check_trace(ev, events, base, cat):
             assert "correlation" not in e["args"], name_of(i)
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
-    assert len(starts) == len(ends) == len(pairs) == len([e for e in events if e["ph"] == "s"])
-    assert set(starts) == set(ends) == set(range(1, len(pairs) + 1))     # ids unique in the file
-    got = set()
-    for fid, s in starts.items():
-        f = ends[fid]
-        assert s["cat"] == f["cat"] == cat and f["bp"] == "e" and "bp" not in s
-        got.add(((s["pid"], s["tid"], s["ts"]), (f["pid"], f["tid"], f["ts"])))
-    assert got == {(where(ev, a, base), where(ev, b, base)) for a, b in pairs}
+    n = len(pairs) * len(cats)
+    assert len(starts) == len(ends) == n == len([e for e in events if e["ph"] == "s"])
+    assert set(starts) == set(ends) == set(range(1, n + 1))     # ids unique in the file
+    for cat in cats:
+        got = set()
+        for fid, s in starts.items():
+            if s["cat"] != cat:
+                continue
+            f = ends[fid]
+            assert f["cat"] == cat and f["bp"] == "e" and "bp" not in s
+            got.add(((s["pid"], s["tid"], s["ts"]), (f["pid"], f["tid"], f["ts"])))
+        assert got == {(where(ev, a, base), where(ev, b, base)) for a, b in pairs}, cat
 
 
 @pytest.mark.parametrize("chunk", [None, 97])
@@ -106,14 +111,14 @@ def test_kineto_trace_has_correlation_and_flows(monkeypatch, chunk):
     buf = io.BytesIO()
     trace_json.write_trace_to(buf, ev)
     doc = json.loads(buf.getvalue())
-    check_trace(ev, doc["traceEvents"], doc["baseTimeNanoseconds"], "ac2g")
+    check_trace(ev, doc["traceEvents"], doc["baseTimeNanoseconds"], ("ac2g",))
     assert {e["name"] for e in doc["traceEvents"] if e["ph"] in "sf"} == {"ac2g"}
 
 
-def test_array_trace_uses_host_to_device_flows():
+def test_array_trace_has_host_to_device_and_async_npu_flows():
     ev = linked_table(120)
     events = render(ev, trace_array.write_trace_array_to, host_pid=77)
-    check_trace(ev, events, trace_json.base_time_ns(ev), "HostToDevice")
+    check_trace(ev, events, trace_json.base_time_ns(ev), ("HostToDevice", "async_npu"))
 
 
 def test_long_rows_carry_correlation_too():

@@ -373,6 +373,36 @@ def test_msprof_analyze_compare_on_raw_runs_reads_only_kernel_details(tools, two
     assert sheets["KernelCompare"][2:] == exported["KernelCompare"][2:]
 
 
+def test_msprof_analyze_compare_gives_operators_the_device_time_of_their_linked_kernels(tools, tmp_path):
+    """Generated NPU data with launch links: the export's async_npu flows give compare's operator sheets each
+    operator's device duration, equal to its kernels' durations in kernel_details.csv (1.3x slower kernels on
+    the comparison side)."""
+    from npuprof.cli import main
+
+    copies, kernel_us = [], []
+    for name, slow in (("base", ()), ("slower", (0,))):
+        make_job(tmp_path / name, ranks=1, steps=4, slow_ranks=slow, counters=False, links=True, world_size=1)
+        (run,) = (tmp_path / name).rglob("*_ascend_ms")
+        assert main(["analyse", str(run), "--quiet"]) == 0
+        assert main(["export", "ascend", "-dir", str(run), "-o", str(tmp_path / f"{name}_ascend")]) == 0
+        copies.append(tmp_path / f"{name}_ascend" / run.name)
+        per_op: dict = {}
+        for r in _csv(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"):   # kernel <Type>_kernel <- <Type>-op
+            per_op[f"{r['Type']}-op"] = per_op.get(f"{r['Type']}-op", 0.0) + float(r["Duration(us)"])
+        kernel_us.append(per_op)
+    sheets, log = _compare(tools, copies[0], copies[1], tmp_path)
+    assert "Can't find any flow event" not in log
+    stats = _rows(sheets["OperatorCompareStatistic"])
+    assert set(stats) == set(kernel_us[0]) == {f"{k}-op" for k, _ in KERNELS}
+    for op, row in stats.items():
+        assert row[2] == pytest.approx(kernel_us[0][op] / 1000, abs=1e-6), op      # base device duration (ms)
+        assert row[4] == pytest.approx(kernel_us[1][op] / 1000, abs=1e-6), op      # comparison
+        assert row[4] > 1.2 * row[2]
+        assert row[3] == row[5] == 4 * sum(1 for k, _ in KERNELS if f"{k}-op" == op)   # operators, 4 steps
+    for r in sheets["OperatorCompare"][2:]:        # each launch carries its own kernel and nothing else
+        assert r[4].startswith(r[1].replace("-op", "_kernel") + ",") and r[5] > 0
+
+
 def test_msprof_analyze_compare_communication_of_two_ranks(tools, real2, tmp_path):
     """Two ranks of the real 2-rank job: compare's communication sheet lists each rank's all-reduce calls with
     their summed durations, and Uncovered Communication is step_trace_time's Communication(Not Overlapped)."""

@@ -16,7 +16,10 @@ What differs is the layout the Ascend tools look for by process name:
 * device events in ``Ascend Hardware`` (label ``NPU <d>``, one thread per
   stream);
 * launch links as flows of cat ``HostToDevice`` (msprof's CANN node ->
-  hardware task arrows), with ``"correlation"`` in both ends' args;
+  hardware task arrows) and again of cat ``async_npu`` (MindSpore's and
+  torch_npu's framework op -> NPU op arrows: compare's operator sheets get
+  each operator's device duration from them), with ``"correlation"`` in both
+  ends' args;
 * an ``Overlap Analysis`` process with threads ``Computing``,
   ``Communication``, ``Communication(Not Overlapped)`` and ``Free``: the
   advisor's Overall Summary is summed from it. Its segments follow
@@ -55,7 +58,7 @@ MSTX_PID = DEVICE_PID_BASE - 2
 OVERLAP_PID = DEVICE_PID_BASE - 1
 OVERLAP_THREADS = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 _PROCESS = {HCCL_PID: "HCCL", MSTX_PID: "MsTx", OVERLAP_PID: "Overlap Analysis"}
-FLOW_CAT = "HostToDevice"
+FLOW_CATS = ("HostToDevice", "async_npu")
 
 
 def _process_name(pid: int) -> str:
@@ -215,7 +218,7 @@ def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -
                             thread_name=thread_name)
     meta += _hccl_sort_metadata(hccl_threads) + _overlap_metadata()
     fh.write(("[\n" + ",\n".join(meta) + ",\n").encode())
-    write_event_blocks(fh, table, base, flow_cat=FLOW_CAT)
+    write_event_blocks(fh, table, base, flow_cats=FLOW_CATS)
     fh.write(_overlap_block(events, base))
     fh.write((window_end_event(events, base, host_pid) + "\n]\n").encode())
 

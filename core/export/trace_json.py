@@ -29,7 +29,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Optional
+from typing import IO, Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import orjson
@@ -314,15 +314,16 @@ def launch_links(events: EventTable) -> Optional[tuple[np.ndarray, np.ndarray, n
     return linked, src, dst
 
 
-def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: int, cat: str) -> Iterable[bytes]:
-    """``s`` (on the launch) and ``f`` (``bp:"e"``, on the device event) per link, ids 1..n."""
+def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: int, cat: str,
+                 first_id: int = 1) -> Iterable[bytes]:
+    """``s`` (on the launch) and ``f`` (``bp:"e"``, on the device event) per link, ids from ``first_id``."""
     tail = f',"cat":"{cat}","name":"{cat}"'
     for lo in range(0, len(dst), CHUNK):
         for rows, ph, end in ((src[lo:lo + CHUNK], "s", "},\n"), (dst[lo:lo + CHUNK], "f", ',"bp":"e"},\n')):
             pid, tid = _trace_pid_tid(events, rows)
             out = RowBuilder(len(rows))
             out.literal(f'{{"ph":"{ph}","id":')
-            out.integer(np.arange(lo + 1, lo + 1 + len(rows), dtype=np.int64))
+            out.integer(np.arange(first_id + lo, first_id + lo + len(rows), dtype=np.int64))
             out.literal(',"pid":')
             out.integer(pid)
             out.literal(',"tid":')
@@ -333,9 +334,9 @@ def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: 
             yield out.render()
 
 
-def event_blocks(events: EventTable, base_ns: int, flow_cat: str = FLOW_CAT) -> Iterable[bytes]:
+def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (FLOW_CAT,)) -> Iterable[bytes]:
     """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory);
-    the flows of its launch links (``flow_cat``) come last."""
+    the flows of its launch links come last, one set per category in ``flow_cats`` (distinct ids)."""
     if not len(events):
         return
     links = launch_links(events)
@@ -365,7 +366,8 @@ def event_blocks(events: EventTable, base_ns: int, flow_cat: str = FLOW_CAT) -> 
                        + ",\n").encode()
             start = r + 1
     if links is not None:
-        yield from _flow_blocks(events, links[1], links[2], base_ns, flow_cat)
+        for k, cat in enumerate(flow_cats):
+            yield from _flow_blocks(events, links[1], links[2], base_ns, cat, first_id=1 + k * len(links[2]))
 
 
 def event_lines(events: EventTable, base_ns: int) -> Iterable[str]:
@@ -381,15 +383,16 @@ def base_time_ns(events: EventTable) -> int:
     return int(events["ts"].min()) // DAY_NS * DAY_NS
 
 
-def write_event_blocks(fh: IO[bytes], events: EventTable, base_ns: int, flow_cat: str = FLOW_CAT) -> None:
-    """Every event line of the table (each followed by ``,\\n``), then its flows (cat ``flow_cat``);
-    large tables are rendered in a second thread."""
+def write_event_blocks(fh: IO[bytes], events: EventTable, base_ns: int,
+                       flow_cats: Sequence[str] = (FLOW_CAT,)) -> None:
+    """Every event line of the table (each followed by ``,\\n``), then its flows (one set per category
+    in ``flow_cats``); large tables are rendered in a second thread."""
     if len(events) >= BACKGROUND_MIN_EVENTS:
         with BackgroundWriter(fh) as w:   # render the next chunk while this one is written
-            for block in event_blocks(events, base_ns, flow_cat):
+            for block in event_blocks(events, base_ns, flow_cats):
                 w.write(block)
     else:
-        for block in event_blocks(events, base_ns, flow_cat):
+        for block in event_blocks(events, base_ns, flow_cats):
             fh.write(block)
 
 
