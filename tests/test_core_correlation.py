@@ -121,6 +121,28 @@ def test_array_trace_has_host_to_device_and_async_npu_flows():
     check_trace(ev, events, trace_json.base_time_ns(ev), ("HostToDevice", "async_npu"))
 
 
+@pytest.mark.parametrize("drop", [None, "HostToDevice"])
+def test_the_array_form_read_back_keeps_every_link(tmp_path, drop):
+    """npuprof's array form read by the MindSpore reader (the layout MindSpore writes): the same launch ->
+    kernel pairs, from the HostToDevice flows, or from the async_npu ones when a file has no other."""
+    from npuprof.integrations.mindspore.ascend_output import read_ascend_output
+
+    ev = linked_table(120)
+    out = tmp_path / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir()
+    events = [e for e in render(ev, trace_array.write_trace_array_to, host_pid=77)
+              if drop is None or e.get("cat") != drop]
+    (out / "trace_view.json").write_text(json.dumps(events))
+    back, problems = read_ascend_output(out)
+    assert problems == []
+
+    def pairs(t):
+        name = lambda i: t.strings[t["name"][i]]  # noqa: E731
+        return sorted((name(a), name(b)) for a, b in expected_links(t))
+
+    assert pairs(back) == pairs(ev) and len(pairs(ev)) > 100
+
+
 def test_long_rows_carry_correlation_too():
     """Rows with very long text are formatted one by one: the link must not get lost there."""
     long = "x" * (trace_json.LONG_ROW + 10)

@@ -220,6 +220,67 @@ def test_kernel_details_replace_hardware_trace_events(tmp_path):
     assert json.loads(kern.column_strings("args")[0])["Accelerator Core"] == "AI_CORE"
 
 
+# launch links: MindSpore's HostToDevice (CANN node -> task) and async_npu (framework op -> task) flows
+HW_TASK = {"pid": 1000031, "tid": 7, "ts": "1700000000000040.001"}
+H2D_FLOWS = [{"ph": "s", "id": 51, "cat": "HostToDevice", "name": "HostToDevice", "pid": 1000000, "tid": 11,
+              "ts": "1700000000000013.000"}, {"ph": "f", "id": 51, "cat": "HostToDevice", "name": "HostToDevice",
+                                               "bp": "e", **HW_TASK}]
+ASYNC_NPU_END = {"ph": "f", "id": 1, "cat": "async_npu", "name": "mindspore_to_npu", "bp": "e", **HW_TASK}
+
+
+def _linked_run(tmp_path, flows: list, kernel_details: bool) -> Path:
+    run = write_ascend_ms(tmp_path, kernel_details=kernel_details, framework=False)
+    trace = run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    trace.write_text(json.dumps(json.loads(trace.read_text()) + flows))
+    return run
+
+
+def _links(table) -> dict:
+    """name -> corr of the linked events."""
+    return {n: c for n, c in zip(table.column_strings("name"), table["corr"].tolist()) if c >= 0}
+
+
+@pytest.mark.parametrize("kernel_details", [False, True])
+def test_host_to_device_flows_link_the_cann_call_to_its_task(tmp_path, kernel_details):
+    run = _linked_run(tmp_path, H2D_FLOWS + [ASYNC_NPU_END], kernel_details)
+    table, problems = read_ascend_output(run / "ASCEND_PROFILER_OUTPUT", device=3, pid=4242)
+    assert problems == []
+    # HostToDevice wins over async_npu (never a mix); the task read from kernel_details.csv (no ids there)
+    # takes the link of the trace's hardware task with its start and name
+    assert _links(table) == {"aclnnMatmul": 51, "Default/MatMul-op0": 51}
+    kern = table.select(table["corr"] == 51)
+    assert sorted(EventKind(k).name for k in kern["kind"].tolist()) == ["API", "KERNEL"]
+
+
+def test_async_npu_flows_link_the_framework_launch_when_there_is_no_host_to_device(tmp_path):
+    run = _linked_run(tmp_path, [ASYNC_NPU_END], kernel_details=True)   # the fixture has the async_npu start
+    table, _ = read_ascend_output(run / "ASCEND_PROFILER_OUTPUT", device=3, pid=4242)
+    assert _links(table) == {"Kernel::KernelLaunch::Default/MatMul-op0": 1, "Default/MatMul-op0": 1}
+
+
+def test_flows_that_end_nowhere_link_nothing(tmp_path):
+    run = _linked_run(tmp_path, [], kernel_details=True)   # only the fixture's dangling async_npu start
+    table, _ = read_ascend_output(run / "ASCEND_PROFILER_OUTPUT", device=3, pid=4242)
+    assert set(_links(table)) <= {"Kernel::KernelLaunch::Default/MatMul-op0"}
+    kern = table.select(table["kind"] == int(EventKind.KERNEL))
+    assert (kern["corr"] < 0).all()
+
+
+def test_analysis_of_a_linked_ascend_ms_dir_draws_the_launch_arrow(tmp_path):
+    run = _linked_run(tmp_path, H2D_FLOWS, kernel_details=True)
+    (res,) = npuprof.analyse(run)
+    trace = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    corr = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X" and "correlation" in e.get("args", {}):
+            corr.setdefault(e["name"], []).append((e["pid"], e["args"]["correlation"]))
+    assert set(corr) == {"aclnnMatmul", "Default/MatMul-op0"}   # the host op of that name stays unlinked
+    (host,), (task,) = corr["aclnnMatmul"], corr["Default/MatMul-op0"]
+    assert host[1] == task[1] and host[0] != task[0]
+    flows = [e for e in trace["traceEvents"] if e["ph"] in ("s", "f")]
+    assert sorted(e["ph"] for e in flows) == ["f", "s"] and {e["cat"] for e in flows} == {"ac2g"}
+
+
 def test_unreadable_trace_is_reported_not_fatal(tmp_path):
     run = write_ascend_ms(tmp_path, framework=False)
     (run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text('[{"ph": "X", "name": "cut')

@@ -34,11 +34,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+import numpy as np
 import orjson
 
 from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
+from npuprof.traceflows import flow_ends, hashable
 
 from .framework_files import SOURCE, op_type_of
 
@@ -53,6 +55,7 @@ _MSTX_PROCESSES = {"python", "python3", "MsTx", "MsprofTx"}
 _COMM_PROCESSES = {"HCCL", "Communication"}
 _HCOM_RE = re.compile(r"^(hcom_[A-Za-z0-9]+)")
 _DIGITS_RE = re.compile(r"(\d+)")
+FLOW_CATS = ("HostToDevice", "async_npu")   # launch links: CANN node -> task, else framework op -> task
 
 
 def us_text_to_ns(value: Any) -> int:
@@ -84,6 +87,13 @@ def us_text_to_ns(value: Any) -> int:
     return int(round(float(value) * 1000))
 
 
+def _ts_or_none(value: Any) -> Optional[int]:
+    try:
+        return us_text_to_ns(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def is_mindspore_trace(path: Path) -> bool:
     """True when ``path`` is a trace written by MindSpore (a JSON array), not by npuprof."""
     try:
@@ -110,9 +120,11 @@ class _Columns:
         self.name: list[str] = []
         self.type: list[str] = []
         self.args: list[str] = []
+        self.corr: list[int] = []
 
     def add(self, ts: int, dur: int, kind: EventKind, name: str, type_: str = "", pid: int = 0, tid: int = 0,
-            device: int = -1, stream: int = -1, value: float = 0.0, step: int = -1, args: str = "") -> None:
+            device: int = -1, stream: int = -1, value: float = 0.0, step: int = -1, args: str = "",
+            corr: int = -1) -> None:
         self.ts.append(ts)
         self.dur.append(dur)
         self.kind.append(int(kind))
@@ -125,13 +137,15 @@ class _Columns:
         self.name.append(name)
         self.type.append(type_)
         self.args.append(args)
+        self.corr.append(corr)
 
     def table(self) -> EventTable:
         if not self.ts:
             return EventTable.empty()
         return EventTable.from_records(ts=self.ts, dur=self.dur, kind=self.kind, pid=self.pid, tid=self.tid,
                                        device=self.device, stream=self.stream, value=self.value, step=self.step,
-                                       name=self.name, type=self.type, args=self.args, source=SOURCE)
+                                       name=self.name, type=self.type, args=self.args, source=SOURCE,
+                                       corr=self.corr)
 
 
 def read_ascend_output(out_dir: Path, device: int = 0, pid: int = 0, skip_cpu_ops: bool = False,
@@ -148,17 +162,18 @@ def read_ascend_output(out_dir: Path, device: int = 0, pid: int = 0, skip_cpu_op
     """
     problems: list[str] = []
     tables: list[EventTable] = []
-    kernels_read = False
+    kernels = EventTable.empty()
     kd = out_dir / KERNEL_DETAILS
     if kd.is_file():
-        t = _read_kernel_details(kd, device, pid, problems)
-        kernels_read = len(t) > 0
-        tables.append(t)
+        kernels = _read_kernel_details(kd, device, pid, problems)
     tv = out_dir / TRACE_VIEW
-    if tv.is_file():
-        if is_mindspore_trace(tv):
-            tables.append(_read_trace_view(tv, device, pid, problems, skip_cpu_ops=skip_cpu_ops,
-                                           skip_hardware=kernels_read, skip_mstx=skip_mstx))
+    if tv.is_file() and is_mindspore_trace(tv):
+        task_links: dict = {}
+        tables.append(_read_trace_view(tv, device, pid, problems, skip_cpu_ops=skip_cpu_ops,
+                                       skip_hardware=len(kernels) > 0, skip_mstx=skip_mstx, task_links=task_links))
+        if task_links and len(kernels):
+            kernels = _with_task_links(kernels, task_links)
+    tables.insert(0, kernels)
     mem = out_dir / MEMORY_RECORD
     if mem.is_file():
         tables.append(_read_memory_record(mem, pid, problems))
@@ -198,6 +213,15 @@ def _read_kernel_details(path: Path, device: int, pid: int, problems: list[str])
     return cols.table()
 
 
+def _with_task_links(kernels: EventTable, task_links: dict) -> EventTable:
+    """``kernels`` (from kernel_details.csv, which has no ids) with the launch link of the trace's hardware task
+    of the same start and name: both files come from one source, with the same µs text."""
+    names = [kernels.strings[c] for c in kernels["name"].tolist()]
+    corr = np.array([task_links.get((ts, name), -1) for ts, name in zip(kernels["ts"].tolist(), names)],
+                    dtype=np.int64)
+    return kernels.with_column("corr", corr) if (corr >= 0).any() else kernels
+
+
 def _int_or(text: Optional[str], default: int) -> int:
     if text is None:
         return default
@@ -210,7 +234,10 @@ def _int_or(text: Optional[str], default: int) -> int:
 
 # -- trace_view.json ----------------------------------------------------------------------------------
 def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], skip_cpu_ops: bool,
-                     skip_hardware: bool, skip_mstx: bool = False) -> EventTable:
+                     skip_hardware: bool, skip_mstx: bool = False, task_links: Optional[dict] = None) -> EventTable:
+    """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones
+    (:func:`npuprof.traceflows.flow_ends`). With ``skip_hardware`` the hardware tasks are not read, but
+    ``task_links`` receives (start ns, name) -> link of every linked one."""
     check_input_file(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -222,6 +249,7 @@ def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], ski
         problems.append(f"{path}: no event list; file skipped")
         return EventTable.empty()
     proc_name, proc_device, thread_name = _metadata(events)
+    flows = flow_ends(events, FLOW_CATS, _ts_or_none)
     cols = _Columns()
     bad = 0
     for ev in events:
@@ -233,7 +261,7 @@ def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], ski
             continue
         try:
             _add_trace_event(cols, ev, ph, proc_name, proc_device, thread_name, device, pid,
-                             skip_cpu_ops, skip_hardware, skip_mstx)
+                             skip_cpu_ops, skip_hardware, skip_mstx, flows, task_links)
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
             bad += 1
     if bad:
@@ -278,7 +306,7 @@ def _as_int(value: Any) -> int:
 
 def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_device: dict, thread_name: dict,
                      default_device: int, pid: int, skip_cpu_ops: bool, skip_hardware: bool,
-                     skip_mstx: bool) -> None:
+                     skip_mstx: bool, flows: Optional[dict] = None, task_links: Optional[dict] = None) -> None:
     epid, etid = ev.get("pid"), ev.get("tid")
     process = proc_name.get(epid, "")
     if process in _DERIVED:
@@ -308,6 +336,7 @@ def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_de
         return
     dur = us_text_to_ns(ev.get("dur", 0))
     extra = json.dumps(args, default=str) if args else ""
+    corr = flows.get((hashable(epid), hashable(etid), ts), -1) if flows else -1
     if process == "MindSpore":
         if name.startswith("ProfilerStep#"):
             step = _as_int(name)
@@ -315,25 +344,27 @@ def _add_trace_event(cols: _Columns, ev: dict, ph: str, proc_name: dict, proc_de
         elif ev.get("cat") == "python_function":
             cols.add(ts, dur, EventKind.STACK, name, "python_function", pid=pid, tid=tid)
         elif "::" in name:
-            cols.add(ts, dur, EventKind.API, name, name.split("::", 1)[0], pid=pid, tid=tid, args=extra)
+            cols.add(ts, dur, EventKind.API, name, name.split("::", 1)[0], pid=pid, tid=tid, args=extra, corr=corr)
         else:
-            cols.add(ts, dur, EventKind.OP, name, op_type_of(name), pid=pid, tid=tid, args=extra)
+            cols.add(ts, dur, EventKind.OP, name, op_type_of(name), pid=pid, tid=tid, args=extra, corr=corr)
     elif process == "CPU OP":
         if not skip_cpu_ops:
             cols.add(ts, dur, EventKind.OP, name, op_type_of(name), pid=pid, tid=tid)
     elif process == "CANN":
         level, _, api = name.partition("@")
         cols.add(ts, dur, EventKind.API, api if api else name, level if api else "CANN", pid=pid, tid=tid,
-                 args=extra)
+                 args=extra, corr=corr)
     elif process == "Ascend Hardware":
         if skip_hardware:
+            if corr >= 0 and task_links is not None:
+                task_links[(ts, name)] = corr
             return
         stream = _as_int(thread_name.get((epid, etid), etid))
         task_type = str(args.get("Task Type", ""))
         kind = EventKind.COMM if task_type.upper() == "COMMUNICATION" or name.startswith("hcom_") \
             else EventKind.KERNEL
         cols.add(ts, dur, kind, name, op_type_of(name), pid=pid, tid=stream, device=device, stream=stream,
-                 args=extra)
+                 args=extra, corr=corr)
     elif process in _COMM_PROCESSES:
         m = _HCOM_RE.match(name)
         cols.add(ts, dur, EventKind.COMM, name, m.group(1) if m else name, pid=pid, tid=tid, device=device,

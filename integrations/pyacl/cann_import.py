@@ -52,6 +52,7 @@ from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
+from npuprof.traceflows import flow_ends, hashable, link_id
 
 log = logging.getLogger("npuprof")
 SOURCE = "cann"
@@ -219,25 +220,6 @@ def _row_problem(row: tuple) -> Optional[str]:
     return None
 
 
-def link_id(value: Any) -> int:
-    """A connection id (int, or decimal text) -> ``corr``; -1 for anything else.
-
-    Example::
-
-        >>> link_id(17), link_id("17"), link_id(None), link_id("x"), link_id(-3), link_id(True)
-        (17, 17, -1, -1, -1, -1)
-    """
-    if isinstance(value, bool):
-        return -1
-    if isinstance(value, int):
-        return value if 0 <= value < 1 << 63 else -1
-    if isinstance(value, float) and value.is_integer() and 0 <= value < 2.0 ** 63:
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 19:
-        return int(value.strip())
-    return -1
-
-
 def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[EventTable]:
     """Rows (ts, dur, name, type, device, stream, tid, pid, args JSON[, corr]) -> a table;
     rows whose numbers do not fit the table's columns are dropped with one warning."""
@@ -356,25 +338,6 @@ def _load_json(path: Path) -> Any:
         raise ProfilerDataError(path, f"is not valid JSON ({e})") from None
 
 
-def _flow_ends(events: list) -> dict:
-    """(pid, tid, ts ns) -> flow id of the ends of ``HostToDevice`` flows (start and finish alike)."""
-    ends: dict = {}
-    ids: dict = {}
-    for ev in events:
-        if isinstance(ev, dict) and ev.get("ph") in ("s", "f") and ev.get("cat") == "HostToDevice":
-            ts, fid = us_to_ns(ev.get("ts")), _hashable(ev.get("id"))
-            if ts is None or fid is None:
-                continue
-            corr = link_id(fid)
-            if corr < 0:   # a non-numeric id: numbered in order of appearance
-                corr = ids.setdefault(fid, -2 - len(ids))
-            ends[(_hashable(ev.get("pid")), _hashable(ev.get("tid")), ts)] = corr
-    if ids:   # keep the numbered ones apart from the numeric ids
-        top = max([v for v in ends.values() if v >= 0], default=-1) + 1
-        ends = {k: v if v >= 0 else top - 2 - v for k, v in ends.items()}
-    return ends
-
-
 def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[dict] = None) -> Optional[EventTable]:
     """msprof_*.json (array or {traceEvents}) -> API (CANN), COMM, and KERNEL when asked.
 
@@ -392,8 +355,8 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
     for ev in events:
         if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
             margs = ev.get("args")
-            proc[_hashable(ev.get("pid"))] = str(margs.get("name", "")) if isinstance(margs, dict) else ""
-    flows = _flow_ends(events)
+            proc[hashable(ev.get("pid"))] = str(margs.get("name", "")) if isinstance(margs, dict) else ""
+    flows = flow_ends(events, ("HostToDevice",), us_to_ns)
     api, comm, kern = [], [], []
     no_ts = 0
     for ev in events:
@@ -404,13 +367,13 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
             no_ts += 1
             continue
         dur = us_to_ns(ev.get("dur")) or 0
-        pname = proc.get(_hashable(ev.get("pid")), "")
+        pname = proc.get(hashable(ev.get("pid")), "")
         name = str(ev.get("name", ""))
         tid = _int(ev.get("tid"), 0)
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         if flows:
-            corr = flows.get((_hashable(ev.get("pid")), _hashable(ev.get("tid")), ts), -1)
+            corr = flows.get((hashable(ev.get("pid")), hashable(ev.get("tid")), ts), -1)
         else:
             corr = link_id(args.get("connection_id"))
         if pname in ("CANN", "AscendCL", "Runtime", "GE") or "@" in name and pname == "":
@@ -430,11 +393,6 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
         warn(f"{path}: {no_ts} complete event(s) without a numeric ts skipped")
     return EventTable.concat([_events(EventKind.API, api, warn, path), _events(EventKind.COMM, comm, warn, path),
                               _events(EventKind.KERNEL, kern, warn, path)])
-
-
-def _hashable(value: Any) -> Any:
-    """A dict key for a JSON value (lists and objects become their text)."""
-    return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, sort_keys=True)
 
 
 def _device_of(ev: dict) -> int:
