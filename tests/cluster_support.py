@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,8 +153,6 @@ def make_job(root: Path, ranks: int = 64, steps: int = 5, slow_ranks: tuple = (1
 def run_py(code: str, env: Optional[dict] = None, cwd: Optional[Path] = None, timeout: int = 600,
            python: Optional[str] = None) -> "subprocess.CompletedProcess":
     """Run Python code in a fresh interpreter (the test venv by default)."""
-    import subprocess
-
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True, env=full_env,

@@ -286,7 +286,7 @@ def test_input_shapes_text_prefers_the_recorded_text():
 
 # -- a whole analysis ------------------------------------------------------------------------------------------------
 def make_run(root: Path, record_shapes: bool) -> Path:
-    run = root / f"host_12359_20261122023346370_ascend_ms"
+    run = root / "host_12359_20261122023346370_ascend_ms"
     write_fw(run, GRAPH_TIMESTAMPS, GRAPH_SHAPES, GRAPH_DETAIL)
     (run / "profiler_info_0.json").write_text(json.dumps({
         "rank_id": 0, "profiler_parameters": {"record_shapes": record_shapes, "export_type": ["text"]},
