@@ -81,10 +81,13 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
         r = root(fid)
         if n >= 0 and (r not in numeric or n < numeric[r]):
             numeric[r] = n
-    top = max(numeric.values(), default=-1) + 1
+    next_id = max(numeric.values(), default=-1) + 1
     link: dict = {}
     for fid in parent:   # in order of appearance
         r = root(fid)
         if r not in link:
-            link[r] = numeric[r] if r in numeric else top + len([1 for k in link if k not in numeric])
+            if r in numeric:
+                link[r] = numeric[r]
+            else:
+                link[r], next_id = next_id, next_id + 1
     return {end: link[root(fid)] for end, fid in flow_of.items()}

@@ -294,3 +294,20 @@ def test_linked_and_unlinked_parts_concatenate_to_real_values():
     table = EventTable.concat([_host_chunk(4), linked, EventTable.from_records(ts=[7, 8], corr=7)])
     assert table["corr"].tolist() == [-1, -1, -1, -1, 3, -1, 7, 7] and table["corr"].flags.writeable
     assert table.select(np.array([4, 6]))["corr"].tolist() == [3, 7]
+
+
+def test_flow_ends_share_a_link_per_connected_call_and_number_odd_ids_after_the_rest():
+    from npuprof.traceflows import flow_ends
+
+    def flow(fid, src_ts, dst_ts, cat="HostToDevice"):
+        return [{"ph": "s", "id": fid, "cat": cat, "pid": 1, "tid": 1, "ts": src_ts},
+                {"ph": "f", "id": fid, "cat": cat, "pid": 2, "tid": 1, "ts": dst_ts, "bp": "e"}]
+
+    events = flow("a", 1, 2) + flow(5, 3, 4) + flow("b", 5, 6) + flow(9, 5, 7) + flow(3, 8, 9, cat="async_npu")
+    ends = flow_ends(events, ("HostToDevice", "async_npu"), lambda t: t)
+    assert ends == {(1, 1, 1): 10, (2, 1, 2): 10,                   # a text id: after the largest numeric one
+                    (1, 1, 3): 5, (2, 1, 4): 5,
+                    (1, 1, 5): 9, (2, 1, 6): 9, (2, 1, 7): 9}       # one call, two tasks: one link
+    assert flow_ends(events, ("async_npu",), lambda t: t) == {(1, 1, 8): 3, (2, 1, 9): 3}
+    assert flow_ends(events, ("MsTx",), lambda t: t) == {}
+    assert flow_ends([{"ph": "s", "id": 1, "cat": "HostToDevice", "ts": "x"}], ("HostToDevice",), lambda t: None) == {}
