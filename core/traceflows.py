@@ -55,7 +55,7 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
     appearance. ``ts_ns`` turns a ``ts`` into ns (None when unreadable: that
     end is skipped).
     """
-    present = {ev.get("cat") for ev in events if isinstance(ev, dict) and ev.get("ph") in ("s", "f")}
+    present = {hashable(ev.get("cat")) for ev in events if isinstance(ev, dict) and ev.get("ph") in ("s", "f")}
     cat = next((c for c in cats if c in present), None)
     parent: dict = {}   # flow id -> a flow id it shares an end with (union-find)
 

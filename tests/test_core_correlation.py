@@ -311,3 +311,5 @@ def test_flow_ends_share_a_link_per_connected_call_and_number_odd_ids_after_the_
     assert flow_ends(events, ("async_npu",), lambda t: t) == {(1, 1, 8): 3, (2, 1, 9): 3}
     assert flow_ends(events, ("MsTx",), lambda t: t) == {}
     assert flow_ends([{"ph": "s", "id": 1, "cat": "HostToDevice", "ts": "x"}], ("HostToDevice",), lambda t: None) == {}
+    damaged = [{"ph": "s", "id": [1], "cat": ["x"], "pid": {}, "tid": None, "ts": 1}] + flow(4, 1, 2)
+    assert flow_ends(damaged, ("HostToDevice",), lambda t: t) == {(1, 1, 1): 4, (2, 1, 2): 4}
