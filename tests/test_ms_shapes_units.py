@@ -282,6 +282,10 @@ def test_input_shapes_text_prefers_the_recorded_text():
     assert input_shapes_text('{"Input Dims": [[8, 128], []]}') == "8,128;"
     assert input_shapes_text('{"Input Dims": "8"}') is None
     assert input_shapes_text("{broken") is None
+    # compact JSON, dynamic dims (the JSON path), a non-string value (falls back to Input Dims)
+    assert input_shapes_text('{"Task Id":3,"Input Shapes":"8,64;128,64"}') == "8,64;128,64"
+    assert input_shapes_text('{"Input Shapes": "-1,64;\\u0031"}') == "-1,64;1"
+    assert input_shapes_text('{"Input Shapes": [8], "Input Dims": [[8]]}') == "8"
 
 
 # -- a whole analysis ------------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from .table import EventRowsTable, Table
 from .textrows import RowBuilder
 
 STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+# a plain "Input Shapes" string (digits , ; only, never escaped) in flat args JSON
+_INPUT_SHAPES_RE = re.compile(r'"Input Shapes":\s*"([0-9,; ]*)"')
 STEP_TRACE_COLUMNS = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                       "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
 OP_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
@@ -537,6 +539,9 @@ def input_shapes_text(args: str) -> Optional[str]:
     """
     if not args.startswith("{") or '"Input ' not in args:
         return None
+    m = _INPUT_SHAPES_RE.search(args)
+    if m:   # the common case (CANN/MindSpore kernels, one args text per launch): no JSON parse
+        return m.group(1)
     try:
         obj = json.loads(args)
     except ValueError:
