@@ -19,6 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional, Sequence
 
+# the flows that carry launch links, in the readers' order of preference: CANN node -> hardware task, then
+# framework operator -> NPU task (the array-form writer writes both)
+LAUNCH_FLOW_CATS = ("HostToDevice", "async_npu")
+
 
 def hashable(value: Any) -> Any:
     """A dict key for a JSON value (lists and objects become their text)."""

@@ -49,6 +49,7 @@ from ..analysis.analyzers import compute_rows, step_spans
 from ..analysis.intervals import union
 from ..analysis.textrows import RowBuilder
 from ..events import EventKind, EventTable
+from ..traceflows import LAUNCH_FLOW_CATS
 from .trace_json import (DEVICE_PID_BASE, _metadata_events, base_time_ns, window_end_event, write_event_blocks,
                          write_trace_file)
 
@@ -58,7 +59,6 @@ MSTX_PID = DEVICE_PID_BASE - 2
 OVERLAP_PID = DEVICE_PID_BASE - 1
 OVERLAP_THREADS = ("Computing", "Communication", "Communication(Not Overlapped)", "Free")
 _PROCESS = {HCCL_PID: "HCCL", MSTX_PID: "MsTx", OVERLAP_PID: "Overlap Analysis"}
-FLOW_CATS = ("HostToDevice", "async_npu")
 
 
 def _process_name(pid: int) -> str:
@@ -218,7 +218,7 @@ def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -
                             thread_name=thread_name)
     meta += _hccl_sort_metadata(hccl_threads) + _overlap_metadata()
     fh.write(("[\n" + ",\n".join(meta) + ",\n").encode())
-    write_event_blocks(fh, table, base, flow_cats=FLOW_CATS)
+    write_event_blocks(fh, table, base, flow_cats=LAUNCH_FLOW_CATS)
     fh.write(_overlap_block(events, base))
     fh.write((window_end_event(events, base, host_pid) + "\n]\n").encode())
 

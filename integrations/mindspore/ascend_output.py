@@ -40,7 +40,7 @@ import orjson
 from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
-from npuprof.traceflows import flow_ends, hashable
+from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable
 
 from .framework_files import SOURCE, op_type_of
 
@@ -55,7 +55,6 @@ _MSTX_PROCESSES = {"python", "python3", "MsTx", "MsprofTx"}
 _COMM_PROCESSES = {"HCCL", "Communication"}
 _HCOM_RE = re.compile(r"^(hcom_[A-Za-z0-9]+)")
 _DIGITS_RE = re.compile(r"(\d+)")
-FLOW_CATS = ("HostToDevice", "async_npu")   # launch links: CANN node -> task, else framework op -> task
 
 
 def us_text_to_ns(value: Any) -> int:
@@ -249,7 +248,7 @@ def _read_trace_view(path: Path, device: int, pid: int, problems: list[str], ski
         problems.append(f"{path}: no event list; file skipped")
         return EventTable.empty()
     proc_name, proc_device, thread_name = _metadata(events)
-    flows = flow_ends(events, FLOW_CATS, _ts_or_none)
+    flows = flow_ends(events, LAUNCH_FLOW_CATS, _ts_or_none)
     cols = _Columns()
     bad = 0
     for ev in events:
