@@ -348,13 +348,22 @@ class Profiler:
                 train()
             prof.export_chrome_trace("trace.json.gz")
         """
-        from .export.trace_json import trace_settings, write_trace
+        from .analysis.pipeline import OUTPUT_DIR
+        from .export.trace_json import trace_settings, write_trace, write_trace_file
         from .validate import check_output_path
 
         target = check_output_path("path", path, file=True)
         result = self._latest_result("export_chrome_trace")
         secure_mkdir(target.parent)
-        out = write_trace(result.events, target, **trace_settings(result))
+        written = result.run_dir / OUTPUT_DIR / "trace_view.json"
+        if written in result.outputs and written.is_file():   # the analysis wrote it: copy, do not render again
+            def copy(fh: Any) -> None:
+                with open(written, "rb") as src:
+                    shutil.copyfileobj(src, fh, 1 << 20)
+
+            out = write_trace_file(target, copy)
+        else:
+            out = write_trace(result.events, target, **trace_settings(result))
         result.outputs.append(out)
         return out
 

@@ -93,6 +93,19 @@ def test_export_chrome_trace_writes_the_windows_kineto_trace(prof, tmp_path):
     assert json.loads(prof.export_chrome_trace(plain).read_text()) == mine
 
 
+def test_export_chrome_trace_renders_the_trace_when_the_analysis_wrote_none(tmp_path):
+    with Profiler(output_path=tmp_path / "prof", export_type=["db"]) as p:
+        for _ in range(2):
+            with record_function("forward"):
+                busy(5000)
+            p.step()
+    mine = json.loads(p.export_chrome_trace(tmp_path / "t.json").read_text())
+    (res,) = p.results
+    assert not (res.run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").exists()   # db only: rendered
+    Profiler.offline_analyse(res.run_dir, export_type=["text"])
+    assert mine == json.loads((res.run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+
+
 def test_in_on_trace_ready_each_window_exports_its_own_steps(tmp_path):
     seen = []
 
