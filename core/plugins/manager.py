@@ -39,6 +39,8 @@ BUILTIN_PLUGINS = {
     "pyacl": "npuprof.integrations.pyacl.plugin",
     "cluster": "npuprof.cluster.plugin",
     "report": "npuprof.report.plugin",
+    "ascend": "npuprof.plugins.ascend",
+    "foreign": "npuprof.plugins.foreign",
 }
 
 
