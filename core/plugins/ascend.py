@@ -1,2 +1,2 @@
-"""Built-in plugin: reads torch_npu / MindSpore Ascend outputs and the Ascend
-profiler databases (see :mod:`npuprof.readers`)."""
+"""Built-in plugin: reads torch_npu / MindSpore Ascend text outputs
+(``*_ascend_pt`` / ``*_ascend_ms`` run directories); see :mod:`npuprof.readers`."""
