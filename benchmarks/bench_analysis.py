@@ -4,7 +4,7 @@ Modes (``params["mode"]``), each run in a fresh interpreter by ``run.py``:
 
 - ``generate``: write a run directory of ``n`` synthetic host events
   (:mod:`synth`) under ``parent``;
-- ``analyse``: time ``npuprof.analyse(run_dir)`` end to end (raw files ->
+- ``analyse``: time ``analyse_and_export(run_dir)`` end to end (raw files ->
   events -> every analyzer -> trace_view.json and every CSV), report events
   per second and the process's peak RSS (VmHWM, imports included); with
   ``breakdown`` also time the phases separately (a second pass); with
@@ -47,19 +47,21 @@ def _write_speed(directory: Path, total: int = 256 << 20) -> float:
 def analyse(params: dict) -> dict:
     base_rss = rss_bytes()
     with Clock() as c:
-        import npuprof
         from npuprof.analysis import pipeline
+        from npuprof.export.writer import analyse_and_export
     import_s = c.wall
     run_dir = Path(params["run_dir"])
     shutil.rmtree(run_dir / "ASCEND_PROFILER_OUTPUT", ignore_errors=True)
     rss_after_import = rss_bytes()
     with Clock() as c:
-        (res,) = npuprof.analyse(run_dir)
+        (run,) = analyse_and_export(run_dir)
+    res = run.result
     n = len(res.events)
     out: dict = {"events": n, "seconds": c.wall, "cpu_seconds": c.cpu, "events_per_s": n / c.wall,
                  "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,
                  "rss_after_import_bytes": rss_after_import, "import_s": import_s,
-                 "outputs": {p.name: p.stat().st_size for p in res.outputs if p.exists()}}
+                 "outputs": {p.name: p.stat().st_size for p in run.outputs if p.exists()}}
+    del run
     trace = run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     del res
     if params.get("breakdown"):

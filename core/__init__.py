@@ -29,18 +29,19 @@ from .schedule import Schedule, schedule
 __version__ = "0.1.0"
 
 
-def analyse(path, export_type=None, **options):  # noqa: ANN001,ANN201 - thin alias, documented below
-    """Offline analysis of a run directory or a parent of runs (same as
-    ``Profiler.offline_analyse``). Returns one AnalysisResult per run.
+def analyse(path, export_type=None, output_path=None, **options):  # noqa: ANN001,ANN201 - thin alias, documented below
+    """Offline analysis of a run directory or a folder of runs, writing their
+    outputs (same as ``Profiler.offline_analyse``). Returns one AnalysisResult per run.
 
     Example::
 
         for res in npuprof.analyse("./npuprof_data"):
             print(res.run_dir, res.tables["op_statistic"].rows()[:3])
     """
-    from .analysis.pipeline import analyse_path
+    from .export.writer import analyse_and_export
 
-    return analyse_path(path, export_type=export_type, **options)
+    return [run.result for run in analyse_and_export(path, export_type=export_type, output=output_path,
+                                                     **options)]
 
 
 __all__ = [

@@ -1,11 +1,19 @@
 """The ``npuprof`` command line (msprof habits: analyse/import/export/show).
 
-Exit codes: 0 success, 1 unreadable data or failed analysis, 2 bad usage or
-configuration. Failures print one line ``npuprof: error: <reason>``.
+Exit codes: 0 success; 1 unreadable data or failed analysis (a run whose files
+a reader claimed but could not read, or a run with no readable data, is never
+a success); 2 bad usage or configuration; 3 analysed, but some inputs were
+skipped (each named on stderr as ``skipped: ...``). Failures print one line
+``npuprof: error: <reason>``.
+
+Reading commands (``show``) write nothing. Writing commands write npuprof's
+own runs in place and another tool's runs (torch_npu, MindSpore, CANN,
+traces) under ``-o`` (default ``./npuprof_output``): those are read-only input.
 
 Example::
 
     npuprof analyse ./npuprof_data
+    npuprof analyse ./torch_run/rank0_ascend_pt -o ./analysed
     npuprof export summary --format json -dir ./npuprof_data
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof show -dir ./npuprof_data
@@ -17,11 +25,12 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Optional, Sequence
 
 from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError
 
-EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,54 +43,76 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
-def _analyse(path: str, export_type: Optional[list], quiet: bool, force: bool = False) -> list:
+def _read(path: str, quiet: bool = True) -> list:
+    """Analyse without writing (the reading commands)."""
     from .analysis.pipeline import analyse_path
     from .progress import terminal_progress
 
     with terminal_progress("analysing", enabled=not quiet) as progress:
-        return analyse_path(path, export_type=export_type, progress=progress, force=force)
+        return analyse_path(path, progress=progress)
+
+
+def _analyse_and_export(path: str, export_type: Optional[list], output: Optional[str], quiet: bool,
+                        force: bool = False) -> list:
+    from .export.writer import analyse_and_export
+    from .progress import terminal_progress
+
+    with terminal_progress("analysing", enabled=not quiet) as progress:
+        return analyse_and_export(path, export_type=export_type, output=output, progress=progress, force=force)
+
+
+def _report_problems(results: Sequence) -> int:
+    """Print every run's warnings and skipped inputs; the exit code they make."""
+    code = EXIT_OK
+    for res in results:
+        for w in res.warnings:
+            if w not in res.skipped:
+                print(f"warning: {w}", file=sys.stderr)
+        for s in res.skipped:
+            print(f"skipped: {s}", file=sys.stderr)
+            code = EXIT_PARTIAL
+    return code
 
 
 def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    results = _analyse(args.path, args.export_type, args.quiet, args.force)
+    runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
+    code = _report_problems([r.result for r in runs])
     if not args.quiet:
-        for res in results:
-            for w in res.warnings:
-                print(f"warning: {w}", file=sys.stderr)
-            print(f"{res.run_dir}: {len(res.events)} events -> {res.run_dir / 'ASCEND_PROFILER_OUTPUT'}")
-        print(f"analysed {len(results)} run(s) in {time.perf_counter() - t0:.2f} s")
-    return EXIT_OK
+        for run in runs:
+            print(f"{run.result.run_dir}: {len(run.result.events)} events -> {run.output_dir}")
+        print(f"analysed {len(runs)} run(s) in {time.perf_counter() - t0:.2f} s")
+    return code
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    results = _analyse(args.dir, ["text", "db"], args.quiet)
+    runs = _analyse_and_export(args.dir, ["text", "db"], args.output, args.quiet)
+    code = _report_problems([r.result for r in runs])
     if not args.quiet:
-        for res in results:
-            print(f"{res.run_dir}: imported {len(res.events)} events")
-    return EXIT_OK
+        for run in runs:
+            print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
+    return code
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from .export.csvfiles import write_csv, write_json
-    from .export.trace_json import write_trace
+    from .export.trace_json import trace_settings, write_trace
+    from .export.writer import output_root
 
     if args.what == "ascend":
         return _export_ascend(args)
-    if args.output is not None:
-        raise ProfilerConfigError("-o", args.output, "no value with `export timeline|summary`",
-                                  "those write next to each run; -o is for `export ascend`")
-    results = _analyse(args.dir, None, True)
+    root = Path(args.dir)
+    results = _read(args.dir)
     for res in results:
+        place = output_root(res.run_dir, res.info.writable, args.output, root)
         if args.what == "timeline":
-            out = write_trace(res.events, res.run_dir / "timeline" / "msprof_timeline.json", rank=res.rank,
-                              use_gzip=args.gzip)
-            print(out)
+            print(write_trace(res.events, place / "timeline" / "msprof_timeline.json", use_gzip=args.gzip,
+                              **trace_settings(res)))
         else:
             for name, table in res.tables.items():
-                target = res.run_dir / "summary" / f"{name}.{args.format}"
+                target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
-    return EXIT_OK
+    return _report_problems(results)
 
 
 def _export_ascend(args: argparse.Namespace) -> int:
@@ -90,9 +121,10 @@ def _export_ascend(args: argparse.Namespace) -> int:
     if not args.output:
         raise ProfilerConfigError("-o", args.output, "an output directory for the copies (-o OUT)")
     plan = plan_ascend_export(args.dir, args.output)
-    for copy in write_ascend_copies(plan, _analyse(args.dir, None, True)):
+    results = _read(args.dir)
+    for copy in write_ascend_copies(plan, results):
         print(copy)
-    return EXIT_OK
+    return _report_problems(results)
 
 
 # op_shape_statistic: torch's key_averages(group_by_input_shape=True); empty (not shown) without shapes
@@ -101,23 +133,36 @@ SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_sta
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """Print the summary tables; writes nothing. Another tool's run shows that
+    tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
     from rich.console import Console
-    from rich.table import Table as RichTable
+
+    from .export.own_tables import read_own_tables
 
     console = Console()
-    for res in _analyse(args.dir, None, True):
-        console.rule(f"{res.run_dir.name}  ({len(res.events)} events)")
+    results = _read(args.dir)
+    for res in results:
+        own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, SHOW_TABLES)
+        source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
+        console.rule(f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in SHOW_TABLES:
-            table = res.tables[name]
-            if not len(table):
-                continue
-            rt = RichTable(title=name, show_lines=False)
-            for col in table.columns:
-                rt.add_column(col, overflow="fold")
-            for row in table.head(args.limit):
-                rt.add_row(*[str(x) for x in row])
-            console.print(rt)
-    return EXIT_OK
+            table = own.get(name) if own else res.tables[name]
+            if table is not None:
+                _print_table(console, table, args.limit)
+    return _report_problems(results)
+
+
+def _print_table(console: object, table: object, limit: int) -> None:
+    from rich.table import Table as RichTable
+
+    if not len(table):  # type: ignore[arg-type]
+        return
+    rt = RichTable(title=table.name, show_lines=False)  # type: ignore[attr-defined]
+    for col in table.columns:  # type: ignore[attr-defined]
+        rt.add_column(col, overflow="fold")
+    for row in table.head(limit):  # type: ignore[attr-defined]
+        rt.add_row(*[str(x) for x in row])
+    console.print(rt)  # type: ignore[attr-defined]
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -148,12 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("analyse", aliases=["analyze"], help="offline analysis of a run or a parent of runs")
     a.add_argument("path")
     a.add_argument("--export-type", nargs="+", choices=["text", "db"], default=None)
+    a.add_argument("-o", "--output", default=None,
+                   help="where outputs of another tool's runs go (default ./npuprof_output; npuprof's own runs "
+                        "are written in place unless -o is given)")
     a.add_argument("--force", action="store_true", help="read input files over the size limit")
     a.add_argument("--quiet", action="store_true")
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
     i.add_argument("-dir", "--dir", required=True)
+    i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
 
@@ -161,7 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "tools (trace_view.json as a JSON array)")
     e.add_argument("what", choices=["timeline", "summary", "ascend"])
     e.add_argument("-dir", "--dir", required=True)
-    e.add_argument("-o", "--output", default=None, help="ascend: directory for the copies (outside -dir)")
+    e.add_argument("-o", "--output", default=None,
+                   help="ascend: directory for the copies (outside -dir); timeline/summary: where another "
+                        "tool's runs get theirs (default ./npuprof_output)")
     e.add_argument("--format", choices=["csv", "json"], default="csv")
     e.add_argument("--gzip", action="store_true", help="gzip the timeline")
     e.set_defaults(func=cmd_export)
@@ -169,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="print the summary tables")
     s.add_argument("-dir", "--dir", required=True)
     s.add_argument("--limit", type=int, default=15)
+    s.add_argument("--recompute", action="store_true",
+                   help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
     s.set_defaults(func=cmd_show)
 
     pl = sub.add_parser("plugins", help="list loaded and available plugins")

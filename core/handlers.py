@@ -61,10 +61,7 @@ def tensorboard_trace_handler(dir_name: Any = None, worker_name: Any = None, ana
             _children.append(proc)
             prof._pending_async.append(proc)
             return
-        from .analysis.pipeline import analyse_run
-
-        prof._analysed.add(run_dir)
-        prof.results.append(analyse_run(run_dir, export_type=prof.config.export_type))
+        prof._export_window(run_dir)
 
     handler.npuprof_dir_name = str(path)  # type: ignore[attr-defined]
     handler.npuprof_worker_name = worker  # type: ignore[attr-defined]

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analysis.result import AnalysisResult
     from .config import ProfilerConfig
     from .events import EventTable
+    from .export.writer import ExportTarget
     from .session import CollectionSession, ParseContext
 
 PROJECT = "npuprof"
@@ -169,19 +170,22 @@ def npuprof_parse_run(run_dir: Path, context: "ParseContext") -> Optional["Event
 
 
 @hookspec
-def npuprof_export(run_dir: Path, result: "AnalysisResult") -> Optional[list]:
+def npuprof_export(result: "AnalysisResult", target: "ExportTarget") -> Optional[list]:
     """Write outputs for an analysed run; return the paths written.
 
-    ``result`` holds the event table and every analyzer's table, and
-    ``result.config`` the export settings (``export_type``, ...). Write to a
-    temporary name and rename (``npuprof.fileio.atomic_write``).
+    ``result`` holds the event table, the run's info and every analyzer's
+    table; read it, never change it. ``target.output_dir`` is the run's
+    ``ASCEND_PROFILER_OUTPUT`` folder (inside the run for npuprof's own runs,
+    elsewhere for another tool's read-only run) and ``target.export_type``
+    the kinds asked for (``target.text``, ``target.db``). Write to a temporary
+    name and rename (``npuprof.fileio.atomic_write``).
 
     Example::
 
         @hookimpl
-        def npuprof_export(run_dir, result):
-            path = run_dir / "ASCEND_PROFILER_OUTPUT" / "my_table.csv"
-            write_csv(path, result.tables["op_statistic"])
+        def npuprof_export(result, target):
+            path = target.output_dir / "my_table.csv"
+            write_csv(result.tables["op_statistic"], path)
             return [path]
     """
 

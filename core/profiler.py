@@ -132,7 +132,7 @@ class Profiler:
         self.current_session: Optional[CollectionSession] = None
         self.saved_runs: list[Path] = []
         self.results: list = []
-        self._analysed: set = set()
+        self._exported: dict = {}   # run dir -> ExportedRun
         self._started = False
         self._stepped = False
         self._failed = False
@@ -293,23 +293,32 @@ class Profiler:
                     _running = None
 
     def analyse(self, export_type: Any = None, **kwargs: Any) -> list:
-        """Analyse every saved window not analysed yet; stops first if running.
+        """Analyse and export every saved window not exported yet; stops first if running.
 
         Returns the :class:`~npuprof.analysis.result.AnalysisResult` list.
         """
-        from .analysis.pipeline import analyse_run
-
         if self._started:
             self.stop()
-        out = []
-        for run_dir in self.saved_runs:
-            if run_dir in self._analysed:
-                continue
-            self._analysed.add(run_dir)
-            res = analyse_run(run_dir, export_type=export_type or self.config.export_type, **kwargs)
-            self.results.append(res)
-            out.append(res)
-        return out
+        return [self._export_window(run_dir, export_type, **kwargs) for run_dir in self.saved_runs
+                if run_dir not in self._exported]
+
+    def _export_window(self, run_dir: Path, export_type: Any = None, **kwargs: Any) -> "AnalysisResult":
+        """Analyse one saved window (once) and write its outputs into it."""
+        from .export.writer import export_result
+
+        result = self._analysed_window(run_dir, **kwargs)
+        self._exported[run_dir] = export_result(result, export_type or self.config.export_type)
+        return result
+
+    def _analysed_window(self, run_dir: Path, **kwargs: Any) -> "AnalysisResult":
+        """The analysis of a saved window, analysed now (writing nothing) if it was not yet."""
+        result = next((r for r in self.results if r.run_dir == run_dir), None)
+        if result is None:
+            from .analysis.pipeline import analyse_run
+
+            result = analyse_run(run_dir, **kwargs)
+            self.results.append(result)
+        return result
 
     def key_averages(self, group_by_input_shape: bool = False) -> "KeyAverages":
         """Operator statistics of the last saved window, as torch.profiler's ``key_averages()``.
@@ -348,47 +357,47 @@ class Profiler:
                 train()
             prof.export_chrome_trace("trace.json.gz")
         """
-        from .analysis.pipeline import OUTPUT_DIR
         from .export.trace_json import trace_settings, write_trace, write_trace_file
         from .validate import check_output_path
 
         target = check_output_path("path", path, file=True)
         result = self._latest_result("export_chrome_trace")
         secure_mkdir(target.parent)
-        written = result.run_dir / OUTPUT_DIR / "trace_view.json"
-        if written in result.outputs and written.is_file():   # the analysis wrote it: copy, do not render again
-            def copy(fh: Any) -> None:
+        exported = self._exported.get(result.run_dir)
+        written = exported.output_dir / "trace_view.json" if exported else None
+        if written is not None and written in exported.outputs and written.is_file():  # type: ignore[union-attr]
+            def copy(fh: Any) -> None:   # the export wrote it: copy, do not render again
                 with open(written, "rb") as src:
                     shutil.copyfileobj(src, fh, 1 << 20)
 
-            out = write_trace_file(target, copy)
-        else:
-            out = write_trace(result.events, target, **trace_settings(result))
-        result.outputs.append(out)
-        return out
+            return write_trace_file(target, copy)
+        return write_trace(result.events, target, **trace_settings(result))
 
     def _latest_result(self, caller: str) -> "AnalysisResult":
-        """The analysis of the last saved window, analysing it now if needed."""
+        """The analysis of the last saved window (analysed now, writing nothing, if needed)."""
         if not self.saved_runs:
             raise ProfilerStateError(f"{caller}(): no window has been saved yet; call it after stop() or in "
                                      "on_trace_ready")
-        run_dir = self.saved_runs[-1]
-        result = next((r for r in self.results if r.run_dir == run_dir), None)
-        if result is None:
-            from .analysis.pipeline import analyse_run
-
-            result = analyse_run(run_dir, export_type=self.config.export_type)
-            self._analysed.add(run_dir)
-            self.results.append(result)
-        return result
+        return self._analysed_window(self.saved_runs[-1])
 
     @classmethod
-    def offline_analyse(cls, path: Union[str, Path], export_type: Any = None, **kwargs: Any) -> list:
-        """Analyse run directories on disk (a run or a parent of runs), e.g.
-        after a crash. Returns one AnalysisResult per run."""
-        from .analysis.pipeline import analyse_path
+    def offline_analyse(cls, path: Union[str, Path], export_type: Any = None, output_path: Any = None,
+                        **kwargs: Any) -> list:
+        """Analyse the runs on disk at ``path`` (a run or a folder of runs, e.g.
+        after a crash) and write their outputs. Returns one AnalysisResult per run.
 
-        return analyse_path(path, export_type=export_type, **kwargs)
+        npuprof's own runs get their outputs in place; another tool's runs
+        (torch_npu, MindSpore, CANN) are read-only: theirs go under
+        ``output_path`` (default ``./npuprof_output``).
+
+        Example::
+
+            Profiler.offline_analyse("./rank0_ascend_pt", output_path="./analysed")
+        """
+        from .export.writer import analyse_and_export
+
+        return [run.result for run in analyse_and_export(path, export_type=export_type, output=output_path,
+                                                         **kwargs)]
 
     def add_metadata(self, key: str, value: str) -> None:
         """Attach a string to every run directory's profiler_metadata.json."""

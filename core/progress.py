@@ -107,3 +107,33 @@ def terminal_progress(label: str, enabled: bool = True, file: Optional[IO[str]] 
         yield bar
     finally:
         bar.close()
+
+
+class PhaseCounter:
+    """Turns "phase starts" / "phase done" into ``progress(message, done, total)``
+    calls, counting the phases of all the work of one command (every run's
+    parsing, analyzers and exporters).
+
+    Example::
+
+        >>> calls = []
+        >>> phases = PhaseCounter(lambda m, d, t: calls.append((m, d, t)), total=1)
+        >>> with phases.phase("parsing"):
+        ...     pass
+        >>> calls
+        [('parsing', 0, 1), ('done', 1, 1)]
+    """
+
+    def __init__(self, progress: Optional[ProgressCallback], total: int) -> None:
+        self.progress = progress
+        self.total = total
+        self.done = 0
+
+    @contextlib.contextmanager
+    def phase(self, message: str) -> Iterator[None]:
+        if self.progress:
+            self.progress(message, self.done, self.total)
+        yield
+        self.done += 1
+        if self.progress and self.done == self.total:
+            self.progress("done", self.done, self.total)

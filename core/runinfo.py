@@ -1,9 +1,24 @@
-"""Run directories: naming, ``profiler_info_{rank}.json`` and locating runs.
+"""Run directories: naming, ``profiler_info_{rank}.json`` and :class:`RunInfo`.
 
-A run directory is named ``{worker}_{pid}_{UTC %Y%m%d%H%M%S%f[:-3]}_ascend_{fw}``
-(the convention msprof-analyze and MindStudio Insight recognise) and holds
+A run directory npuprof writes is named
+``{worker}_{pid}_{UTC %Y%m%d%H%M%S%f[:-3]}_ascend_{fw}`` (the convention
+msprof-analyze and MindStudio Insight recognise) and holds
 ``profiler_info_{rank}.json``: written when the window opens and rewritten
 when it closes, so a run that never reached ``stop`` is still analysable.
+
+Reading goes through one place, :func:`read_run_info`: the file is parsed,
+validated (:func:`info_problem`) and turned into a frozen :class:`RunInfo`
+whose attributes every consumer uses. It also says where the run came from
+(:class:`RunOrigin`) and whether npuprof may write into it: only into the
+directories it wrote itself. torch_npu, MindSpore, CANN and foreign traces
+are read-only input; their outputs go elsewhere (see
+:func:`npuprof.export.writer.output_root`).
+
+Example::
+
+    >>> info = RunInfo.from_dict(Path("w_1_20250101000000000_ascend_pt"), {"rank_id": 1})
+    >>> info.origin.value, info.rank, info.writable
+    ('torch_npu', 1, False)
 """
 from __future__ import annotations
 
@@ -18,12 +33,19 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping
+
+from .clock import ClockAnchor
 from .errors import ProfilerDataError
 from .fileio import atomic_write, check_input_file
+from .rawstore import RAW_DIR
 
 INFO_GLOB = "profiler_info*.json"
 RUN_DIR_RE = re.compile(r"^(?P<worker>.+)_(?P<pid>\d+)_(?P<ts>\d{17})_ascend_(?P<fw>[a-z0-9]+)$")
 NPUPROF_VERSION = "0.1.0"
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"   # where a run's analysed outputs go (the Ascend tools' name)
 
 
 def run_dir_name(worker: str, framework: str, now: Optional[float] = None) -> str:
@@ -146,3 +168,115 @@ def info_problem(data: dict) -> str:
         if value is not None and not isinstance(value, str):
             return f"field {'.'.join(keys)} is not a string"
     return ""
+
+
+class RunOrigin(str, Enum):
+    """Which tool wrote a run directory (decides whether npuprof may write into it)."""
+
+    NPUPROF = "npuprof"          # npuprof's own run (its profiler_info has an "npuprof" section)
+    TORCH_NPU = "torch_npu"      # *_ascend_pt
+    MINDSPORE = "mindspore"      # *_ascend_ms or a MindSpore profiler directory
+    CANN = "cann"                # PROF_* (msprof)
+    TENSORFLOW = "tensorflow"    # a TensorFlow profiler log directory
+    TRACE = "trace"              # a Kineto / Chrome trace file or a folder of them
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run's profiler_info (and its directory) say about the run.
+
+    ``device_id`` is None where the file does not say (readers of device
+    data then take it from the data). ``parameters`` is the writer's
+    ``profiler_parameters`` section, ``raw`` the whole parsed file, kept for
+    the tools that copy it; read attributes, not keys.
+    """
+
+    run_dir: Path
+    origin: RunOrigin = RunOrigin.UNKNOWN
+    rank: int = 0
+    device_id: Optional[int] = None
+    world_size: int = 1
+    pid: int = 0
+    hostname: str = ""
+    version: str = ""
+    state: str = ""
+    partial: bool = False
+    steps: tuple[int, ...] = ()
+    clock: Optional[ClockAnchor] = None
+    export_type: tuple[str, ...] = ()
+    record_shapes: Optional[bool] = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def writable(self) -> bool:
+        """True only for a directory npuprof wrote: another tool's files are read-only input."""
+        return self.origin is RunOrigin.NPUPROF
+
+    @classmethod
+    def from_dict(cls, run_dir: Path, data: Mapping[str, Any]) -> "RunInfo":
+        """A RunInfo from a profiler_info object already checked by :func:`info_problem`."""
+        own = data.get("npuprof") if isinstance(data.get("npuprof"), dict) else None
+        npu: Mapping[str, Any] = own or {}
+        ms = data.get("ms_profiler_info") if isinstance(data.get("ms_profiler_info"), dict) else {}
+        params = data.get("profiler_parameters") if isinstance(data.get("profiler_parameters"), dict) else {}
+        clock = npu.get("clock")
+        export = params.get("export_type")
+        shapes = params.get("record_shapes")
+        return cls(
+            run_dir=Path(run_dir),
+            origin=RunOrigin.NPUPROF if own is not None else origin_of(Path(run_dir)),
+            rank=_int_or(data.get("rank_id"), _int_or(npu.get("rank"), _int_or(ms.get("rank_id"), 0))),
+            device_id=_int_or(npu.get("device_id"), _int_or(ms.get("device_id"), None)),
+            world_size=max(1, _int_or(npu.get("world_size"), 1)),
+            pid=_int_or(npu.get("pid"), 0),
+            hostname=str(npu.get("hostname", "") or ""),
+            version=str(npu.get("version", "") or ""),
+            state=str(npu.get("state", "") or ""),
+            partial=npu.get("partial") is True,
+            steps=tuple(int(x) for x in (npu.get("steps") or ())),
+            clock=ClockAnchor(int(clock["monotonic_ns"]), int(clock["realtime_ns"]),
+                              _int_or(clock.get("uncertainty_ns"), 0)) if isinstance(clock, dict) else None,
+            export_type=(export,) if isinstance(export, str) else tuple(export or ()),
+            record_shapes=shapes if isinstance(shapes, bool) else None,
+            parameters=params, raw=data)
+
+
+def _int_or(value: Any, default: Any) -> Any:
+    return int(value) if value is not None and _is_int_like(value) else default
+
+
+def origin_of(run_dir: Path) -> RunOrigin:
+    """Who wrote ``run_dir``, judged from its name and content (npuprof's own
+    runs are recognised by their profiler_info, see :meth:`RunInfo.from_dict`)."""
+    name = run_dir.name
+    if (run_dir / RAW_DIR).is_dir():    # npuprof's raw data, even when its profiler_info was damaged
+        return RunOrigin.NPUPROF
+    if name.endswith("_ascend_pt"):
+        return RunOrigin.TORCH_NPU
+    if name.endswith("_ascend_ms"):
+        return RunOrigin.MINDSPORE
+    if name.startswith("PROF_"):
+        return RunOrigin.CANN
+    if run_dir.is_file() or any(run_dir.glob("*.pt.trace.json*")):
+        return RunOrigin.TRACE
+    if any(run_dir.glob("plugins/profile/*/*.xplane.pb")) or any(run_dir.glob("*.xplane.pb")):
+        return RunOrigin.TENSORFLOW
+    if (run_dir / "profiler").is_dir() or any(run_dir.glob("*_ascend_ms")) or (run_dir / "FRAMEWORK").is_dir():
+        return RunOrigin.MINDSPORE
+    return RunOrigin.UNKNOWN
+
+
+def read_run_info(run_dir: Path) -> RunInfo:
+    """The run's :class:`RunInfo`, from its profiler_info when it has one.
+
+    Raises :class:`ProfilerDataError` naming the file when it is not JSON,
+    not an object, or a field has the wrong type.
+    """
+    run_dir = Path(run_dir)
+    return RunInfo.from_dict(run_dir, read_info(run_dir)) if run_dir.is_dir() else \
+        RunInfo(run_dir=run_dir, origin=origin_of(run_dir))

@@ -12,47 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from .clock import ClockAnchor
 from .fileio import secure_mkdir
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .runinfo import RunInfo
     from .config import ProfilerConfig
     from .events import EventTable
     from .rawstore import RawWriter
 
 log = logging.getLogger("npuprof")
-
-
-@dataclass
-class ClockAnchor:
-    """A simultaneous reading of the monotonic and the wall clock.
-
-    Host events are timed with ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on
-    Linux) and stored on the wall-clock (epoch ns) base: ``epoch = mono +
-    offset``. Native profilers that stamp with the wall clock (TF XSpace,
-    MindSpore's CPU ops) line up with no conversion; ones that stamp with
-    CLOCK_MONOTONIC use :meth:`to_epoch_ns`.
-    """
-
-    monotonic_ns: int
-    realtime_ns: int
-    uncertainty_ns: int = 0   # width of the monotonic bracket around the wall-clock read
-
-    @property
-    def offset_ns(self) -> int:
-        return self.realtime_ns - self.monotonic_ns
-
-    def to_epoch_ns(self, monotonic_ns: Any) -> Any:
-        return monotonic_ns + self.offset_ns
-
-    @classmethod
-    def now(cls) -> "ClockAnchor":
-        import time
-
-        # Bracket the wall-clock read with two monotonic reads, keep the midpoint.
-        m0 = time.perf_counter_ns()
-        r = time.time_ns()
-        m1 = time.perf_counter_ns()
-        return cls(monotonic_ns=(m0 + m1) // 2, realtime_ns=r, uncertainty_ns=m1 - m0)
 
 
 @dataclass
@@ -90,13 +59,17 @@ class ParseContext:
     """What a parser plugin knows about the run it parses."""
 
     run_dir: Path
-    info: dict
-    clock: Optional[ClockAnchor]
+    info: "RunInfo"
     warnings: list = field(default_factory=list)
 
     @property
     def rank(self) -> int:
-        return int(self.info.get("rank", 0) or 0)
+        return self.info.rank
+
+    @property
+    def clock(self) -> Optional[ClockAnchor]:
+        """The run's clock anchor (npuprof's runs), or None."""
+        return self.info.clock
 
     def to_epoch_ns(self, monotonic_ns: Any) -> Any:
         """Convert CLOCK_MONOTONIC ns of this run to epoch ns."""

@@ -437,8 +437,12 @@ if __name__ == "__main__":
 class Ctx:
     """The ParseContext fields the plugin uses (info + warn)."""
 
-    def __init__(self, info: dict = None) -> None:
-        self.info = info or {}
+    def __init__(self, info: dict = None, run_dir: str = ".") -> None:
+        from pathlib import Path
+
+        from npuprof.runinfo import RunInfo
+
+        self.info = RunInfo.from_dict(Path(run_dir), info or {})
         self.warnings: list = []
 
     def warn(self, message: str) -> None:

@@ -96,10 +96,11 @@ def test_text_export_is_imported(tmp_path, variant):
 
 def test_npuprof_analyse_on_a_prof_dir(tmp_path):
     prof = make_text_prof(tmp_path, "new")
-    proc = subprocess.run([sys.executable, "-m", "npuprof", "analyse", str(prof)], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"))
+    proc = subprocess.run([sys.executable, "-m", "npuprof", "analyse", str(prof), "-o", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"))
     assert proc.returncode == 0, proc.stderr
-    out = prof / "ASCEND_PROFILER_OUTPUT"
+    assert not (prof / "ASCEND_PROFILER_OUTPUT").exists()     # CANN's directory is read-only input
+    out = tmp_path / "o" / prof.name / "ASCEND_PROFILER_OUTPUT"
     with open(out / "op_statistic.csv") as fh:
         rows = {r["OP Type"]: r for r in csv.DictReader(fh)}
     assert float(rows["MatMul"]["Total Time(us)"]) == pytest.approx(12.5)
@@ -254,9 +255,10 @@ def test_analysed_cann_run_trace_has_flows(collected, tmp_path):
     subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}", "--type=db"],
                    check=True, capture_output=True)
     proc = subprocess.run([sys.executable, "-m", "npuprof", "analyse", str(collected)], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"))
+                          text=True, timeout=300, env=dict(os.environ, NPUPROF_NO_MSPROF="1"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads((collected / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    out = tmp_path / "npuprof_output" / collected.name / "ASCEND_PROFILER_OUTPUT"   # the default place
+    doc = json.loads((out / "trace_view.json").read_text())
     ev = doc["traceEvents"]
     calls = {e["args"]["correlation"]: e for e in ev if e.get("ph") == "X" and e["cat"] == "cpu_op"
              and "correlation" in e["args"]}

@@ -259,7 +259,9 @@ def test_sqlite_export_has_connection_ids(tmp_path):
     from npuprof.export.sqlite_db import write_db
 
     ev = linked_table(20)
-    res = AnalysisResult(run_dir=tmp_path, info={}, events=ev)
+    from npuprof.runinfo import RunInfo
+
+    res = AnalysisResult(run_dir=tmp_path, info=RunInfo(run_dir=tmp_path), events=ev)
     path = write_db(res, tmp_path / "x.db")
     con = sqlite3.connect(path)
     rows = con.execute("SELECT e.connectionId, s.value FROM EVENTS e JOIN STRING_IDS s ON s.id = e.name").fetchall()

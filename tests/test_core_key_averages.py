@@ -82,9 +82,12 @@ def test_before_any_window_is_saved_the_state_is_said(tmp_path):
 def test_export_chrome_trace_writes_the_windows_kineto_trace(prof, tmp_path):
     plain = prof.export_chrome_trace(tmp_path / "out" / "trace.json")
     (res,) = prof.results
+    assert not (res.run_dir / "ASCEND_PROFILER_OUTPUT").exists()   # reading the window wrote nothing into it
     mine = json.loads(plain.read_text())
+    prof.analyse()                             # now the window's outputs are written
     theirs = json.loads((res.run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
     assert mine == theirs                      # the same trace as the run's own file
+    assert json.loads(prof.export_chrome_trace(tmp_path / "copy.json").read_text()) == theirs   # copied now
     names = [e["name"] for e in mine["traceEvents"] if e.get("ph") == "X"]
     assert names.count("forward") == 3 and "ProfilerStep#2" in names
     packed = prof.export_chrome_trace(str(tmp_path / "trace.json.gz"))

@@ -41,7 +41,7 @@ class Recorder:
         if not f.exists():
             return None
         name, dur = f.read_text().split()
-        start = context.info["npuprof"]["start_time_ns"]
+        start = context.info.raw["npuprof"]["start_time_ns"]
         return EventTable.from_records(ts=[start], dur=[int(dur)], kind=EventKind.OP, name=[name], type=[name],
                                        source="fake")
 

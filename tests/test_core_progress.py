@@ -10,6 +10,7 @@ import time
 from npuprof import Profiler, mstx, record_function, schedule
 from npuprof.analysis.analyzers import ANALYZERS
 from npuprof.analysis.pipeline import analyse_path, analyse_run
+from npuprof.export.writer import analyse_and_export
 from npuprof.plugins.manager import get_plugin_host
 from npuprof.progress import TerminalProgress, terminal_progress
 
@@ -35,7 +36,7 @@ class Recorder:
 def test_analysis_counts_every_phase_of_every_run(tmp_path):
     runs = _two_runs(tmp_path / "out")
     rec = Recorder()
-    analyse_path(tmp_path / "out", progress=rec)
+    analyse_and_export(tmp_path / "out", progress=rec)
     exporters = [i.plugin_name for i in get_plugin_host().impls("npuprof_export")]
     per_run = 1 + len(ANALYZERS) + len(exporters)
     totals = {t for _, _, t in rec.calls}
@@ -55,10 +56,17 @@ def test_analysis_counts_every_phase_of_every_run(tmp_path):
 def test_one_run_alone_counts_from_zero_to_its_phases(tmp_path):
     run = _two_runs(tmp_path / "out")[0]
     rec = Recorder()
-    res = analyse_run(run, progress=rec)
-    assert res.outputs, "the exporters still write through the per-plugin calls"
+    analyse_run(run, progress=rec)
     total = rec.calls[0][2]
+    assert total == 1 + len(ANALYZERS), "reading counts parsing and the analyzers, no exporter"
     assert rec.calls[0][1] == 0 and rec.calls[-1] == ("done", total, total)
+
+
+def test_reading_counts_no_writing_phase(tmp_path):
+    _two_runs(tmp_path / "out")
+    rec = Recorder()
+    analyse_path(tmp_path / "out", progress=rec)
+    assert not [m for m, _, _ in rec.calls if m.startswith("writing")]
 
 
 def test_the_bar_draws_the_counts_on_a_terminal():

@@ -268,8 +268,8 @@ def test_flows_that_end_nowhere_link_nothing(tmp_path):
 
 def test_analysis_of_a_linked_ascend_ms_dir_draws_the_launch_arrow(tmp_path):
     run = _linked_run(tmp_path, H2D_FLOWS, kernel_details=True)
-    (res,) = npuprof.analyse(run)
-    trace = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
+    (res,) = npuprof.analyse(run, output_path=tmp_path / "out")
+    trace = json.loads((tmp_path / "out" / run.name / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").read_text())
     corr = {}
     for e in trace["traceEvents"]:
         if e["ph"] == "X" and "correlation" in e.get("args", {}):
@@ -292,18 +292,18 @@ def test_unreadable_trace_is_reported_not_fatal(tmp_path):
 # -- the plugin in npuprof's pipeline ---------------------------------------------------------------------------
 def test_npuprof_analyse_reads_a_foreign_ascend_ms_dir_and_stays_idempotent(tmp_path):
     run = write_ascend_ms(tmp_path)
-    first = npuprof.analyse(tmp_path)           # the parent: runs are found below it
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+    first = npuprof.analyse(tmp_path, output_path=tmp_path.parent / "out")   # the parent: runs found below it
     assert [r.run_dir for r in first] == [run]
     ev = first[0].events
     counts = {k.name: int((ev["kind"] == int(k)).sum()) for k in EventKind}
     assert counts["KERNEL"] == 2 and counts["OP"] == 2 and counts["STEP"] == 1 and counts["API"] == 2
     ops = {r[1]: r for r in first[0].tables["op_statistic"].rows()}
     assert "MatMul" in ops and ops["MatMul"][3] == 1
-    # npuprof's outputs replaced MindSpore's; MindSpore's files were kept aside and a second
-    # analysis reads those, not npuprof's own output
-    assert (run / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
-    assert (run / parser.PRESERVED_DIR / "trace_view.json").read_text() == json.dumps(_npu_trace())
-    second = npuprof.analyse(run)
+    # MindSpore's run is read-only input: npuprof's outputs went elsewhere, MindSpore's files are as they were
+    assert (tmp_path.parent / "out" / run.name / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
+    assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
+    second = npuprof.analyse(run, output_path=tmp_path.parent / "out2")
     counts2 = {k.name: int((second[0].events["kind"] == int(k)).sum()) for k in EventKind}
     assert counts2 == counts
 

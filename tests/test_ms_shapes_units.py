@@ -300,8 +300,8 @@ def make_run(root: Path, record_shapes: bool) -> Path:
 
 def test_analysis_with_shapes_writes_operator_details_and_trace_args(tmp_path):
     run = make_run(tmp_path, True)
-    (res,) = npuprof.analyse(run)
-    out = run / "ASCEND_PROFILER_OUTPUT"
+    (res,) = npuprof.analyse(run, output_path=tmp_path / "out")   # MindSpore's files: outputs elsewhere
+    out = tmp_path / "out" / run.name / "ASCEND_PROFILER_OUTPUT"
     with open(out / "operator_details.csv", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["Name", "Input Shapes"] and len(rows) == 17
@@ -336,8 +336,8 @@ def test_show_prints_the_shape_statistic_only_when_shapes_exist(tmp_path, capsys
 
 def test_analysis_without_shapes_writes_neither(tmp_path):
     run = make_run(tmp_path, False)
-    npuprof.analyse(run)
-    out = run / "ASCEND_PROFILER_OUTPUT"
+    npuprof.analyse(run, output_path=tmp_path / "out")
+    out = tmp_path / "out" / run.name / "ASCEND_PROFILER_OUTPUT"
     assert (out / "trace_view.json").is_file() and not (out / "operator_details.csv").exists()
     trace = json.loads((out / "trace_view.json").read_text())
     assert "record_shapes" not in trace

@@ -1,174 +1,164 @@
-"""Run directories -> event table -> analyzer tables -> export hooks.
+"""Run directories -> event table -> analyzer tables. Writes nothing.
+
+Parsing and analysis are one layer; writing files is another
+(:mod:`npuprof.export.writer`). So commands that only read — ``npuprof show``,
+``report``, ``cluster``, ``Profiler.key_averages()`` — call this module and
+leave every file of the run as it was.
 
 Example::
 
-    results = analyse_path("./npuprof_data")      # a run or a parent of runs
+    results = analyse_path("./npuprof_data")      # a run or a folder of runs, any depth
     print(results[0].tables["op_statistic"].rows()[:5])
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Optional, Union
 
-from ..enums import ExportType
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
 from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
-from ..progress import ProgressCallback
+from ..progress import PhaseCounter, ProgressCallback
 from ..rawstore import RAW_DIR
-from ..runinfo import read_info
-from ..session import ClockAnchor, ParseContext
-from ..validate import check_enum_list
+from ..runinfo import OUTPUT_DIR, RunInfo, origin_of, read_run_info
+from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
 from .result import AnalysisResult
 
 log = logging.getLogger("npuprof")
-OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+MAX_DEPTH = 8   # how deep below the given folder runs are looked for
+__all__ = ["OUTPUT_DIR", "AnalysisResult", "analyse_path", "analyse_run", "find_runs", "is_run_dir",
+           "load_events", "ANALYSIS_PHASES"]
+ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
 
 
 def is_run_dir(path: Path) -> bool:
-    """True for a directory with profiler_info, or one a parser plugin claims."""
-    if not path.is_dir():
-        return False
-    if any(path.glob("profiler_info*.json")):
+    """True for a directory with profiler_info, or a directory or file a reader plugin claims."""
+    if path.is_dir() and any(path.glob("profiler_info*.json")):
         return True
+    if not (path.is_dir() or path.is_file()):
+        return False
     return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path))
 
 
 def find_runs(path: Union[str, Path]) -> list[Path]:
-    """The run directories at ``path``: itself, or its children (two levels)."""
+    """The runs at ``path``: itself, or every run below it (any depth up to
+    :data:`MAX_DEPTH`; a run's own sub-folders are not searched)."""
     root = Path(path)
     if not root.exists():
         raise ProfilerDataError(root, "does not exist")
-    if not root.is_dir():
-        raise ProfilerDataError(root, "is not a directory")
     if is_run_dir(root):
         return [root]
+    if not root.is_dir():
+        raise ProfilerDataError(root, "is not a directory nor a trace file any reader understands")
     found: list[Path] = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
-        if is_run_dir(child):
-            found.append(child)
-        else:
-            found.extend(g for g in sorted(child.iterdir()) if g.is_dir() and not g.is_symlink() and is_run_dir(g))
+    _collect_runs(root, MAX_DEPTH, found)
     return found
 
 
-def _has_outputs(run_dir: Path) -> bool:
-    out = run_dir / OUTPUT_DIR
-    return out.is_dir() and any(out.iterdir())
+def _collect_runs(folder: Path, depth: int, found: list[Path]) -> None:
+    try:
+        children = sorted(p for p in folder.iterdir() if not p.is_symlink())
+    except OSError:
+        return
+    for child in children:
+        if child.name == OUTPUT_DIR:
+            continue
+        if is_run_dir(child):
+            found.append(child)
+        elif depth > 1 and child.is_dir():
+            _collect_runs(child, depth - 1, found)
 
 
-def load_events(run_dir: Path) -> tuple[EventTable, dict, list[str]]:
-    """Parse every plugin's data of one run into one time-sorted table.
+def load_events(run_dir: Path) -> tuple[EventTable, RunInfo, list[str]]:
+    """Parse every reader's data of one run into one time-sorted table.
 
-    A damaged profiler_info is reported as a warning and the raw data is
-    still parsed (its times then stay on the epoch base they were written in).
+    Returns the events, the run's info and the warnings. A damaged
+    profiler_info is a warning (the raw data is still parsed, on the time base
+    it was written in). Raises :class:`ProfilerDataError` when no reader
+    understands the run, or when readers claimed its files and none could be
+    read: "0 events" is never a success.
     """
+    events, info, warnings, _ = _load(run_dir)
+    return events, info, warnings
+
+
+def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
+    """(events, info, warnings, skipped): ``skipped`` are the readers' errors
+    on a run that other readers did read."""
     info_error = None
     try:
-        info = read_info(run_dir)
+        info = read_run_info(run_dir)
     except ProfilerDataError as e:
-        info, info_error = {}, str(e)
-    clock_info = info.get("npuprof", {}).get("clock")
-    clock = ClockAnchor(int(clock_info["monotonic_ns"]), int(clock_info["realtime_ns"])) if clock_info else None
-    ctx = ParseContext(run_dir=run_dir, info=info, clock=clock)
+        info, info_error = RunInfo(run_dir=run_dir, origin=origin_of(run_dir)), str(e)
+    ctx = ParseContext(run_dir=run_dir, info=info)
     if info_error:
         ctx.warn(f"{info_error}; analysing the raw data without it")
     tables = []
     errors: list[str] = []
-    host = get_plugin_host()
-    for impl in host.impls("npuprof_parse_run"):
+    for impl in get_plugin_host().impls("npuprof_parse_run"):
         try:
             res = impl.function(run_dir=run_dir, context=ctx)
         except ProfilerDataError as e:
             ctx.warn(str(e))
             errors.append(str(e))
             continue
-        except Exception as e:  # a parser bug must not hide the other parsers' data
-            ctx.warn(f"parser plugin {impl.plugin_name!r} failed on {run_dir}: {type(e).__name__}: {e}")
+        except Exception as e:  # a reader bug must not hide the other readers' data
+            message = f"reader plugin {impl.plugin_name!r} failed on {run_dir}: {type(e).__name__}: {e}"
+            ctx.warn(message)
+            errors.append(message)
             continue
         if res is not None:
             tables.append(res)
-    if not tables and not errors and _has_outputs(run_dir):
-        # e.g. a copy made by `npuprof export ascend`: re-analysing would replace its outputs with empty ones
-        raise ProfilerDataError(run_dir, f"holds no data to analyse (no {RAW_DIR}/ and no framework data any "
-                                         f"plugin reads); its existing {OUTPUT_DIR}/ is left as it is")
-    events = EventTable.concat(offset_corr(tables), consume=True)   # parsers' link ids kept apart
+    if not tables:
+        if errors:
+            raise ProfilerDataError(run_dir, "could not be read: " + "; ".join(errors))
+        raise ProfilerDataError(run_dir, f"holds no data to analyse (no {RAW_DIR}/ raw data and no files any "
+                                         "reader understands)")
+    events = EventTable.concat(offset_corr(tables), consume=True)   # readers' link ids kept apart
     del tables
+    if not len(events) and errors:
+        raise ProfilerDataError(run_dir, "no events could be read: " + "; ".join(errors))
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
     events = events.sorted(release=True)
     _release_free_memory()
-    return assign_steps(events), info, ctx.warnings
+    return assign_steps(events), info, ctx.warnings, errors
 
 
-class _PhaseCounter:
-    """Turns "phase starts"/"phase done" into ``progress(message, done, total)``
-    calls, counting the phases of every run being analysed."""
-
-    def __init__(self, progress: Optional[ProgressCallback], runs: int) -> None:
-        self.progress = progress
-        self.exporters = [i.plugin_name for i in get_plugin_host().impls("npuprof_export")]
-        self.total = runs * self.phases_per_run()
-        self.done = 0
-
-    def phases_per_run(self) -> int:
-        return 1 + len(ANALYZERS) + len(self.exporters)   # parse, each analyzer, each exporter
-
-    @contextlib.contextmanager
-    def phase(self, message: str) -> Iterator[None]:
-        if self.progress:
-            self.progress(message, self.done, self.total)
-        yield
-        self.done += 1
-        if self.progress and self.done == self.total:
-            self.progress("done", self.done, self.total)
-
-
-def analyse_run(run_dir: Union[str, Path], export_type: Any = None, progress: Optional[ProgressCallback] = None,
-                **options: Any) -> AnalysisResult:
-    """Analyse one run directory and write its outputs.
+def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
+                force: bool = False, phases: Optional[PhaseCounter] = None) -> AnalysisResult:
+    """Parse and analyse one run; writes nothing.
 
     ``progress(message, done, total)`` is told each phase as it starts
-    (parsing, each analyzer, each exporter plugin).
+    (parsing, each analyzer); ``force`` reads input files over the size limit.
+
+    Example::
+
+        result = analyse_run("./prof/host_1_20250101000000000_ascend_ms")
+        print(result.tables["step_trace_time"].rows())
     """
-    return _analyse_run(Path(run_dir), export_type, _PhaseCounter(progress, 1), options)
-
-
-def _analyse_run(run_dir: Path, export_type: Any, phases: _PhaseCounter, options: dict) -> AnalysisResult:
+    run_dir = Path(run_dir)
+    phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
     t0 = time.perf_counter()
-    with phases.phase(f"parsing {run_dir.name}"), forced_reading(bool(options.get("force", False))):
-        events, info, warnings = load_events(run_dir)
-    kinds = check_enum_list("export_type", export_type if export_type is not None else
-                            info.get("profiler_parameters", {}).get("export_type", ["text"]), ExportType)
-    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings,
-                            config={"export_type": [k.value for k in kinds], **options})
+    with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
+        events, info, warnings, skipped = _load(run_dir)
+    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped)
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
-    host = get_plugin_host()
-    for exporter in phases.exporters:
-        with phases.phase(f"writing {exporter} outputs ({run_dir.name})"):
-            for _, paths in host.call("npuprof_export", only=[exporter], run_dir=run_dir, result=result):
-                result.outputs.extend(Path(p) for p in paths)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 
 
-def analyse_path(path: Union[str, Path], export_type: Any = None, progress: Optional[ProgressCallback] = None,
-                 **options: Any) -> list[AnalysisResult]:
-    """Analyse every run directory at ``path``; ``progress`` as in
-    :func:`analyse_run`, counting the phases of all runs."""
+def analyse_path(path: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
+                 force: bool = False) -> list[AnalysisResult]:
+    """Analyse every run at ``path`` (see :func:`find_runs`); writes nothing."""
     runs = find_runs(path)
     if not runs:
-        raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or known raw data)")
-    phases = _PhaseCounter(progress, len(runs))
-    return [_analyse_run(r, export_type, phases, options) for r in runs]
-
-
-def result_json(results: list[AnalysisResult]) -> str:
-    return json.dumps([r.summary() for r in results], indent=2)
+        raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or data any reader "
+                                      "understands)")
+    phases = PhaseCounter(progress, len(runs) * ANALYSIS_PHASES)
+    return [analyse_run(r, force=force, phases=phases) for r in runs]

@@ -1,4 +1,4 @@
-"""What one analysed run directory produced."""
+"""What the analysis of one run produced (in memory; nothing is written)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,32 +6,35 @@ from pathlib import Path
 from typing import Any
 
 from ..events import EventTable
+from ..runinfo import RunInfo
 from .table import Table
 
 
 @dataclass
 class AnalysisResult:
-    """The parsed events of a run, every analyzer's table and the files written.
+    """The parsed events of a run, its :class:`~npuprof.runinfo.RunInfo` and
+    every analyzer's table.
 
-    ``config`` holds the export settings (``export_type``, ``gzip``, ...).
+    ``warnings`` are damaged-but-readable inputs; ``skipped`` names the inputs
+    a reader claimed but could not read (the rest of the run was analysed).
+    Writing files is :func:`npuprof.export.writer.export_result`'s job.
     """
 
     run_dir: Path
-    info: dict
+    info: RunInfo
     events: EventTable
-    tables: dict = field(default_factory=dict)
-    outputs: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
-    config: dict = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def rank(self) -> int:
-        return int(self.info.get("rank_id", self.info.get("npuprof", {}).get("rank", 0)) or 0)
+        return self.info.rank
 
     def table(self, name: str) -> Table:
         return self.tables[name]
 
     def summary(self) -> dict[str, Any]:
-        return {"run_dir": str(self.run_dir), "events": len(self.events),
-                "tables": {k: len(v) for k, v in self.tables.items()},
-                "outputs": [str(p) for p in self.outputs], "warnings": list(self.warnings)}
+        return {"run_dir": str(self.run_dir), "origin": self.info.origin.value, "events": len(self.events),
+                "tables": {k: len(v) for k, v in self.tables.items()}, "warnings": list(self.warnings),
+                "skipped": list(self.skipped)}

@@ -19,20 +19,17 @@ from typing import Any, Optional
 
 from ..hookspecs import hookimpl
 
-OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-
-
 @hookimpl
-def npuprof_export(run_dir: Path, result: Any) -> Optional[list]:
+def npuprof_export(result: Any, target: Any) -> Optional[list]:
     from ..fileio import atomic_write
     from .commdata import comm_events, communication_json, communication_matrix_json
 
-    if "text" not in result.config.get("export_type", ["text"]):
+    if not target.text:
         return None
     c = comm_events(result.events)
     if not c.has_ops and not c.has_links:
         return None
-    out = run_dir / OUTPUT_DIR
+    out = target.output_dir
     written = [atomic_write(out / "communication.json", json.dumps(communication_json(c), indent=1))]
     if c.has_links:
         written.append(atomic_write(out / "communication_matrix.json",

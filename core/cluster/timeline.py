@@ -35,10 +35,9 @@ def write_rank_trace(task: RankTask, path: str, steps: Optional[list] = None, mi
     """Write one rank's (filtered) trace; runs on a worker. Returns (rank, path, bytes, events)."""
     events, info, _, _ = load_rank_events(task)
     events = filter_events(events, steps=steps, min_dur_ns=min_dur_ns)
-    npu = info.get("npuprof", {})
     out = write_trace(events, Path(path), rank=task.rank, world_size=max(world_size, task.rank + 1),
-                      metadata={"npuprof_version": npu.get("version", ""), "hostname": npu.get("hostname", "")},
-                      use_gzip=use_gzip, host_pid=int(npu.get("pid", 0) or 0))
+                      metadata={"npuprof_version": info.version, "hostname": info.hostname},
+                      use_gzip=use_gzip, host_pid=info.pid)
     return task.rank, str(out), out.stat().st_size, len(events)
 
 

@@ -20,8 +20,9 @@ from typing import Optional
 import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
-from ..analysis.pipeline import OUTPUT_DIR, analyse_run, load_events
+from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
+from ..runinfo import OUTPUT_DIR, RunInfo
 from .commdata import alignment_keys, comm_events, link_owners
 
 log = logging.getLogger("npuprof")
@@ -72,20 +73,16 @@ def ensure_plugins() -> None:
         host.register(plugin, "cluster")
 
 
-def load_rank_events(task: RankTask) -> tuple[EventTable, dict, list, list]:
-    """All windows of one rank as one table; analyses windows without outputs
-    when ``task.analyse_missing``. Returns (events, info, warnings, trace files)."""
+def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list]:
+    """All windows of one rank as one table, parsed in memory (nothing is
+    written into the runs). Returns (events, info of the first window,
+    warnings, trace files already there)."""
     ensure_plugins()
     tables, warnings, traces = [], [], []
-    info: dict = {}
+    info: Optional[RunInfo] = None
     for d in task.run_dirs:
         run_dir = Path(d)
-        done = (run_dir / OUTPUT_DIR / "analyse.done").exists()
-        if task.analyse_missing and not done:
-            res = analyse_run(run_dir)
-            ev, inf, warn = res.events, res.info, res.warnings
-        else:
-            ev, inf, warn = load_events(run_dir)
+        ev, inf, warn = load_events(run_dir)
         info = info or inf
         tables.append(ev)
         warnings.extend(f"{run_dir.name}: {w}" for w in warn)
@@ -93,7 +90,7 @@ def load_rank_events(task: RankTask) -> tuple[EventTable, dict, list, list]:
             if (run_dir / OUTPUT_DIR / name).exists():
                 traces.append(str(run_dir / OUTPUT_DIR / name))
     events = EventTable.concat(tables).sorted()
-    return events, info, warnings, traces
+    return events, info or RunInfo(run_dir=Path(task.run_dirs[0])), warnings, traces
 
 
 def _downsample(ts: np.ndarray, val: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +106,7 @@ def _downsample(ts: np.ndarray, val: np.ndarray, points: int) -> tuple[np.ndarra
     return (tsum[ok] / cnt[ok]).astype(np.int64), vsum[ok] / cnt[ok]
 
 
-def summarise_events(rank: int, events: EventTable, info: dict, host_points: int = 240) -> dict:
+def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: int = 240) -> dict:
     """The data part of a RankSummary from an event table (no file access)."""
     st = step_trace(events)
     steps = {c: list(st.data[c].tolist() if hasattr(st.data[c], "tolist") else st.data[c])
@@ -145,16 +142,23 @@ def summarise_events(rank: int, events: EventTable, info: dict, host_points: int
         for name in sorted(set(names.tolist())):
             sel = names == name
             series[name] = _downsample(ctr["ts"][sel], ctr["value"][sel], host_points)
-    npu = info.get("npuprof", {})
     return dict(
-        rank=rank, hostname=str(npu.get("hostname", "")), pid=int(npu.get("pid", 0) or 0),
-        device_id=int(npu.get("device_id", info.get("ms_profiler_info", {}).get("device_id", 0)) or 0),
-        world_size=int(npu.get("world_size", 1) or 1), events=len(events), steps=steps, ops=ops,
+        rank=rank, hostname=info.hostname, pid=info.pid, device_id=_device_id(info, events),
+        world_size=info.world_size, events=len(events), steps=steps, ops=ops,
         comm_ops=[(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(comm_ops.items())],
         links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
         align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
         t0_ns=int(events["ts"].min()) if len(events) else 0,
         t1_ns=int((events["ts"] + events["dur"]).max()) if len(events) else 0)
+
+
+def _device_id(info: RunInfo, events: EventTable) -> int:
+    """The rank's device: as its profiler_info says, else the one its device events ran on."""
+    if info.device_id is not None:
+        return info.device_id
+    dev = events["device"]
+    on_device = dev[dev >= 0]
+    return int(np.bincount(on_device).argmax()) if len(on_device) else 0
 
 
 def summarise_rank(task: RankTask) -> RankSummary:
@@ -169,5 +173,4 @@ def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 
     from ..export.filters import filter_events
 
     events, info, _, _ = load_rank_events(task)
-    return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), \
-        str(info.get("npuprof", {}).get("hostname", ""))
+    return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), info.hostname

@@ -3,12 +3,14 @@
 msprof-analyze's advisor and compare tools stream
 ``ASCEND_PROFILER_OUTPUT/trace_view.json`` as a JSON array (MindSpore and
 torch_npu's form); npuprof writes the Kineto object form there (HTA,
-Perfetto). The copy holds what those tools read, as it is in the run —
-``profiler_info*.json``, ``profiler_metadata.json`` and every file of
-``ASCEND_PROFILER_OUTPUT`` (CSVs, ``communication*.json``, the db,
-``analyse.done``) — with ``trace_view.json`` in the array form
-(:mod:`npuprof.export.trace_array`). Raw data (``NPUPROF/``, native files) is
-not copied.
+Perfetto). The copy holds what those tools read: ``profiler_info*.json`` and
+``profiler_metadata.json`` as they are in the run, and in
+``ASCEND_PROFILER_OUTPUT`` npuprof's text outputs (CSVs,
+``communication*.json``, ``analyse.done``) with ``trace_view.json`` in the
+array form (:mod:`npuprof.export.trace_array`). For another tool's run
+(torch_npu, MindSpore) the files that tool wrote into its
+``ASCEND_PROFILER_OUTPUT`` are copied as they are and take precedence over
+npuprof's. Raw data (``NPUPROF/``, native files) is not copied.
 
 Layout: ``OUT/<run name>`` for a run, ``OUT/<path below DIR>`` for each run
 of a parent (``OUT/rank0/<run>``...), so ``msprof-analyze cluster -d OUT``
@@ -23,7 +25,7 @@ directory and renamed into place, so a failed export leaves no partial copy.
 Example::
 
     plan = plan_ascend_export("./prof", "./prof_ascend")        # checks paths, writes nothing
-    results = analyse_path("./prof")
+    results = analyse_path("./prof")                             # writes nothing either
     written = write_ascend_copies(plan, results)
 """
 from __future__ import annotations
@@ -33,12 +35,14 @@ import shutil
 from pathlib import Path
 from typing import IO, Sequence, Union
 
-from ..analysis.pipeline import OUTPUT_DIR, find_runs
+from ..analysis.pipeline import find_runs
 from ..analysis.result import AnalysisResult
+from ..enums import ExportType
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..fileio import atomic_write, secure_mkdir
-from ..runinfo import RUN_DIR_RE
+from ..runinfo import OUTPUT_DIR, RUN_DIR_RE
 from .trace_array import write_trace_array
+from .writer import ExportTarget, write_outputs
 
 TRACE_NAMES = ("trace_view.json", "trace_view.json.gz")
 TOP_LEVEL = ("profiler_info*.json", "profiler_metadata.json")
@@ -115,14 +119,16 @@ def _copy_file(src: Path, dst: Path) -> Path:
     return atomic_write(dst, write)
 
 
-def _files(run: Path) -> list[tuple[Path, str]]:
-    """(file, path in the copy) of what the Ascend tools read, trace_view.json excluded."""
-    chosen = [(f, f.name) for pattern in TOP_LEVEL for f in sorted(run.glob(pattern))]
+def _top_level_files(run: Path) -> list[Path]:
+    return [f for pattern in TOP_LEVEL for f in sorted(run.glob(pattern)) if f.is_file() and not f.is_symlink()]
+
+
+def _tool_outputs(run: Path) -> list[Path]:
+    """What another tool wrote into its run's ASCEND_PROFILER_OUTPUT (copied as it is)."""
     out_dir = run / OUTPUT_DIR
-    if out_dir.is_dir():
-        chosen += [(f, f"{OUTPUT_DIR}/{f.name}") for f in sorted(out_dir.iterdir())
-                   if f.name not in TRACE_NAMES and ".tmp." not in f.name]
-    return [(f, rel) for f, rel in chosen if f.is_file() and not f.is_symlink()]
+    if not out_dir.is_dir():
+        return []
+    return [f for f in sorted(out_dir.iterdir()) if f.is_file() and not f.is_symlink() and ".tmp." not in f.name]
 
 
 def write_ascend_copy(run: Path, copy: Path, result: AnalysisResult) -> Path:
@@ -132,11 +138,19 @@ def write_ascend_copy(run: Path, copy: Path, result: AnalysisResult) -> Path:
     if staging.exists():
         shutil.rmtree(staging)
     try:
-        secure_mkdir(staging / OUTPUT_DIR)
-        for f, rel in _files(run):
-            _copy_file(f, staging / rel)
-        write_trace_array(result.events, staging / OUTPUT_DIR / "trace_view.json",
-                          host_pid=int(result.info.get("npuprof", {}).get("pid", 0) or 0))
+        out_dir = staging / OUTPUT_DIR
+        secure_mkdir(out_dir)
+        for f in _top_level_files(run):
+            _copy_file(f, staging / f.name)
+        kinds = tuple(ExportType(k) for k in result.info.export_type if k in ("text", "db")) or (ExportType.Text,)
+        write_outputs(result, ExportTarget(output_dir=out_dir, export_type=(ExportType.Text,) + tuple(k for k in kinds if k is not ExportType.Text)))
+        tool_files = [] if result.info.writable else _tool_outputs(run)
+        for f in tool_files:
+            _copy_file(f, out_dir / f.name)
+        if not any(f.name in TRACE_NAMES for f in tool_files):
+            for name in TRACE_NAMES:
+                (out_dir / name).unlink(missing_ok=True)
+            write_trace_array(result.events, out_dir / "trace_view.json", host_pid=result.info.pid)
         os.rename(staging, copy)   # a non-empty copy that appeared meanwhile makes this fail: never merged
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

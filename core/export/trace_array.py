@@ -35,7 +35,7 @@ Kineto file for HTA and absolute time. npuprof reads this form back
 Example::
 
     write_trace_array(result.events, out / "ASCEND_PROFILER_OUTPUT" / "trace_view.json",
-                      host_pid=result.info["npuprof"]["pid"])
+                      host_pid=result.info.pid)
 """
 from __future__ import annotations
 

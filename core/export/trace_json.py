@@ -421,13 +421,12 @@ def trace_settings(result: Any) -> dict:
 
         write_trace(result.events, Path("trace.json"), **trace_settings(result))
     """
-    npu = result.info.get("npuprof", {})
-    world = int(npu.get("world_size", 1) or 1)
-    meta = {"npuprof_version": npu.get("version", ""), "partial": bool(npu.get("partial", False))}
-    if result.info.get("profiler_parameters", {}).get("record_shapes") is True:
+    info = result.info
+    meta: dict = {"npuprof_version": info.version, "partial": info.partial}
+    if info.record_shapes is True:
         meta["record_shapes"] = 1   # Kineto's metadata pair
-    return {"rank": result.rank, "world_size": max(world, result.rank + 1), "metadata": meta,
-            "host_pid": int(npu.get("pid", 0) or 0)}
+    return {"rank": info.rank, "world_size": max(info.world_size, info.rank + 1), "metadata": meta,
+            "host_pid": info.pid}
 
 
 def write_trace(events: EventTable, path: Path, rank: int = 0, world_size: int = 1,

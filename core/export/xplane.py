@@ -206,10 +206,8 @@ def export_tensorboard(path: Union[str, Path], logdir: Union[str, Path], run_nam
     seen: dict = {}
     for run in runs:
         events, info, _ = load_events(run)
-        npu = info.get("npuprof", {})
-        host = re.sub(r"[^0-9A-Za-z_.\-]", "_", str(npu.get("hostname") or "host"))
-        rank = int(info.get("rank_id", npu.get("rank", 0)) or 0)
-        stem = f"{host}_rank{rank}"
+        host = re.sub(r"[^0-9A-Za-z_.\-]", "_", info.hostname or "host")
+        stem = f"{host}_rank{info.rank}"
         seen[stem] = seen.get(stem, 0) + 1
         if seen[stem] > 1:
             stem += f"_w{seen[stem]}"

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..analysis.pipeline import OUTPUT_DIR
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
 from ..export.sqlite_db import write_db
 from ..export.trace_json import trace_settings, write_trace
+from ..export.writer import ExportTarget
 from ..fileio import atomic_write
 from ..hookspecs import hookimpl
 
@@ -25,11 +25,10 @@ SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when 
 
 
 @hookimpl
-def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
-    out_dir = run_dir / OUTPUT_DIR
-    kinds = result.config.get("export_type", ["text"])
+def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
+    out_dir = target.output_dir
     written = []
-    if "text" in kinds:
+    if target.text:
         written.append(write_trace(result.events, out_dir / "trace_view.json", use_gzip=False,
                                    **trace_settings(result)))
         for name in CSV_TABLES:
@@ -39,7 +38,7 @@ def npuprof_export(run_dir: Path, result: AnalysisResult) -> Optional[list]:
             table = result.tables.get(name)
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")
-    if "db" in kinds:
+    if target.db:
         written.append(write_db(result, out_dir / f"ascend_npuprof_profiler_{result.rank}.db"))
     written.append(atomic_write(out_dir / "analyse.done", ""))
     return written

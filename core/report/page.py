@@ -194,7 +194,8 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
         formats = ("csv", "json", "parquet")
     except ImportError:
         pass
-    res = cluster_analyse(root, backend=backend, workers=workers, timeline_ranks=timeline_ranks, formats=formats,
-                          progress=progress)
+    # the tables the page links to go beside the page, never into the runs read
+    res = cluster_analyse(root, output=page.parent / f"{page.stem}_files", backend=backend, workers=workers,
+                          timeline_ranks=timeline_ranks, formats=formats, progress=progress)
     title = f"npuprof report: {root.resolve().name}"
     return atomic_write(page, render(res, page.parent, title))

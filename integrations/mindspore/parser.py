@@ -107,8 +107,6 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
         out = mindspore_output_dir(run_dir)
         if out is not None:
             tables.append(_read_output(out, device, pid, bool(fw_dirs), False, context))
-            if out.name == OUTPUT_DIR:
-                _preserve(out, run_dir / PRESERVED_DIR, context)
     if not tables:
         return None
     return EventTable.concat(tables)
@@ -157,9 +155,9 @@ def _preserve(src: Path, dst: Path, context: Any) -> None:
 
 
 def _run_pid(run_dir: Path, context: Any) -> int:
-    npu = (getattr(context, "info", None) or {}).get("npuprof", {})
-    if npu.get("pid"):
-        return int(npu["pid"])
+    info = getattr(context, "info", None)
+    if info is not None and info.pid:
+        return info.pid
     m = _PID_RE.search(run_dir.name)
     return int(m.group(1)) if m else 0
 
@@ -172,14 +170,14 @@ def _record_shapes(run_dir: Path, context: Any) -> bool:
     did not ask for them (or says nothing, like a CPU-only ``*_ascend_ms``
     directory, which has no profiler_info) gets none.
     """
-    params = (getattr(context, "info", None) or {}).get("profiler_parameters")
-    if isinstance(params, dict) and "record_shapes" in params:
-        return params["record_shapes"] is True
+    info = getattr(context, "info", None)
+    if info is not None and "record_shapes" in info.parameters:
+        return info.record_shapes is True
     for path in sorted(run_dir.glob("profiler_info*.json")) + sorted(run_dir.glob(f"{NATIVE_DIR}/*_ascend_ms/"
                                                                                   "profiler_info*.json")):
         try:
             value = json.loads(path.read_text(encoding="utf-8"))["profiler_parameters"]["record_shapes"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue
         return value is True
     return False
@@ -197,10 +195,5 @@ def _own_device_id(ms_dir: Path, default: int) -> int:
 
 
 def _device_id(context: Any) -> int:
-    info = getattr(context, "info", None) or {}
-    for raw in (info.get("ms_profiler_info", {}).get("device_id"), info.get("npuprof", {}).get("device_id")):
-        try:
-            return int(raw)
-        except (TypeError, ValueError):
-            continue
-    return 0
+    info = getattr(context, "info", None)
+    return info.device_id if info is not None and info.device_id is not None else 0

@@ -312,12 +312,12 @@ def cmd_collect(args: Any, out: Any = None) -> int:
     for d in dirs:
         print(f"  {d}", file=out)
     if args.all:
-        from npuprof.analysis.pipeline import analyse_run
+        from npuprof.export.writer import analyse_and_export
 
-        for d in dirs:
-            result = analyse_run(d)
-            print(f"npuprof collect: analysed {d.name}: {len(result.events)} events -> "
-                  f"{d / 'ASCEND_PROFILER_OUTPUT'}", file=out)
-            for w in result.warnings:
+        for d in dirs:   # CANN's PROF_ directories are read-only: outputs beside them, under the data dir
+            run = analyse_and_export(d, output=data_dir / "npuprof_output")[0]
+            print(f"npuprof collect: analysed {d.name}: {len(run.result.events)} events -> {run.output_dir}",
+                  file=out)
+            for w in run.result.warnings:
                 print(f"  warning: {w}", file=out)
     return EXIT_APP_FAILED if code != 0 else EXIT_OK

@@ -133,13 +133,9 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
         root = run_dir
         if not find_xspace_files(root):
             return None
-    info = getattr(context, "info", None) or {}
-    npuprof_info = info.get("npuprof") if isinstance(info, dict) else None
-    if not isinstance(npuprof_info, dict):
-        npuprof_info = {}
+    info = context.info
     # npuprof's own ProfilerStep rows exist when the run recorded steps; TF markers are then plain ranges.
-    own_steps = bool(npuprof_info.get("steps"))
-    pid = npuprof_info.get("pid", 0)
-    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 <= pid < 1 << 62 else 0
+    own_steps = bool(info.steps)
+    pid = info.pid if 0 <= info.pid < 1 << 62 else 0
     return read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
                        on_error=context.warn)
