@@ -42,6 +42,7 @@ BUILTIN_PLUGINS = {
     "ascend": "npuprof.plugins.ascend",
     "ascend_db": "npuprof.plugins.ascend_db",
     "foreign": "npuprof.plugins.foreign",
+    "dynamic": "npuprof.plugins.dynamic",
 }
 
 

@@ -1,0 +1,1 @@
+"""Built-in plugin: the ``npuprof dynamic`` command (see :mod:`npuprof.dynamic_profile`)."""
