@@ -125,7 +125,7 @@ def test_array_trace_has_host_to_device_and_async_npu_flows():
 def test_the_array_form_read_back_keeps_every_link(tmp_path, drop):
     """npuprof's array form read by the MindSpore reader (the layout MindSpore writes): the same launch ->
     kernel pairs, from the HostToDevice flows, or from the async_npu ones when a file has no other."""
-    from npuprof.integrations.mindspore.ascend_output import read_ascend_output
+    from npuprof.readers.ascend_output import read_ascend_output
 
     ev = linked_table(120)
     out = tmp_path / "ASCEND_PROFILER_OUTPUT"

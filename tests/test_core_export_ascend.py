@@ -14,7 +14,7 @@ from npuprof.events import EventKind, EventTable
 from npuprof.export import ascend_copy
 from npuprof.export.trace_array import OVERLAP_THREADS, overlap_segments, write_trace_array
 from npuprof.export.trace_json import base_time_ns, write_trace
-from npuprof.integrations.mindspore.ascend_output import read_ascend_output
+from npuprof.readers.ascend_output import read_ascend_output
 
 DAY0 = 1_795_305_600 * 10**9       # a UTC midnight: relative ts are then the offsets below
 K = EventKind

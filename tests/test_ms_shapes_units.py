@@ -372,7 +372,7 @@ def test_op_summary_tensor_columns_reach_kernel_args(tmp_path):
 
 
 def test_mindspore_kernel_details_tensor_columns_reach_kernel_args(tmp_path):
-    from npuprof.integrations.mindspore.ascend_output import read_ascend_output
+    from npuprof.readers.ascend_output import read_ascend_output
 
     (tmp_path / "kernel_details.csv").write_text(
         "Step ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Num,Mix Block Num,"

@@ -272,7 +272,7 @@ def test_damaged_mindspore_framework_files_skip_only_the_bad_lines(damaged, cont
     ("kernel_details.csv", "Name\n" + "x\n" * 10),
 ])
 def test_damaged_mindspore_ascend_output_files_are_reported(tmp_path, file, content):
-    ao = pytest.importorskip("npuprof.integrations.mindspore.ascend_output")
+    ao = pytest.importorskip("npuprof.readers.ascend_output")
     out = tmp_path / "ASCEND_PROFILER_OUTPUT"
     out.mkdir()
     (out / file).write_text(content, errors="surrogateescape")
@@ -414,7 +414,7 @@ def test_xspace_event_with_an_unknown_metadata_id_is_skipped_with_a_warning(tmp_
     [{"ph": "M", "name": ["process_name"], "pid": 1, "args": {"name": "x"}}],
 ])
 def test_mindspore_trace_view_with_out_of_range_values(tmp_path, events):
-    ao = pytest.importorskip("npuprof.integrations.mindspore.ascend_output")
+    ao = pytest.importorskip("npuprof.readers.ascend_output")
     (tmp_path / "trace_view.json").write_text(json.dumps(events))
     try:
         ao.read_ascend_output(tmp_path)

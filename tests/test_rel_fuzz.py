@@ -275,7 +275,7 @@ _trace_event = st.fixed_dictionaries(
 @fuzz_settings(200)
 @given(events=st.lists(_trace_event, max_size=10), wrap=st.booleans())
 def test_mindspore_trace_view_reader(tmp_path_factory, events, wrap):
-    ao = pytest.importorskip("npuprof.integrations.mindspore.ascend_output")
+    ao = pytest.importorskip("npuprof.readers.ascend_output")
     out = tmp_path_factory.mktemp("ao")
     (out / "trace_view.json").write_text(json.dumps({"traceEvents": events} if wrap else events))
     tolerate("MindSpore trace_view.json", ao.read_ascend_output, out)

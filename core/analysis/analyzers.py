@@ -24,6 +24,7 @@ import re
 from typing import Any, Optional
 
 import numpy as np
+import orjson
 
 from ..events import EventKind, EventTable
 from .grouping import group_by, small_unique
@@ -40,8 +41,16 @@ OP_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Core Type", "Count", "Total Tim
                         "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
 API_STATISTIC_COLUMNS = ["Device_id", "Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)",
                          "Variance"]
-KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Name", "Type", "Accelerator Core", "Start Time(us)",
-                          "Duration(us)", "Wait Time(us)", "Block Num"]
+KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type",
+                          "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim"]
+# kernel_details columns read from a kernel's args (the reader keeps the tool's own columns there)
+_ARG_COLUMNS = ("Model ID", "Task ID", "Accelerator Core", "Wait Time(us)", "Block Dim")
+# args keys of communication events that are npuprof's convention, not the tool's columns (see cluster.commdata)
+_NOT_COLUMNS = frozenset({"group", "group_name", "src_rank", "dst_rank", "size", "transport", "wait_ns", "task_type",
+                          "link_type", "transport_type", "notify_id", "alg_type", "count", "data_type",
+                          "connection_id"})
+# where a kernel's core type is (kernel_details "Accelerator Core"; CANN's task type in traces and op_summary)
+CORE_TYPE_KEYS = ("Accelerator Core", "Task Type", "task_type")
 RANGE_STATISTIC_COLUMNS = ["Name", "Domain", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                            "Max Time(us)"]
 HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
@@ -66,6 +75,100 @@ def _rows_of(events: EventTable, *kinds: EventKind) -> np.ndarray:
 
 def _is_sorted(a: np.ndarray) -> bool:
     return len(a) < 2 or bool((a[1:] >= a[:-1]).all())
+
+
+def _parsed_args(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list[dict]]:
+    """``(which, parsed)``: ``parsed[which[i]]`` is the args object of ``rows[i]`` ({} when none).
+
+    Each distinct args text is parsed once (kernels read from files carry one
+    text per task; without a sort: O(rows + pool)).
+    """
+    codes = events["args"][rows]
+    if not len(codes):
+        return np.zeros(0, np.int64), []
+    uniq = np.flatnonzero(np.bincount(codes))
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+    lut[uniq] = np.arange(len(uniq))
+    parsed = []
+    for code in uniq.tolist():
+        text = events.strings[code] if code else ""
+        obj: Any = {}
+        if text.startswith("{"):
+            try:
+                obj = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                obj = {}
+        parsed.append(obj if isinstance(obj, dict) else {})
+    return lut[codes], parsed
+
+
+def _first_of(obj: dict, keys: tuple) -> Optional[str]:
+    """The first of ``keys`` that ``obj`` has with a usable value, as text."""
+    for k in keys:
+        v = obj.get(k)
+        if v is not None and v != "" and not isinstance(v, (dict, list)):
+            return str(v)
+    return None
+
+
+def _text_codes(which: np.ndarray, parsed: list[dict], keys: tuple, default: str) -> tuple[np.ndarray, list]:
+    """Per row, the text of the first of ``keys`` in its args (``default`` when none), as codes into a pool."""
+    pool, index = [default], {default: 0}
+    per_args = np.zeros(len(parsed), dtype=np.int64)
+    for i, obj in enumerate(parsed):
+        text = _first_of(obj, keys)
+        if text is not None:
+            per_args[i] = index.setdefault(text, len(pool))
+            if per_args[i] == len(pool):
+                pool.append(text)
+    return per_args[which] if len(which) else np.zeros(0, np.int64), pool
+
+
+def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
+    """The core type of each of ``rows`` as codes into a pool: what the data names
+    (kernel_details' ``Accelerator Core``, CANN's ``Task Type``); ``HOST_CPU`` for
+    host operators, ``HCCL`` for communication without one, ``N/A`` for kernels
+    whose data names none (never assumed).
+
+    Example::
+
+        >>> ev = EventTable.from_records(ts=[0, 1, 2], kind=[EventKind.KERNEL, EventKind.KERNEL, EventKind.OP],
+        ...     args=['{"Accelerator Core": "AI_VECTOR_CORE"}', "", ""])
+        >>> codes, pool = core_types(ev, np.arange(3))
+        >>> [pool[c] for c in codes.tolist()]
+        ['AI_VECTOR_CORE', 'N/A', 'HOST_CPU']
+    """
+    which, parsed = _parsed_args(events, rows)
+    codes, pool = _text_codes(which, parsed, CORE_TYPE_KEYS, "N/A")
+    kind = events["kind"][rows]
+    for fixed_kind, text in ((_OP, "HOST_CPU"), (_COMM, "HCCL")):
+        sel = (kind == fixed_kind) & (codes == 0) if fixed_kind == _COMM else kind == fixed_kind
+        if sel.any():
+            if text not in pool:
+                pool.append(text)
+            codes = np.where(sel, pool.index(text), codes)
+    return codes, pool
+
+
+def comm_task_mask(events: EventTable) -> np.ndarray:
+    """Rows that are tasks of a communication operator (``task_type``, or a
+    ``src_rank``/``dst_rank`` transfer in args, see :mod:`npuprof.cluster.commdata`),
+    not operators: a collective's time is its operator's span, counted once."""
+    mask = np.zeros(len(events), dtype=bool)
+    rows = _rows_of(events, EventKind.COMM) if len(events) else np.zeros(0, np.int64)
+    if not len(rows):
+        return mask
+    which, parsed = _parsed_args(events, rows)
+    is_task = np.array([("task_type" in p) or ("src_rank" in p and "dst_rank" in p) for p in parsed], dtype=bool)
+    mask[rows] = is_task[which]
+    return mask
+
+
+def comm_op_mask(events: EventTable) -> np.ndarray:
+    """Rows that are communication operators (COMM events that are not tasks)."""
+    if not len(events):
+        return np.zeros(0, bool)
+    return (events["kind"] == np.uint8(EventKind.COMM)) & ~comm_task_mask(events)
 
 
 def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,37 +252,70 @@ def _first_start(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.
     return np.where(best == np.iinfo(np.int64).max, -1, best)
 
 
-def step_trace(events: EventTable) -> Table:
-    """Per-step time breakdown (step_trace_time.csv), in µs.
+def _device_spans(events: EventTable, mask: np.ndarray, starts: np.ndarray,
+                  ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step, (first start, last end) of the masked rows starting in it; -1 where none."""
+    first = np.full(len(starts), -1, dtype=np.int64)
+    last = np.full(len(starts), -1, dtype=np.int64)
+    rows = np.flatnonzero(mask)
+    if not len(rows) or not len(starts):
+        return first, last
+    t = events["ts"][rows]
+    e = t + events["dur"][rows]
+    b = np.searchsorted(starts, t, side="right") - 1
+    ok = (b >= 0) & (t < ends[np.clip(b, 0, len(ends) - 1)])
+    b, t, e = b[ok], t[ok], e[ok]
+    lo = np.full(len(starts), np.iinfo(np.int64).max)
+    np.minimum.at(lo, b, t)
+    hi = np.full(len(starts), np.iinfo(np.int64).min)
+    np.maximum.at(hi, b, e)
+    hit = lo != np.iinfo(np.int64).max
+    first[hit], last[hit] = lo[hit], hi[hit]
+    return first, last
 
-    Computing = union of compute events; Communication = union of
-    communication ops; Overlapped = their intersection; Free = step time
-    covered by neither; Preparing = step start to its first compute event.
+
+def step_trace(events: EventTable) -> Table:
+    """Per-step time breakdown (step_trace_time.csv), in µs, as the Ascend tools compute it.
+
+    Computing = union of compute events (device kernels, else host operators);
+    Communication = union of communication *operators* (their tasks lie inside
+    them); Overlapped = their intersection. On a device run a step's time is
+    its device activity: Stage = first device start to last device end of the
+    events starting in the step, Free = Stage covered by neither, Preparing =
+    ProfilerStep start to the first device start. Host-only runs use the
+    ProfilerStep range itself, Preparing up to the first compute event.
     """
     numbers, starts, ends = step_spans(events)
     ts, dur = events["ts"], events["dur"]
     if len(events):
+        kind = events["kind"]
         comp_mask = _compute_mask(events)
-        comm_mask = events["kind"] == np.uint8(EventKind.COMM)
+        comm_mask = comm_op_mask(events)
+        device_mask = (kind == np.uint8(EventKind.KERNEL)) | (comm_mask & (events["device"] >= 0))
     else:
-        comp_mask = comm_mask = np.zeros(0, bool)
+        comp_mask = comm_mask = device_mask = np.zeros(0, bool)
+    dev_first, dev_last = _device_spans(events, device_mask, starts, ends)
+    on_device = dev_first >= 0
+    # device work launched in a step may end after its ProfilerStep: count it up to the next step's start
+    next_starts = np.append(starts[1:], np.iinfo(np.int64).max) if len(starts) else starts
+    cover_ends = np.where(on_device, np.minimum(np.maximum(ends, dev_last), next_starts), ends)
     has_comm = bool(comm_mask.any())
     first = np.full(len(numbers), -1, dtype=np.int64)
     if _is_sorted(ts):   # block by block, no per-event copies (the pipeline sorts every table)
-        computing = covered_per_bucket(ts, dur, comp_mask, starts, ends)
-        communication = covered_per_bucket(ts, dur, comm_mask, starts, ends) if has_comm else \
+        computing = covered_per_bucket(ts, dur, comp_mask, starts, cover_ends)
+        communication = covered_per_bucket(ts, dur, comm_mask, starts, cover_ends) if has_comm else \
             np.zeros(len(numbers), np.int64)
-        both = covered_per_bucket(ts, dur, comp_mask | comm_mask, starts, ends) if has_comm else computing
+        both = covered_per_bucket(ts, dur, comp_mask | comm_mask, starts, cover_ends) if has_comm else computing
         if len(numbers):
             fs = _first_start(ts, comp_mask, starts, ends)
             first = np.where(fs >= 0, fs - starts, -1)
     else:
         cs, ms = ts[comp_mask], ts[comm_mask]
         ce, me = cs + dur[comp_mask], ms + dur[comm_mask]
-        computing = per_bucket_length(cs, ce, starts, ends)
-        communication = per_bucket_length(ms, me, starts, ends)
-        both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends) if has_comm \
-            else computing
+        computing = per_bucket_length(cs, ce, starts, cover_ends)
+        communication = per_bucket_length(ms, me, starts, cover_ends)
+        both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, cover_ends) \
+            if has_comm else computing
         if len(cs) and len(numbers):
             b = np.searchsorted(starts, cs, side="right") - 1
             ok = (b >= 0) & (cs < ends[np.clip(b, 0, len(ends) - 1)])
@@ -187,25 +323,27 @@ def step_trace(events: EventTable) -> Table:
             np.minimum.at(first_start, b[ok], cs[ok])
             first = np.where(first_start == np.iinfo(np.int64).max, -1, first_start - starts)
     overlapped = computing + communication - both
-    free = (ends - starts) - both
-    preparing = np.where(first >= 0, first, ends - starts)
+    stage = np.where(on_device, dev_last - dev_first, ends - starts)
+    free = stage - both
+    preparing = np.where(on_device, dev_first - starts, np.where(first >= 0, first, ends - starts))
     us = lambda a: np.round(a / 1000.0, 3)  # noqa: E731
     comm_not_ov = communication - overlapped
     return Table("step_trace_time", STEP_TRACE_COLUMNS, {
         "Step": numbers.tolist(), "Computing": us(computing), "Communication(Not Overlapped)": us(comm_not_ov),
         "Overlapped": us(overlapped), "Communication": us(communication), "Free": us(free),
-        "Stage": us(ends - starts), "Bubble": us(np.zeros(len(numbers))),
+        "Stage": us(stage), "Bubble": us(np.zeros(len(numbers))),
         "Communication(Not Overlapped and Exclude Receive)": us(comm_not_ov), "Preparing": us(preparing)})
 
 
 def _stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
     """Groups of the masked rows by ``key_cols``, ordered by total duration (desc, stable).
 
+    ``key_cols`` are event column names or full-length integer arrays.
     Returns keys, count, total, min, max, sum of squares of ``dur``. When the
     composite key space is small the sums are accumulated block by block
     (memory: a few block-sized arrays); otherwise all rows are grouped at once.
     """
-    cols = [events[c] for c in key_cols]
+    cols = [events[c] if isinstance(c, str) else c for c in key_cols]
     lows, spans = [], []
     for c in cols:
         sel = c[mask]
@@ -253,19 +391,27 @@ def _stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
 
 
 def op_statistic(events: EventTable) -> Table:
-    """Per operator type: count and time statistics (op_statistic.csv)."""
-    kind = events["kind"]
-    mask = (kind == np.uint8(EventKind.KERNEL)) | (kind == np.uint8(EventKind.OP))
+    """Per operator type and core type: count and time statistics (op_statistic.csv).
+
+    Device kernels when there are any (communication operators are not
+    operators here, as in the Ascend tools), else host operators. The core
+    type is the one the data names (:func:`core_types`).
+    """
+    mask = _compute_mask(events) if len(events) else np.zeros(0, bool)
     if not mask.any():
         return Table("op_statistic", OP_STATISTIC_COLUMNS, {c: [] for c in OP_STATISTIC_COLUMNS})
-    uniq, count, total, mn, mx, _ = _stats(mask, events, ("type", "kind", "device"))
+    rows = np.flatnonzero(mask)
+    codes, cores = core_types(events, rows)
+    core_col = np.zeros(len(events), dtype=np.int32)
+    core_col[rows] = codes
+    uniq, count, total, mn, mx, _ = _stats(mask, events, ("type", core_col, "kind", "device"))
     pool = np.asarray(events.strings, dtype=object)
-    is_kernel = uniq[:, 1] == _KERNEL
+    is_kernel = uniq[:, 2] == _KERNEL
     grand = total.sum() or 1.0
     return Table("op_statistic", OP_STATISTIC_COLUMNS, {
-        "Device_id": [str(d) if k else "host" for d, k in zip(uniq[:, 2].tolist(), is_kernel.tolist())],
+        "Device_id": [str(d) if k else "host" for d, k in zip(uniq[:, 3].tolist(), is_kernel.tolist())],
         "OP Type": pool[uniq[:, 0]].tolist(),
-        "Core Type": ["AI_CORE" if k else "HOST_CPU" for k in is_kernel.tolist()],
+        "Core Type": [cores[c] for c in uniq[:, 1].tolist()],
         "Count": count.tolist(),
         "Total Time(us)": np.round(total / 1e3, 3), "Min Time(us)": np.round(mn / 1e3, 3),
         "Avg Time(us)": np.round(total / count / 1e3, 3), "Max Time(us)": np.round(mx / 1e3, 3),
@@ -324,71 +470,87 @@ def _wait_times(ts: np.ndarray, end: np.ndarray, queue: np.ndarray) -> np.ndarra
     return wait
 
 
-class KernelDetailsTable(EventRowsTable):
-    """kernel_details, one row per compute event, rendered from the event columns on demand."""
+# kernel_details columns read from args, and the args keys each may be under (readers' and CANN's spellings)
+_COLUMN_KEYS = {"Model ID": ("Model ID", "Model Id", "model_id"), "Task ID": ("Task ID", "Task Id", "task_id"),
+                "Block Dim": ("Block Dim", "Block Num", "block")}
+_KEYS_OF_COLUMNS = frozenset(k for keys in _COLUMN_KEYS.values() for k in keys) | set(CORE_TYPE_KEYS) | \
+    {"Wait Time(us)"}
 
-    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray,
-                 tensors: Optional[tuple[np.ndarray, list]] = None) -> None:
-        columns = KERNEL_DETAILS_COLUMNS + (list(KERNEL_TENSOR_COLUMNS) if tensors is not None else [])
-        super().__init__("kernel_details", columns, len(rows))
+
+class KernelDetailsTable(EventRowsTable):
+    """kernel_details, one row per device operator (kernels and communication
+    operators; host operators when there is no device data), rendered from the
+    event columns on demand. Columns the data has (``Task ID``, ``Block Dim``,
+    ``Wait Time(us)``, tensor and PMU columns ...) come from the events' args
+    as written; ``Wait Time(us)`` is computed only where the data has none."""
+
+    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray, texts: dict) -> None:
+        extra = [c for c in texts if c not in _COLUMN_KEYS]
+        super().__init__("kernel_details", KERNEL_DETAILS_COLUMNS + extra, len(rows))
         self.events = events
         self.index = rows
         self.wait = wait
-        self.tensors = tensors
+        self.texts = texts            # column -> (codes per row, pool)
+        self.cores = core_types(events, rows)
 
     def block(self, lo: int, hi: int) -> dict:
         ev, idx = self.events, self.index[lo:hi]
-        is_kernel = ev["kind"][idx] == _KERNEL
-        ts = ev["ts"][idx]
-        dur = ev["dur"][idx]
-        return {
-            "Step ID": ev["step"][idx], "Device_id": np.where(is_kernel, ev["device"][idx], -1),
+        is_host = ev["kind"][idx] == _OP
+        stream = ev["stream"][idx]
+        out = {
+            "Step ID": ev["step"][idx], "Device_id": np.where(is_host, -1, ev["device"][idx]),
+            "Stream ID": _StreamIds(stream),
             "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
-            "Accelerator Core": _Codes(is_kernel.astype(np.int64), ["HOST_CPU", "AI_CORE"]),
-            "Start Time(us)": _Fixed3(ts, strip=False), "Duration(us)": _Fixed3(dur, strip=True),
-            "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True), "Block Num": _Const("N/A", len(idx)),
-            **self._tensor_block(lo, hi)}
-
-    def _tensor_block(self, lo: int, hi: int) -> dict:
-        if self.tensors is None:
-            return {}
-        codes, pool = self.tensors
-        return {col: _Codes(codes[lo:hi, j], pool) for j, col in enumerate(KERNEL_TENSOR_COLUMNS)}
+            "Accelerator Core": _Codes(self.cores[0][lo:hi], self.cores[1]),
+            "Start Time(us)": _Fixed3(ev["ts"][idx], strip=False),
+            "Duration(us)": _Fixed3(ev["dur"][idx], strip=True),
+            "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True)}
+        for col, (codes, pool) in self.texts.items():
+            out[col] = _Codes(codes[lo:hi], pool)
+        return out
 
 
-def _kernel_tensor_columns(events: EventTable, rows: np.ndarray) -> Optional[tuple[np.ndarray, list]]:
-    """The op_summary tensor columns of each row from its args JSON, as codes
-    into a pool ("N/A" = code 0 where a kernel has none); None when no row has
-    any. Each distinct args text is parsed once."""
-    args = events["args"][rows]
-    kernel = events["kind"][rows] == _KERNEL
-    if not (kernel & (args != 0)).any():
-        return None
-    codes = np.where(kernel, args, 0)
-    uniq = np.flatnonzero(np.bincount(codes))     # O(rows + pool), no sort at 10M rows
-    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
-    lut[uniq] = np.arange(len(uniq))
-    pool, index = ["N/A"], {"N/A": 0}
-    per_args = np.zeros((len(uniq), len(KERNEL_TENSOR_COLUMNS)), dtype=np.int64)
-    for i, code in enumerate(uniq.tolist()):
-        text = events.strings[code] if code else ""
-        if '"Input ' not in text and '"Output ' not in text:
-            continue
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            continue
-        if not isinstance(obj, dict):
-            continue
-        for j, col in enumerate(KERNEL_TENSOR_COLUMNS):
-            value = obj.get(col)
-            if isinstance(value, str) and value:
-                per_args[i, j] = index.setdefault(value, len(pool))
-                if per_args[i, j] == len(pool):
-                    pool.append(value)
-    if not per_args.any():
-        return None
-    return per_args[lut[codes]], pool
+class _StreamIds:
+    """Stream ids, ``N/A`` where an event has none (-1)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+    def tolist(self) -> list:
+        return [v if v >= 0 else "N/A" for v in self.values.tolist()]
+
+
+def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The kernel_details columns kept in the rows' args: ``({column: (codes, pool)}, wait ns, has wait)``.
+
+    ``Model ID``/``Task ID``/``Block Dim`` always ("N/A" where absent); the
+    other columns of a kernel_details row (args holding ``Accelerator Core``:
+    a row the Ascend reader took from the tool's file) in their order there,
+    and op_summary's tensor columns wherever kernels carry them.
+    """
+    which, parsed = _parsed_args(events, rows)
+    texts = {col: _text_codes(which, parsed, keys, "N/A") for col, keys in _COLUMN_KEYS.items()}
+    extra: dict[str, None] = {}
+    for obj in parsed:
+        from_file = "Accelerator Core" in obj
+        for k, v in obj.items():
+            if (from_file or k in KERNEL_TENSOR_COLUMNS) and k not in _KEYS_OF_COLUMNS and k not in _NOT_COLUMNS \
+                    and not isinstance(v, (dict, list)):
+                extra[k] = None
+    for k in extra:
+        texts[k] = _text_codes(which, parsed, (k,), "N/A")
+    wait_of = np.full(len(parsed), -1, dtype=np.int64)
+    for i, obj in enumerate(parsed):
+        text = _first_of(obj, ("Wait Time(us)",))
+        if text is not None:
+            try:
+                wait_of[i] = int(round(float(text) * 1000))
+            except ValueError:
+                pass
+    wait = wait_of[which] if len(which) else np.zeros(0, np.int64)
+    return texts, np.maximum(wait, 0), wait >= 0
 
 
 class _Codes:
@@ -472,10 +634,12 @@ def _wait_times_sorted(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray, queue_
 
 
 def kernel_details(events: EventTable) -> Table:
-    """One row per compute event (device kernels, else host operators), in start order."""
+    """One row per device operator (kernels and communication operators, as the
+    Ascend tools list them), else per host operator, in start order."""
     if not len(events):
         return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
-    rows = _mask_rows(_compute_mask(events))
+    device_ops = (events["kind"] == np.uint8(EventKind.KERNEL)) | (comm_op_mask(events) & (events["device"] >= 0))
+    rows = _mask_rows(device_ops if device_ops.any() else _compute_mask(events))
     if not len(rows):
         return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
     all_ts, all_dur, all_stream, all_tid = events["ts"], events["dur"], events["stream"], events["tid"]
@@ -493,7 +657,8 @@ def kernel_details(events: EventTable) -> Table:
         order = np.argsort(ts, kind="stable")
         rows, ts = rows[order], ts[order]
         wait = _wait_times(ts, ts + all_dur[rows], queue_of(0, len(rows)))
-    return KernelDetailsTable(events, rows, wait, _kernel_tensor_columns(events, rows))
+    texts, read_wait, has_wait = _kernel_texts(events, rows)
+    return KernelDetailsTable(events, rows, np.where(has_wait, read_wait, wait), texts)
 
 
 def range_statistic(events: EventTable) -> Table:

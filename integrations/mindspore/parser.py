@@ -11,10 +11,11 @@ Two kinds of directories:
   ``FRAMEWORK/`` host operators plus MindSpore's ``ASCEND_PROFILER_OUTPUT/``
   (kernel_details.csv, trace_view.json, memory_record.csv).
 
-npuprof writes its own outputs into ``ASCEND_PROFILER_OUTPUT/`` of the
-directory it analyses. So that a second analysis still sees MindSpore's
-results (and does not read npuprof's as if they were MindSpore's), the
-MindSpore files are copied once to ``MINDSPORE_PROFILER_OUTPUT/`` beside it.
+A MindSpore directory is read-only input: npuprof writes its outputs
+elsewhere. Copies that earlier npuprof versions kept in
+``MINDSPORE_PROFILER_OUTPUT/`` are still read. torch_npu's ``*_ascend_pt``
+runs (same file formats) belong to the built-in ``ascend`` plugin; this one
+never reads them. The file reader is :mod:`npuprof.readers.ascend_output`.
 
 Example::
 
@@ -25,21 +26,19 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any, Optional
 
 from npuprof.events import EventTable
+from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
+    read_ascend_output, writer_of
 
-from .ascend_output import KERNEL_DETAILS, MEMORY_RECORD, OUTPUT_DIR, TRACE_VIEW, is_mindspore_trace, \
-    read_ascend_output
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir
 
 RAW_DIR = "NPUPROF"            # npuprof's raw event store (npuprof.rawstore.RAW_DIR)
 PRESERVED_DIR = "MINDSPORE_PROFILER_OUTPUT"
 DONE_MARKER = "analyse.done"   # written last by npuprof's exporters; MindSpore writes none
-_MS_FILES = (KERNEL_DETAILS, TRACE_VIEW, MEMORY_RECORD)
 _PID_RE = re.compile(r"_(\d+)_\d{17}_ascend_[a-z0-9]+$")
 
 
@@ -68,15 +67,21 @@ def mindspore_output_dir(run_dir: Path) -> Optional[Path]:
     out = run_dir / OUTPUT_DIR
     if out.is_dir() and not (out / DONE_MARKER).exists():
         tv = out / TRACE_VIEW
-        if (tv.is_file() and is_mindspore_trace(tv)) or (not tv.exists() and (out / KERNEL_DETAILS).is_file()):
+        if (tv.is_file() and is_ascend_trace(tv)) or (not tv.exists() and (out / KERNEL_DETAILS).is_file()):
             return out
     kept = run_dir / PRESERVED_DIR
     return kept if kept.is_dir() else None
 
 
+def is_foreign_run(path: Path) -> bool:
+    """True for a run another framework's profiler wrote (torch_npu's ``*_ascend_pt``): the built-in
+    ``ascend`` reader plugin reads it, this one leaves it alone."""
+    return writer_of(path) is AscendWriter.TORCH_NPU
+
+
 def recognise(path: Path) -> bool:
     """True when ``path`` holds MindSpore profiling data this plugin reads."""
-    if not path.is_dir():
+    if not path.is_dir() or is_foreign_run(path):
         return False
     if framework_dirs(path):
         return True
@@ -84,7 +89,9 @@ def recognise(path: Path) -> bool:
 
 
 def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
-    """All MindSpore events of ``run_dir`` (None when it holds none)."""
+    """All MindSpore events of ``run_dir`` (None when it holds none, or another framework wrote it)."""
+    if is_foreign_run(run_dir):
+        return None
     pid = _run_pid(run_dir, context)
     device = _device_id(context)
     tables = []
@@ -112,8 +119,10 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     return EventTable.concat(tables)
 
 
-def _read_output(out: Path, device: int, pid: int, skip_cpu_ops: bool, skip_mstx: bool, context: Any) -> EventTable:
-    table, problems = read_ascend_output(out, device=device, pid=pid, skip_cpu_ops=skip_cpu_ops, skip_mstx=skip_mstx)
+def _read_output(out: Path, device: Optional[int], pid: int, skip_cpu_ops: bool, skip_mstx: bool,
+                 context: Any) -> EventTable:
+    table, problems = read_ascend_output(out, device=device, pid=pid, skip_cpu_ops=skip_cpu_ops, skip_mstx=skip_mstx,
+                                         writer=AscendWriter.MINDSPORE)
     for p in problems:
         context.warn(p)
     return table
@@ -139,19 +148,6 @@ def _analyse_cann_data(ms_dir: Path, context: Any) -> None:
     if not (ms_dir / OUTPUT_DIR).is_dir():
         context.warn(f"{ms_dir}: MindSpore's analysis wrote no {OUTPUT_DIR} (see {ms_dir / 'logs'}); "
                      "device data of this run is missing")
-
-
-def _preserve(src: Path, dst: Path, context: Any) -> None:
-    """Copy MindSpore's output files aside before npuprof's exporters replace them."""
-    try:
-        dst.mkdir(mode=0o750, exist_ok=True)
-        for name in _MS_FILES:
-            f = src / name
-            if f.is_file() and not f.is_symlink():
-                shutil.copy2(f, dst / name)
-    except OSError as e:
-        context.warn(f"{src}: could not keep a copy of MindSpore's output in {dst} ({e}); a second analysis "
-                     "will not see MindSpore's trace_view.json")
 
 
 def _run_pid(run_dir: Path, context: Any) -> int:
@@ -183,7 +179,7 @@ def _record_shapes(run_dir: Path, context: Any) -> bool:
     return False
 
 
-def _own_device_id(ms_dir: Path, default: int) -> int:
+def _own_device_id(ms_dir: Path, default: Optional[int]) -> Optional[int]:
     """The device id in MindSpore's own profiler_info_{rank}.json of ``ms_dir``."""
     for path in sorted(ms_dir.glob("profiler_info*.json")):
         try:
@@ -194,6 +190,7 @@ def _own_device_id(ms_dir: Path, default: int) -> int:
     return default
 
 
-def _device_id(context: Any) -> int:
+def _device_id(context: Any) -> Optional[int]:
+    """The device id profiler_info names, or None (the reader then takes it from the data)."""
     info = getattr(context, "info", None)
-    return info.device_id if info is not None and info.device_id is not None else 0
+    return info.device_id if info is not None else None
