@@ -193,7 +193,7 @@ def test_trace_view_processes_map_to_event_kinds(tmp_path):
     assert ("aclnnMatmul", "AscendCL") in kinds["API"] and ("Kernel::KernelLaunch::Default/MatMul-op0",
                                                              "Kernel") in kinds["API"]
     assert kinds["KERNEL"] == [("Default/MatMul-op0", "MatMul")]
-    assert kinds["COMM"] == [("hcom_allReduce__123_0_1", "hcom_allReduce")]
+    assert kinds["COMM"] == [("hcom_allReduce__123_0_1", "hcom_allReduce_")]   # the type kernel_details names
     assert kinds["COUNTER"] == [("AI Core Freq MHz", "AI Core Freq")]
     assert kinds["RANGE"] == [("my_range", "mstx")]
     assert kinds["STACK"] == [("train.py(12): step", "python_function")]
@@ -211,8 +211,8 @@ def test_kernel_details_replace_hardware_trace_events(tmp_path):
     assert problems == []
     kinds = _by_kind(table)
     assert sorted(kinds["KERNEL"]) == [("Default/BiasAdd-op0", "BiasAdd"), ("Default/MatMul-op0", "MatMul")]
-    # the COMMUNICATION row of kernel_details plus the HCCL process event
-    assert len(kinds["COMM"]) == 2
+    # the COMMUNICATION row of kernel_details; the HCCL process's event of that operator only gives its group
+    assert kinds["COMM"] == [("hcom_allReduce__123_0_1", "hcom_allReduce_")]
     kern = table.select(table["kind"] == int(EventKind.KERNEL)).sorted()
     assert kern["step"].tolist() == [4, 4]
     assert kern["stream"].tolist() == [7, 7]
@@ -373,8 +373,10 @@ def test_ascend_layout_nested_in_an_npuprof_run_is_read_once(tmp_path):
     assert sorted(kinds["KERNEL"]) == [("Default/BiasAdd-op0", "BiasAdd"), ("Default/MatMul-op0", "MatMul")]
     assert kinds["RANGE"] == [("my_range", "")]               # npuprof's own, not the trace's mstx copy
     assert len(kinds["OP"]) == 2                               # FRAMEWORK op + MindSpore framework op
-    assert {r["Name"] for r in res.tables["kernel_details"].records()} == {"Default/MatMul-op0",
-                                                                         "Default/BiasAdd-op0"}
+    # the device operators, the HCCL row of kernel_details.csv included (as the tool lists it)
+    assert {r["Name"]: r["Accelerator Core"] for r in res.tables["kernel_details"].records()} == {
+        "Default/MatMul-op0": "AI_CORE", "Default/BiasAdd-op0": "AI_VECTOR_CORE",
+        "hcom_allReduce__123_0_1": "COMMUNICATION"}
     assert set(ev.select(ev["kind"] == int(EventKind.KERNEL))["device"].tolist()) == {3}
 
 

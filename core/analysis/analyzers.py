@@ -252,80 +252,87 @@ def _first_start(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.
     return np.where(best == np.iinfo(np.int64).max, -1, best)
 
 
-def _device_spans(events: EventTable, mask: np.ndarray, starts: np.ndarray,
-                  ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per step, (first start, last end) of the masked rows starting in it; -1 where none."""
-    first = np.full(len(starts), -1, dtype=np.int64)
-    last = np.full(len(starts), -1, dtype=np.int64)
-    rows = np.flatnonzero(mask)
-    if not len(rows) or not len(starts):
-        return first, last
+def step_windows(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(step numbers, starts, ends) of the time each step is measured over, sorted by start.
+
+    On a device run (device kernels or device communication operators start
+    in the step) a step's window is its activity, as the Ascend tools
+    measure it: from the first start to the last end of the compute and
+    communication events starting in its ProfilerStep range (work launched
+    in the step may end after it; never past the next step's start).
+    Otherwise the ProfilerStep range itself (see :func:`step_spans`).
+    """
+    numbers, starts, ends = step_spans(events)
+    if not len(events) or not len(numbers):
+        return numbers, starts, ends
+    kind = events["kind"]
+    comm = comm_op_mask(events)
+    busy = _compute_mask(events) | comm
+    device = (kind == np.uint8(EventKind.KERNEL)) | (comm & (events["device"] >= 0))
+    rows = np.flatnonzero(busy)
     t = events["ts"][rows]
     e = t + events["dur"][rows]
     b = np.searchsorted(starts, t, side="right") - 1
     ok = (b >= 0) & (t < ends[np.clip(b, 0, len(ends) - 1)])
-    b, t, e = b[ok], t[ok], e[ok]
-    lo = np.full(len(starts), np.iinfo(np.int64).max)
-    np.minimum.at(lo, b, t)
-    hi = np.full(len(starts), np.iinfo(np.int64).min)
-    np.maximum.at(hi, b, e)
-    hit = lo != np.iinfo(np.int64).max
-    first[hit], last[hit] = lo[hit], hi[hit]
-    return first, last
+    b, t, e, on = b[ok], t[ok], e[ok], device[rows][ok]
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    first, last = np.full(len(starts), big), np.full(len(starts), small)
+    np.minimum.at(first, b, t)
+    np.maximum.at(last, b, e)
+    on_device = np.zeros(len(starts), bool)
+    on_device[b[on]] = True
+    next_starts = np.append(starts[1:], big)
+    win_starts = np.where(on_device, first, starts)
+    win_ends = np.where(on_device, np.minimum(last, next_starts), ends)
+    return numbers, win_starts, win_ends
 
 
 def step_trace(events: EventTable) -> Table:
     """Per-step time breakdown (step_trace_time.csv), in µs, as the Ascend tools compute it.
 
-    Computing = union of compute events (device kernels, else host operators);
+    Each step is measured over its :func:`step_windows` window. Computing =
+    union of compute events (device kernels, else host operators);
     Communication = union of communication *operators* (their tasks lie inside
-    them); Overlapped = their intersection. On a device run a step's time is
-    its device activity: Stage = first device start to last device end of the
-    events starting in the step, Free = Stage covered by neither, Preparing =
-    ProfilerStep start to the first device start. Host-only runs use the
-    ProfilerStep range itself, Preparing up to the first compute event.
+    them); Overlapped = their intersection; Stage = the window; Free = the
+    window covered by neither; Preparing = ProfilerStep start to the window's
+    start on a device run, else to the first compute event.
     """
-    numbers, starts, ends = step_spans(events)
+    numbers, host_starts, host_ends = step_spans(events)
+    _, starts, ends = step_windows(events)
     ts, dur = events["ts"], events["dur"]
     if len(events):
-        kind = events["kind"]
         comp_mask = _compute_mask(events)
         comm_mask = comm_op_mask(events)
-        device_mask = (kind == np.uint8(EventKind.KERNEL)) | (comm_mask & (events["device"] >= 0))
     else:
-        comp_mask = comm_mask = device_mask = np.zeros(0, bool)
-    dev_first, dev_last = _device_spans(events, device_mask, starts, ends)
-    on_device = dev_first >= 0
-    # device work launched in a step may end after its ProfilerStep: count it up to the next step's start
-    next_starts = np.append(starts[1:], np.iinfo(np.int64).max) if len(starts) else starts
-    cover_ends = np.where(on_device, np.minimum(np.maximum(ends, dev_last), next_starts), ends)
+        comp_mask = comm_mask = np.zeros(0, bool)
     has_comm = bool(comm_mask.any())
     first = np.full(len(numbers), -1, dtype=np.int64)
     if _is_sorted(ts):   # block by block, no per-event copies (the pipeline sorts every table)
-        computing = covered_per_bucket(ts, dur, comp_mask, starts, cover_ends)
-        communication = covered_per_bucket(ts, dur, comm_mask, starts, cover_ends) if has_comm else \
+        computing = covered_per_bucket(ts, dur, comp_mask, starts, ends)
+        communication = covered_per_bucket(ts, dur, comm_mask, starts, ends) if has_comm else \
             np.zeros(len(numbers), np.int64)
-        both = covered_per_bucket(ts, dur, comp_mask | comm_mask, starts, cover_ends) if has_comm else computing
+        both = covered_per_bucket(ts, dur, comp_mask | comm_mask, starts, ends) if has_comm else computing
         if len(numbers):
-            fs = _first_start(ts, comp_mask, starts, ends)
-            first = np.where(fs >= 0, fs - starts, -1)
+            fs = _first_start(ts, comp_mask, host_starts, host_ends)
+            first = np.where(fs >= 0, fs - host_starts, -1)
     else:
         cs, ms = ts[comp_mask], ts[comm_mask]
         ce, me = cs + dur[comp_mask], ms + dur[comm_mask]
-        computing = per_bucket_length(cs, ce, starts, cover_ends)
-        communication = per_bucket_length(ms, me, starts, cover_ends)
-        both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, cover_ends) \
-            if has_comm else computing
+        computing = per_bucket_length(cs, ce, starts, ends)
+        communication = per_bucket_length(ms, me, starts, ends)
+        both = per_bucket_length(np.concatenate([cs, ms]), np.concatenate([ce, me]), starts, ends) if has_comm \
+            else computing
         if len(cs) and len(numbers):
-            b = np.searchsorted(starts, cs, side="right") - 1
-            ok = (b >= 0) & (cs < ends[np.clip(b, 0, len(ends) - 1)])
+            b = np.searchsorted(host_starts, cs, side="right") - 1
+            ok = (b >= 0) & (cs < host_ends[np.clip(b, 0, len(host_ends) - 1)])
             first_start = np.full(len(numbers), np.iinfo(np.int64).max)
             np.minimum.at(first_start, b[ok], cs[ok])
-            first = np.where(first_start == np.iinfo(np.int64).max, -1, first_start - starts)
+            first = np.where(first_start == np.iinfo(np.int64).max, -1, first_start - host_starts)
     overlapped = computing + communication - both
-    stage = np.where(on_device, dev_last - dev_first, ends - starts)
+    stage = ends - starts
     free = stage - both
-    preparing = np.where(on_device, dev_first - starts, np.where(first >= 0, first, ends - starts))
+    windowed = (starts != host_starts) | (ends != host_ends)
+    preparing = np.where(windowed, starts - host_starts, np.where(first >= 0, first, host_ends - host_starts))
     us = lambda a: np.round(a / 1000.0, 3)  # noqa: E731
     comm_not_ov = communication - overlapped
     return Table("step_trace_time", STEP_TRACE_COLUMNS, {
@@ -539,7 +546,12 @@ def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarra
             if (from_file or k in KERNEL_TENSOR_COLUMNS) and k not in _KEYS_OF_COLUMNS and k not in _NOT_COLUMNS \
                     and not isinstance(v, (dict, list)):
                 extra[k] = None
-    for k in extra:
+    columns = list(extra)
+    tensors = [i for i, k in enumerate(columns) if k in KERNEL_TENSOR_COLUMNS]
+    if tensors:   # op_summary's six tensor columns together, in their order, where the first one was
+        rest = [k for k in columns if k not in KERNEL_TENSOR_COLUMNS]
+        columns = rest[:tensors[0]] + list(KERNEL_TENSOR_COLUMNS) + rest[tensors[0]:]
+    for k in columns:
         texts[k] = _text_codes(which, parsed, (k,), "N/A")
     wait_of = np.full(len(parsed), -1, dtype=np.int64)
     for i, obj in enumerate(parsed):

@@ -45,7 +45,7 @@ from typing import IO
 import numpy as np
 import orjson
 
-from ..analysis.analyzers import compute_rows, step_spans
+from ..analysis.analyzers import comm_op_mask, compute_rows, step_windows
 from ..analysis.intervals import union
 from ..analysis.textrows import RowBuilder
 from ..events import EventKind, EventTable
@@ -160,10 +160,10 @@ def overlap_segments(events: EventTable) -> dict[str, tuple[np.ndarray, np.ndarr
         seg = overlap_segments(events)
         computing_us = (seg["Computing"][1] - seg["Computing"][0]).sum() / 1000
     """
-    numbers, starts, ends = step_spans(events)
+    numbers, starts, ends = step_windows(events)
     starts, ends = starts.astype(np.int64), ends.astype(np.int64)
     if len(events):
-        comm_rows = np.flatnonzero(events["kind"] == np.uint8(EventKind.COMM))
+        comm_rows = np.flatnonzero(comm_op_mask(events))
         comp_rows = compute_rows(events)
     else:
         comm_rows = comp_rows = np.zeros(0, np.int64)

@@ -554,6 +554,10 @@ class _TraceReader:
         for ts, dur, name, args, stream, device, corr in hardware:
             if stream in comm_streams:
                 continue        # HCCL's own tasks, read from the HCCL process
+            if name.startswith("hcom_") or str(args.get("Accelerator Core", "")).upper() in _COMM_CORES:
+                cols.add(ts, dur, EventKind.COMM, name, comm_op_type(name), pid=self.pid, tid=stream, device=device,
+                         stream=stream, args=_args_text(args), corr=corr)
+                continue
             cols.add(ts, dur, EventKind.KERNEL, name, op_type_of(name), pid=self.pid, tid=stream, device=device,
                      stream=stream, args=_args_text(args), corr=corr)
         self._add_comm(cols)
