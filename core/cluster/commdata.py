@@ -12,7 +12,10 @@ Convention for :data:`EventKind.COMM <npuprof.events.EventKind>` events
   ``"src_rank"``, ``"dst_rank"`` (global ranks), ``"size"`` (bytes) and
   ``"transport"`` (``LOCAL``, ``HCCS``, ``PCIE``, ``RDMA``, ``SIO``, ``TCP``);
   it belongs to the operator of the same rank and group whose span holds its
-  start. A rank's copy into its own buffer is the link ``r-r`` (LOCAL).
+  start. A rank's copy into its own buffer is the link ``r-r`` (LOCAL);
+* any other **task** of an operator (``"task_type"`` in args, e.g. HCCL's
+  ``Notify_Wait`` or a ``Reduce_Inline`` without a peer) is neither: its time
+  is inside its operator's.
 
 Example::
 
@@ -89,10 +92,13 @@ def comm_events(events: EventTable) -> CommEvents:
     wait = np.array([float(p.get("wait_ns", 0) or 0) for p in parsed] or [0.0], dtype=np.float64)
     transport = np.array([str(p.get("transport", "UNKNOWN")) for p in parsed] or [""], dtype=object)
     is_link = (src >= 0) & (dst >= 0)
+    # a task of an operator (HCCL's Notify/Memcpy/Reduce tasks) that is no transfer: neither op nor link
+    is_task = np.array([("task_type" in p) for p in parsed] or [False], dtype=bool) & ~is_link
     types = comm.string_array("type") if len(comm) else np.zeros(0, dtype=object)
     names = comm.string_array("name") if len(comm) else np.zeros(0, dtype=object)
     types = np.where(types == "", names, types)
     link_mask = is_link[inv] if len(comm) else np.zeros(0, bool)
+    op_mask = ~(is_link | is_task)[inv] if len(comm) else np.zeros(0, bool)
 
     def cols(mask: np.ndarray, with_links: bool) -> dict:
         sel = inv[mask]
@@ -103,7 +109,7 @@ def comm_events(events: EventTable) -> CommEvents:
             out.update({"src": src[sel], "dst": dst[sel], "transport": transport[sel]})
         return out
 
-    return CommEvents(ops=cols(~link_mask, False), links=cols(link_mask, True))
+    return CommEvents(ops=cols(op_mask, False), links=cols(link_mask, True))
 
 
 def is_p2p(op_type: str) -> bool:
