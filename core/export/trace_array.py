@@ -30,7 +30,7 @@ What differs is the layout the Ascend tools look for by process name:
 
 There is no top-level object, hence no ``baseTimeNanoseconds``: keep the
 Kineto file for HTA and absolute time. npuprof reads this form back
-(:func:`npuprof.integrations.mindspore.ascend_output.read_ascend_output`).
+(:func:`npuprof.readers.ascend_output.read_ascend_output`).
 
 Example::
 
