@@ -254,24 +254,28 @@ def test_bad_optional_column_list_is_an_undecodable_record(cols):
 
 
 # -- sqlite -----------------------------------------------------------------------------------------
-def test_sqlite_export_has_connection_ids(tmp_path):
+def test_ascend_db_carries_the_launch_links(tmp_path):
+    """Each linked host operator's CONNECTION_IDS entry and its device tasks' TASK.connectionId are its corr."""
     from npuprof.analysis.result import AnalysisResult
-    from npuprof.export.sqlite_db import write_db
-
-    ev = linked_table(20)
+    from npuprof.export.ascend_db import write_ascend_db
     from npuprof.runinfo import RunInfo
 
+    ev = linked_table(20)
     res = AnalysisResult(run_dir=tmp_path, info=RunInfo(run_dir=tmp_path), events=ev)
-    path = write_db(res, tmp_path / "x.db")
-    con = sqlite3.connect(path)
-    rows = con.execute("SELECT e.connectionId, s.value FROM EVENTS e JOIN STRING_IDS s ON s.id = e.name").fetchall()
+    con = sqlite3.connect(write_ascend_db(res, tmp_path))
+    host = con.execute("SELECT s.value, c.connectionId FROM PYTORCH_API p JOIN STRING_IDS s ON s.id = p.name "
+                       "LEFT JOIN CONNECTION_IDS c ON c.id = p.connectionId").fetchall()
+    tasks = con.execute("SELECT s.value, t.connectionId FROM TASK t JOIN COMPUTE_TASK_INFO c "
+                        "ON c.globalTaskId = t.globalTaskId JOIN STRING_IDS s ON s.id = c.name").fetchall()
     con.close()
     by_name = defaultdict(list)
-    for cid, name in rows:
+    for name, cid in host + tasks:
         by_name[name].append(cid)
     for i in range(len(ev)):
         c = int(ev["corr"][i])
-        assert by_name[ev.strings[ev["name"][i]]] == [c if c >= 0 else None]
+        if ev["kind"][i] in (EventKind.OP, EventKind.API, EventKind.KERNEL):   # API level "T": not CANN's
+            unlinked = 4294967295 if ev["kind"][i] == EventKind.KERNEL else None
+            assert by_name[ev.strings[ev["name"][i]]] == [c if c >= 0 else unlinked]
 
 
 # -- the link column costs no memory when nothing is linked ------------------------------------------------

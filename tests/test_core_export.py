@@ -71,13 +71,26 @@ def test_step_trace_rows_equal_recorded_steps(run):
     assert all(float(r["Free"]) > 0 for r in rows)
 
 
-def test_sqlite_export(run):
-    db = run.run_dir / "ASCEND_PROFILER_OUTPUT" / "ascend_npuprof_profiler_2.db"
-    con = sqlite3.connect(db)
-    n = con.execute("SELECT count(*) FROM EVENTS").fetchone()[0]
-    names = {r[0] for r in con.execute("SELECT s.value FROM EVENTS e JOIN STRING_IDS s ON e.name = s.id")}
-    assert n == len(run.events) and "train" in names
-    assert con.execute("SELECT value FROM META_DATA WHERE name='RANK_ID'").fetchone()[0] == "2"
+def test_ascend_db_export(run):
+    """export_type db writes the Ascend profiler database (torch_npu's schema) and its analysis database."""
+    out = run.run_dir / "ASCEND_PROFILER_OUTPUT"
+    assert not list(out.glob("*.tmp.*"))
+    con = sqlite3.connect(out / "ascend_mindspore_profiler_2.db")
+    meta = dict(con.execute("SELECT name, value FROM META_DATA"))
+    assert meta["SCHEMA_VERSION"] == "1.0.0"
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "TASK" not in tables and "EVENTS" not in tables      # a host-only run: no device task invented
+    assert ("PYTORCH_API" in tables) == bool((run.events["kind"] == EventKind.OP).any())   # no empty tables
+    ranges = {r[0] for r in con.execute("SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message "
+                                        "WHERE m.eventType = 2")}
+    assert "train" in ranges
+    steps = con.execute("SELECT id FROM STEP_TIME ORDER BY startNs").fetchall()
+    assert [s for (s,) in steps] == [0, 1, 2]
+    assert con.execute("SELECT rankId FROM RANK_DEVICE_MAP").fetchall() == [(2,)]
+    ana = sqlite3.connect(out / "communication_analyzer.db")
+    with open(out / "step_trace_time.csv", newline="") as fh:
+        csv_rows = [(r["Step"], float(r["Computing"]), float(r["Free"])) for r in csv.DictReader(fh)]
+    assert ana.execute("SELECT step, computing, free FROM StepTraceTime").fetchall() == csv_rows
 
 
 def test_step_trace_breakdown_from_events():

@@ -4,7 +4,9 @@ text: trace_view.json (Kineto object form), kernel_details.csv,
 op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
 range_statistic.csv and host_usage.csv; with recorded shapes also
 operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
-db: ascend_npuprof_profiler_{rank}.db.
+db: the Ascend profiler database ``ascend_{pytorch|mindspore}_profiler_{rank}.db``
+(:mod:`npuprof.export.ascend_db`) and its ``analysis.db`` / ``communication_analyzer.db``
+(:mod:`npuprof.export.analysis_db`).
 ``analyse.done`` is written last, as torch_npu does.
 """
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Optional
 
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
-from ..export.sqlite_db import write_db
+from ..export.analysis_db import write_analysis_db
+from ..export.ascend_db import write_ascend_db
 from ..export.trace_json import trace_settings, write_trace
 from ..export.writer import ExportTarget
 from ..fileio import atomic_write
@@ -39,6 +42,7 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")
     if target.db:
-        written.append(write_db(result, out_dir / f"ascend_npuprof_profiler_{result.rank}.db"))
+        written.append(write_ascend_db(result, out_dir))
+        written.append(write_analysis_db(result, out_dir))
     written.append(atomic_write(out_dir / "analyse.done", ""))
     return written

@@ -1,0 +1,121 @@
+"""The analysis database beside the Ascend profiler database: ``StepTraceTime`` and ``CommAnalyzer*``.
+
+torch_npu writes it as ``analysis.db`` next to ``ascend_pytorch_profiler_{rank}.db``;
+msprof-analyze looks for it as ``communication_analyzer.db`` in a MindSpore
+layout run, so the name follows :func:`npuprof.export.ascend_db.db_framework`.
+Contents, as torch_npu's files have them:
+
+* ``StepTraceTime``: npuprof's ``step_trace_time`` table (µs), one row per step;
+* ``CommAnalyzerTime`` / ``CommAnalyzerBandwidth`` / ``CommAnalyzerMatrix``:
+  the rank's ``communication.json`` / ``communication_matrix.json`` contents
+  (same definitions, :mod:`npuprof.cluster.commdata`) in rows; ``group_name``
+  is the group's hash as torch_npu writes it (:func:`group_hash`), times in ms,
+  sizes in MB, bandwidths in GB/s. Written only when the run has communication.
+
+Example::
+
+    path = write_analysis_db(result, out_dir)     # out_dir/communication_analyzer.db
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..analysis.result import AnalysisResult
+from ..analysis.table import _pylist
+from .ascend_db import db_framework
+from .sqlite_db import building_db, create_table, insert_rows
+
+STEP_TRACE_TIME = [("step", "TEXT"), ("computing", "NUMERIC"), ("communication_not_overlapped", "NUMERIC"),
+                   ("overlapped", "NUMERIC"), ("communication", "NUMERIC"), ("free", "NUMERIC"), ("stage", "NUMERIC"),
+                   ("bubble", "NUMERIC"), ("communication_not_overlapped_and_exclude_receive", "NUMERIC"),
+                   ("preparing", "NUMERIC")]
+STEP_TRACE_SOURCE = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
+                     "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
+COMM_TIME = [("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("start_timestamp", "NUMERIC"),
+             ("elapse_time", "NUMERIC"), ("transit_time", "NUMERIC"), ("wait_time", "NUMERIC"),
+             ("synchronization_time", "NUMERIC"), ("idle_time", "NUMERIC"), ("step", "TEXT"), ("type", "TEXT")]
+COMM_BANDWIDTH = [("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("transport_type", "TEXT"),
+                  ("transit_size", "NUMERIC"), ("transit_time", "NUMERIC"), ("bandwidth", "NUMERIC"),
+                  ("large_packet_ratio", "NUMERIC"), ("package_size", "NUMERIC"), ("count", "NUMERIC"),
+                  ("total_duration", "NUMERIC"), ("step", "TEXT"), ("type", "TEXT")]
+COMM_MATRIX = [("hccl_op_name", "TEXT"), ("group_name", "TEXT"), ("src_rank", "TEXT"), ("dst_rank", "TEXT"),
+               ("transport_type", "TEXT"), ("transit_size", "NUMERIC"), ("transit_time", "NUMERIC"),
+               ("bandwidth", "NUMERIC"), ("step", "TEXT"), ("type", "TEXT"), ("op_name", "TEXT")]
+TOTAL = "Total Op Info"
+
+
+def analysis_db_name(result: AnalysisResult) -> str:
+    return "analysis.db" if db_framework(result) == "pytorch" else "communication_analyzer.db"
+
+
+def group_hash(group: str) -> str:
+    """A communication group's name as torch_npu's analysis.db and msprof-analyze write it:
+    two 32-bit polynomial string hashes (factors 29 and 131), the first in the high bits.
+
+    Example::
+
+        >>> group_hash("90.91.105.46%enp189s0f0_60000_0_1736410538306028")
+        '17148521525495523210'
+    """
+    a = b = 0
+    for ch in group:
+        a = (a * 29 + ord(ch)) & 0xFFFFFFFF
+        b = (b * 131 + ord(ch)) & 0xFFFFFFFF
+    return str((a << 32) | b)
+
+
+def _split(op_key: str) -> tuple[str, str]:
+    name, _, group = op_key.rpartition("@")
+    return (name, group) if name else (op_key, "")
+
+
+def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
+    """Write ``out_dir/{analysis|communication_analyzer}.db`` (temporary name, then renamed); its path."""
+    path = Path(out_dir) / analysis_db_name(result)
+    with building_db(path) as con:
+        create_table(con, "StepTraceTime", STEP_TRACE_TIME)
+        steps = result.tables.get("step_trace_time")
+        if steps is not None and len(steps):
+            cols = [_pylist(steps.block(0, len(steps))[c]) for c in STEP_TRACE_SOURCE]
+            insert_rows(con, "StepTraceTime", len(STEP_TRACE_TIME),
+                        [(str(r[0]), *r[1:]) for r in zip(*cols)])
+        _write_communication(con, result)
+    return path
+
+
+def _write_communication(con, result: AnalysisResult) -> None:
+    # the same definitions as the rank's communication.json (the cluster layer owns them; imported here, not copied)
+    from ..cluster.commdata import comm_events, communication_json, communication_matrix_json
+
+    comm = comm_events(result.events)
+    if not comm.has_ops:
+        return
+    times, bandwidths, matrix = [], [], []
+    for step, kinds in communication_json(comm).items():
+        for kind, ops in kinds.items():
+            for key, op in ops.items():
+                if key == TOTAL:
+                    continue
+                name, group = _split(key)
+                t = op["Communication Time Info"]
+                group_id = group_hash(group)
+                times.append((name, group_id, t["Start Timestamp(us)"], t["Elapse Time(ms)"], t["Transit Time(ms)"],
+                              t["Wait Time(ms)"], t["Synchronization Time(ms)"], t["Idle Time(ms)"], step, kind))
+                for transport, bw in op["Communication Bandwidth Info"].items():
+                    for size, (count, duration) in bw["Size Distribution"].items():
+                        bandwidths.append((name, group_id, transport, bw["Transit Size(MB)"], bw["Transit Time(ms)"],
+                                           bw["Bandwidth(GB/s)"], bw["Large Packet Ratio"], float(size), count,
+                                           duration, step, kind))
+    for step, kinds in communication_matrix_json(comm).items():
+        for kind, ops in kinds.items():
+            for key, links in ops.items():
+                name, group = _split(key)
+                for link, v in links.items():
+                    src, _, dst = link.partition("-")
+                    matrix.append((name, group_hash(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
+                                   v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v["Op Name"]))
+    for table, columns, rows in (("CommAnalyzerTime", COMM_TIME, times),
+                                 ("CommAnalyzerBandwidth", COMM_BANDWIDTH, bandwidths),
+                                 ("CommAnalyzerMatrix", COMM_MATRIX, matrix)):
+        create_table(con, table, columns)
+        insert_rows(con, table, len(columns), rows)
