@@ -16,11 +16,13 @@ Example::
     npuprof analyse ./torch_run/rank0_ascend_pt -o ./analysed
     npuprof export summary --format json -dir ./npuprof_data
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
+    npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -99,7 +101,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
 
-    if args.what == "ascend":
+    if args.what in ("ascend", "db"):
         return _export_ascend(args)
     root = Path(args.dir)
     results = _read(args.dir)
@@ -122,6 +124,9 @@ def _export_ascend(args: argparse.Namespace) -> int:
         raise ProfilerConfigError("-o", args.output, "an output directory for the copies (-o OUT)")
     plan = plan_ascend_export(args.dir, args.output)
     results = _read(args.dir)
+    if args.what == "db":   # the same copies, with the Ascend profiler database whatever the run asked for
+        for res in results:
+            res.info = dataclasses.replace(res.info, export_type=tuple(dict.fromkeys((*res.info.export_type, "db"))))
     for copy in write_ascend_copies(plan, results):
         print(copy)
     return _report_problems(results)
@@ -208,10 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="export timeline or summary files, or a copy of each run for the Ascend "
                                       "tools (trace_view.json as a JSON array)")
-    e.add_argument("what", choices=["timeline", "summary", "ascend"])
+    e.add_argument("what", choices=["timeline", "summary", "ascend", "db"],
+                   help="db: as ascend, each copy also holding ascend_{pytorch|mindspore}_profiler_{rank}.db and its "
+                        "analysis database (msprof-analyze cluster -m <recipe>, MindStudio Insight)")
     e.add_argument("-dir", "--dir", required=True)
     e.add_argument("-o", "--output", default=None,
-                   help="ascend: directory for the copies (outside -dir); timeline/summary: where another "
+                   help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
     e.add_argument("--format", choices=["csv", "json"], default="csv")
     e.add_argument("--gzip", action="store_true", help="gzip the timeline")

@@ -83,9 +83,34 @@ def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
     return path
 
 
+def _matrix_per_op(comm) -> list:
+    """CommAnalyzerMatrix rows of the MindSpore layout: links summed per operator instance and src-dst."""
+    from ..cluster.commdata import MB, _step_key, is_p2p, link_owners, op_instance_names
+
+    owner = link_owners(comm)
+    names = op_instance_names(comm)
+    agg: dict = {}
+    for i in range(len(comm.links["ts"])):
+        o = int(owner[i])
+        if o < 0:
+            continue
+        name, group = _split(names[o])
+        kind = "p2p" if is_p2p(str(comm.ops["type"][o])) else "collective"
+        key = (_step_key(int(comm.ops["step"][o])), kind, name, group, int(comm.links["src"][i]),
+               int(comm.links["dst"][i]))
+        a = agg.setdefault(key, [str(comm.links["transport"][i]), 0.0, 0.0])
+        a[1] += float(comm.links["size"][i]) / MB
+        a[2] += float(comm.links["dur"][i]) / 1e6
+    return [(name, group_hash(group), str(src), str(dst), tr, round(s_mb, 6), round(t_ms, 6),
+             round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0, step, kind)
+            for (step, kind, name, group, src, dst), (tr, s_mb, t_ms) in agg.items()]
+
+
 def _write_communication(con, result: AnalysisResult) -> None:
     # the same definitions as the rank's communication.json (the cluster layer owns them; imported here, not copied)
     from ..cluster.commdata import comm_events, communication_json, communication_matrix_json
+
+    pytorch_layout = db_framework(result) == "pytorch"
 
     comm = comm_events(result.events)
     if not comm.has_ops:
@@ -106,16 +131,20 @@ def _write_communication(con, result: AnalysisResult) -> None:
                         bandwidths.append((name, group_id, transport, bw["Transit Size(MB)"], bw["Transit Time(ms)"],
                                            bw["Bandwidth(GB/s)"], bw["Large Packet Ratio"], float(size), count,
                                            duration, step, kind))
-    for step, kinds in communication_matrix_json(comm).items():
-        for kind, ops in kinds.items():
-            for key, links in ops.items():
-                name, group = _split(key)
-                for link, v in links.items():
-                    src, _, dst = link.partition("-")
-                    matrix.append((name, group_hash(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
-                                   v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v["Op Name"]))
+    if pytorch_layout:   # torch_npu: per op type, the link's task in op_name
+        for step, kinds in communication_matrix_json(comm).items():
+            for kind, ops in kinds.items():
+                for key, links in ops.items():
+                    name, group = _split(key)
+                    for link, v in links.items():
+                        src, _, dst = link.partition("-")
+                        matrix.append((name, group_hash(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
+                                       v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v["Op Name"]))
+    else:                # MindSpore/msprof: per operator instance, no op_name column
+        matrix = _matrix_per_op(comm)
+    matrix_columns = COMM_MATRIX if pytorch_layout else COMM_MATRIX[:-1]
     for table, columns, rows in (("CommAnalyzerTime", COMM_TIME, times),
                                  ("CommAnalyzerBandwidth", COMM_BANDWIDTH, bandwidths),
-                                 ("CommAnalyzerMatrix", COMM_MATRIX, matrix)):
+                                 ("CommAnalyzerMatrix", matrix_columns, matrix)):
         create_table(con, table, columns)
         insert_rows(con, table, len(columns), rows)

@@ -18,7 +18,9 @@ OP                  ``PYTORCH_API`` type op (50001); launch links via
 API                 ``CANN_API`` when its level is a CANN one (acl, runtime,
                     node, model, hccl), else ``PYTORCH_API`` type trace (50003)
 KERNEL              ``TASK`` + ``COMPUTE_TASK_INFO``
-COMM operator       ``COMMUNICATION_OP``
+COMM operator       ``COMMUNICATION_OP``; one run by the host (``device`` < 0,
+                    no link) is its own HCCL-level call: a ``CANN_API`` row
+                    with the operator's span and ``connectionId``
 COMM task / link    ``TASK`` + ``COMMUNICATION_TASK_INFO`` (``opId`` = the
                     operator of its group whose span holds its start)
 ==================  ==============================================================
@@ -486,11 +488,25 @@ class _AscendDbWriter:
                                                  self._links(rows).tolist(), args):
             group = str(a.get("group", a.get("group_name", "default")))
             count = _first(a, ("count", "Count"))
+            if link == INVALID and ev["device"][r] < 0:
+                link = self._host_collective_call(r, name)
             out.append((name, t, end, link, self.strings.id(group), self.comm_op_rows[r], 0, 0,
                         DATA_TYPES.get(str(_first(a, ("data_type", "dataType")) or "N/A").upper(), NOT_AVAILABLE),
                         self._text_id(a, ("alg_type", "algType")), None if count is None else float(count),
                         typ if ev.strings[ev["type"][r]] else name))
         self._insert("COMMUNICATION_OP", out)
+
+    def _host_collective_call(self, row: int, name: int) -> int:
+        """A collective run by the host (CPU: no device task) is its own HCCL-level call: its CANN_API row
+        spans the operator itself and shares its connectionId, as msprof-analyze joins them."""
+        ev = self.ev
+        link = self.next_free_corr
+        self.next_free_corr += 1
+        self.cann_ids.add(link)
+        ts = int(ev["ts"][row])
+        gtid = int(global_tid(ev["pid"][row:row + 1], ev["tid"][row:row + 1])[0])
+        self._insert("CANN_API", [(ts, ts + int(ev["dur"][row]), CANN_API_LEVELS["hccl"], gtid, link, name)])
+        return link
 
     def _comm_tasks(self, rows: np.ndarray) -> None:
         ev = self.ev
