@@ -185,21 +185,23 @@ def run_kill(out: Path, work: Path, tag: str, mode: str, delay: float, *, phase:
     outcome.run_dirs = runs
     found: dict = {}
     for run in runs:
+        if not any(p.is_file() for p in run.rglob("*")):
+            continue   # killed before anything reached the disk: nothing to analyse (a data error, not 0 events)
         try:
             res = analyse_run(run)
         except Exception as e:  # noqa: BLE001 - report any failure with the evidence
             raise AssertionError(f"{tag}: analysing {run} after {mode} failed: {type(e).__name__}: {e}\n"
                                  f"files: {sorted(str(p.relative_to(run)) for p in run.rglob('*'))}") from e
-        outcome.states.append(res.info.get("npuprof", {}).get("state"))
+        outcome.states.append(res.info.state or None)
         outcome.warnings.extend(res.warnings)
         outcome.sources.update(res.events.column_strings("source"))
-        clock = res.info.get("npuprof", {}).get("clock")
+        clock = res.info.clock
         marks = res.events.select(res.events["kind"] == 2)
         if not len(marks):
             continue
         if clock is None:
             raise AssertionError(f"{tag}: {run} has events but no clock anchor in profiler_info")
-        offset = int(clock["realtime_ns"]) - int(clock["monotonic_ns"])
+        offset = clock.offset_ns
         names = marks.column_strings("name")
         mono = marks["ts"] - offset
         for name, t in zip(names, mono.tolist()):

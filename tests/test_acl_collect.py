@@ -51,7 +51,8 @@ def make_app(root: Path) -> Path:
 def op_stats(prof_dir: Path) -> dict:
     import csv
 
-    with open(prof_dir / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv") as fh:
+    out = prof_dir.parent / "npuprof_output" / prof_dir.name   # CANN's PROF_ dir stays read-only
+    with open(out / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv") as fh:
         return {r["OP Type"]: r for r in csv.DictReader(fh)}
 
 

@@ -106,7 +106,7 @@ def test_stop_step_beyond_the_run_ends_the_window_with_the_run(tmp_path):
                             callback_kwargs={"start_step": 4, "stop_step": 100}))
     res = analyse(facts["saved_runs"][0])
     assert step_numbers(res) == [3, 4, 5]                    # steps 4..6, no empty trailing step
-    assert res.info["npuprof"]["partial"] is False
+    assert res.info.partial is False
     late = ok(run_scenario("model_train", tmp_path / "late", epochs=1, n=12,
                            callback_kwargs={"start_step": 50, "stop_step": 60}))
     assert late["saved_runs"] == [] and "no step of this run fell in the window" in late["stderr"]
@@ -179,7 +179,7 @@ def test_training_error_reaches_the_user_and_the_window_is_kept(tmp_path):
     assert facts["analysed"] == [run]
     res = analyse(run)
     assert step_numbers(res)[:4] == [1, 2, 3, 4]             # MindSpore steps 2..5 ran before the error
-    assert res.info["npuprof"]["partial"] is True
+    assert res.info.partial is True
     assert_real_compute_ops(res)
 
 

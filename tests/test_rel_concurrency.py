@@ -213,7 +213,7 @@ def test_forked_child_cannot_disturb_the_parents_run(tmp_path):
     names = set(rs.marks_of(res).tolist()) | set(res.events.column_strings("name"))
     assert {"parent-before", "parent-after"} <= names
     assert not {"child-mark", "child-range"} & names
-    assert res.info["npuprof"]["state"] == "stopped"
+    assert res.info.state == "stopped"
 
 
 def test_stop_or_step_from_inside_on_trace_ready_is_safe(tmp_path, caplog):
@@ -237,7 +237,7 @@ def test_stop_or_step_from_inside_on_trace_ready_is_safe(tmp_path, caplog):
     assert active_recorder() is None
     runs = sorted((tmp_path / "out").glob("*_ascend_*"))
     assert runs == prof.saved_runs                       # no extra window was opened
-    assert analyse_run(runs[0]).info["npuprof"]["state"] == "stopped"
+    assert analyse_run(runs[0]).info.state == "stopped"
     messages = [r.getMessage() for r in caplog.records]
     assert any("prof.step() called from inside on_trace_ready" in m for m in messages)
     assert sum("step() takes no effect" in m for m in messages) == 1      # said once, not every step

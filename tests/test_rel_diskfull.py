@@ -81,7 +81,10 @@ def test_write_error_warns_once_stops_collecting_keeps_earlier_data(tmp_path, mo
     assert os.strerror(err) in info["collection_error"]
     assert info["events_dropped"] >= 1000
     monkeypatch.undo()                # analysis writes its outputs normally
+    from npuprof.export.writer import export_result
+
     res = analyse_run(run)
+    export_result(res)
     names = set(rs.marks_of(res).tolist())
     assert {f"ok:{i}" for i in range(1000)} <= names
     assert not any(n.startswith(("lost:", "after:")) for n in names)
@@ -178,7 +181,7 @@ def test_efbig_under_rlimit_fsize(tmp_path):
     cfg = {"out": str(out), "steps": 2400, "marks": 40, "flush": 0.05, "fsize": 4 << 20}
     proc, truth, failed_at = _run_child([sys.executable, str(CHILD), json.dumps(cfg)])
     checked = _check_child(proc, truth, failed_at, out, "File too large")
-    info = checked["result"].info["npuprof"]
+    info = checked["result"].info.raw["npuprof"]
     assert info["state"] == "stopped" and "File too large" in info["collection_error"]
     assert info["events_dropped"] > 0
     rs.COUNTS["write faults injected"] += 1

@@ -78,10 +78,10 @@ def test_offline_analysis_of_a_tensorboard_logdir(tf_logdir, tmp_path):
     logdir = tmp_path / "logs"
     shutil.copytree(tf_logdir, logdir)
     assert plugin.npuprof_recognise_run(logdir) is True
-    [res] = npuprof.analyse(logdir)
-    types = {r["OP Type"] for r in exported(res.run_dir, "op_statistic.csv")}
+    [res] = npuprof.analyse(logdir, output_path=tmp_path / "out")   # TensorFlow's files: outputs elsewhere
+    types = {r["OP Type"] for r in exported(tmp_path / "out" / logdir.name, "op_statistic.csv")}
     assert "Relu" in types and any("MatMul" in t for t in types)
-    steps = exported(res.run_dir, "step_trace_time.csv")
+    steps = exported(tmp_path / "out" / logdir.name, "step_trace_time.csv")
     assert [int(r["Step"]) for r in steps] == [0, 1, 2]
 
 
