@@ -40,9 +40,6 @@ BUILTIN_PLUGINS = {
     "cluster": "npuprof.cluster.plugin",
     "report": "npuprof.report.plugin",
     "ascend": "npuprof.plugins.ascend",
-    "ascend_db": "npuprof.plugins.ascend_db",
-    "foreign": "npuprof.plugins.foreign",
-    "dynamic": "npuprof.plugins.dynamic",
 }
 
 

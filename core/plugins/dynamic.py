@@ -1,1 +1,0 @@
-"""Built-in plugin: the ``npuprof dynamic`` command (see :mod:`npuprof.dynamic_profile`)."""

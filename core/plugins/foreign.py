@@ -1,2 +1,0 @@
-"""Built-in plugin: reads CANN msprof timeline exports and Kineto / Chrome
-traces (see :mod:`npuprof.readers`)."""
