@@ -67,8 +67,9 @@ def main() -> int:
     check(acl.rt.reset_device(args.device), "acl.rt.reset_device")
     check(acl.finalize(), "acl.finalize")                 # 10. check acl.finalize's return, as the docs ask
 
-    for prof_dir in prof.prof_dirs:                       # import what CANN wrote (msprof exports first)
-        for result in npuprof.analyse(prof_dir):
+    for prof_dir in prof.prof_dirs:                       # import what CANN wrote (msprof exports first);
+        # CANN's PROF_ directory stays as it is: npuprof's outputs go beside it
+        for result in npuprof.analyse(prof_dir, output_path=prof_dir.parent / "npuprof_output"):
             print(f"{prof_dir.name}: {len(result.events)} events")
             for row in result.tables["op_statistic"].rows():
                 print("   ", row)

@@ -27,7 +27,8 @@ def run_example(name: str, out: Path) -> str:
 def test_collect_to_file_example(tmp_path):
     out = run_example("pyacl_collect_to_file.py", tmp_path)
     assert "['0', 'Conv2D', 'AI_CORE', 5, 600.0" in out
-    assert len(list((tmp_path / "prof").glob("PROF_*/ASCEND_PROFILER_OUTPUT/op_statistic.csv"))) == 1
+    assert len(list((tmp_path / "prof").glob("npuprof_output/PROF_*/ASCEND_PROFILER_OUTPUT/op_statistic.csv"))) == 1
+    assert not list((tmp_path / "prof").glob("PROF_*/ASCEND_PROFILER_OUTPUT"))   # CANN's files untouched
 
 
 @pytest.mark.slow

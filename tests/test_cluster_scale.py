@@ -143,7 +143,11 @@ def test_communication_matrix_and_duckdb_query(job, results):
 
 @pytest.mark.slow
 def test_per_rank_msprof_communication_files_written(job, results):
+    from npuprof.export.writer import analyse_and_export
+
     run = next(job.root.glob("node1-rank9_*"))
+    assert not (run / "ASCEND_PROFILER_OUTPUT" / "communication.json").exists()   # cluster analysis only reads
+    analyse_and_export(run)                                                       # npuprof analyse writes them
     comm = json.loads((run / "ASCEND_PROFILER_OUTPUT" / "communication.json").read_text())
     op = comm["step2"]["collective"]["hcom_allReduce_2@world"]
     info = op["Communication Time Info"]
