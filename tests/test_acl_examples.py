@@ -36,4 +36,4 @@ def test_subscription_example(tmp_path):
     out = run_example("pyacl_subscribe_ops.py", tmp_path)
     assert "20 op records; reader thread alive: False" in out
     assert out.count("conv1 (Conv2D) 120 us") == 10
-    assert "['0', 'Conv2D', 'AI_CORE', 10, 1200.0" in out
+    assert "['0', 'Conv2D', 'N/A', 10, 1200.0" in out
