@@ -37,6 +37,7 @@ def real2(tmp_path_factory):
     out = tmp_path_factory.mktemp("real2")
     run_ms_ranks(out, steps=6, world=2)
     ensure_cluster_plugin()
+    assert main(["analyse", str(out), "--quiet"]) == 0     # each rank's outputs (cluster analysis only reads)
     assert main(["cluster", str(out), "--traces", "--quiet"]) == 0
     return out
 
