@@ -32,8 +32,15 @@ def ok(facts: dict) -> dict:
     return facts
 
 
-def analyse(run_dir: str):
-    (res,) = npuprof.analyse(run_dir)
+def analyse(run_dir: str, output_path=None):
+    """npuprof's own runs are written in place; MindSpore's own directories (read-only) under the test's tmp."""
+    import tempfile
+
+    from npuprof.runinfo import origin_of, RunOrigin
+
+    if output_path is None and origin_of(Path(run_dir)) is not RunOrigin.NPUPROF:
+        output_path = Path(tempfile.mkdtemp())
+    (res,) = npuprof.analyse(run_dir, output_path=output_path)
     return res
 
 
