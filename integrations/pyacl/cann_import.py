@@ -2,9 +2,10 @@
 
 Sources, in order of preference:
 
-* ``msprof_*.db`` (``PROF_x/`` or its ``mindstudio_profiler_output/``):
-  TASK + COMPUTE_TASK_INFO -> KERNEL, CANN_API -> API, MSTX_EVENTS ->
-  RANGE/MARK, COMMUNICATION_OP -> COMM;
+* ``msprof_*.db`` (``PROF_x/`` or its ``mindstudio_profiler_output/``), read
+  by :mod:`npuprof.readers.ascend_db` (the reader of every Ascend profiler
+  database): TASK + COMPUTE_TASK_INFO -> KERNEL, CANN_API -> API,
+  MSTX_EVENTS -> RANGE/MARK, COMMUNICATION_OP (and its tasks) -> COMM;
 * text exports in ``mindstudio_profiler_output/``: ``op_summary_*.csv``
   (else ``task_time_*.csv``) -> KERNEL, the ``msprof_*.json`` timeline's
   CANN process -> API (and its Communication process -> COMM), and
@@ -41,7 +42,6 @@ import math
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -52,6 +52,7 @@ from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
+from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
 
 log = logging.getLogger("npuprof")
@@ -431,131 +432,16 @@ def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
     return EventTable.concat(tables)
 
 
-class _BadCell(ValueError):
-    """A database cell that cannot be the number its column holds."""
+def read_db(path: Path, warn: Warn) -> EventTable:
+    """msprof_*.db -> KERNEL, API, RANGE/MARK, COMM events, read by the shared
+    reader of the Ascend profiler databases (:mod:`npuprof.readers.ascend_db`:
+    by column name, each table and optional column optional).
 
-
-def _db_int(value: Any, what: str, default: Optional[int] = None) -> int:
-    """An integer sqlite cell (NULL -> ``default``); raises _BadCell naming ``what``."""
-    if value is None:
-        if default is None:
-            raise _BadCell(f"{what} is NULL")
-        return default
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
-        return int(value)
-    shown = repr(value)
-    raise _BadCell(f"{what} is {shown[:40] + '...' if len(shown) > 40 else shown}")
-
-
-def _db_plain(value: Any) -> Any:
-    """A cell for the args JSON: numbers and text as they are, anything else as text."""
-    if value is None or isinstance(value, (int, str)) or isinstance(value, float) and math.isfinite(value):
-        return value
-    return str(value)
-
-
-def _db_rows(query: Any, convert: Callable[[tuple], Optional[tuple]], table: str, warn: Warn, path: Path) -> list:
-    """convert() each row of ``query``; rows with a bad cell are skipped with one warning."""
-    rows, bad, first = [], 0, ""
-    for rec in query:
-        try:
-            row = convert(rec)
-        except _BadCell as e:
-            bad += 1
-            first = first or str(e)
-            continue
-        if row is not None:
-            rows.append(row)
-    if bad:
-        warn(f"{path}: {bad} row(s) of table {table} skipped (first: {first})")
-    return rows
-
-
-def read_db(path: Path, warn: Warn) -> Optional[EventTable]:
-    """msprof_*.db -> KERNEL, API, RANGE/MARK, COMM events (missing tables are skipped).
-
-    A row with a NULL or non-numeric time, or a number too large for its
-    column, is skipped with a warning naming the file and table; the other
-    rows are imported. NULL ids (thread, stream, device) become unknown (-1
-    or 0). A database sqlite cannot query raises ProfilerDataError.
+    A row with an unreadable time or id is skipped with a warning naming the
+    file and table; a file that is not a readable database, or holds no event,
+    raises ProfilerDataError naming it.
     """
-    check_input_file(path)
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as e:
-        raise ProfilerDataError(path, f"cannot be opened as sqlite ({e})") from None
-    try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        strings = dict(con.execute("SELECT id, value FROM STRING_IDS")) if "STRING_IDS" in tables else {}
-
-        def s(v: Any) -> str:   # a STRING_IDS id (or inline text) -> text
-            v = strings.get(v, v)
-            return v if isinstance(v, str) else "" if v is None else str(v)
-
-        cols = lambda t: {r[1] for r in con.execute(f"PRAGMA table_info({t})")}  # noqa: E731
-        out = []
-        if "TASK" in tables:
-            has_info = "COMPUTE_TASK_INFO" in tables and {"globalTaskId", "name"} <= cols("COMPUTE_TASK_INFO")
-            info_type = "c.opType" if has_info and "opType" in cols("COMPUTE_TASK_INFO") else "NULL"
-            conn = "t.connectionId" if "connectionId" in cols("TASK") else "NULL"
-            sql = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskType, t.modelId, t.taskId, {conn}, "
-                   + (f"c.name, {info_type} FROM TASK t LEFT JOIN COMPUTE_TASK_INFO c "
-                      "ON c.globalTaskId = t.globalTaskId" if has_info else "NULL, NULL FROM TASK t"))
-
-            def task(rec: tuple) -> Optional[tuple]:
-                st, en, dev, stream, ttype, model, task_id, conn_id, name, optype = rec
-                if name is None:
-                    return None  # non-compute tasks (communication, memcpy) are not kernels of an op
-                t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
-                sid = _db_int(stream, "streamId", -1)
-                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), sid, sid, 0,
-                        json.dumps({"Model ID": _db_plain(model), "Task ID": _db_plain(task_id),
-                                    "Task Type": s(ttype)}), link_id(conn_id))
-
-            out.append(_events(EventKind.KERNEL, _db_rows(con.execute(sql), task, "TASK", warn, path), warn, path))
-        if "CANN_API" in tables:
-            levels = {20000: "AscendCL", 15000: "Model", 10000: "Node", 5500: "Communication", 5000: "Runtime"}
-
-            def api(rec: tuple) -> tuple:
-                st, en, typ, gtid, name, conn_id = rec
-                t0, t1, g = _db_int(st, "startNs"), _db_int(en, "endNs"), _db_int(gtid, "globalTid", 0)
-                return (t0, t1 - t0, s(name), levels.get(typ, "" if typ is None else str(typ)), -1, -1, g & 0xFFFFFFFF,
-                        g >> 32, "{}", link_id(conn_id))
-
-            conn = "connectionId" if "connectionId" in cols("CANN_API") else "NULL"
-            query = con.execute(f"SELECT startNs, endNs, type, globalTid, name, {conn} FROM CANN_API")
-            out.append(_events(EventKind.API, _db_rows(query, api, "CANN_API", warn, path), warn, path))
-        if "MSTX_EVENTS" in tables:
-            def mstx(rec: tuple) -> tuple:
-                st, en, etype, msg, gtid = rec
-                t0, g = _db_int(st, "startNs"), _db_int(gtid, "globalTid", 0)
-                t1 = _db_int(en, "endNs", t0)
-                return (etype in (0, 3), (t0, max(t1 - t0, 0), s(msg), "mstx", -1, -1, g & 0xFFFFFFFF, g >> 32,
-                                          "{}"))
-
-            query = con.execute("SELECT startNs, endNs, eventType, message, globalTid FROM MSTX_EVENTS")
-            rows = _db_rows(query, mstx, "MSTX_EVENTS", warn, path)
-            out += [_events(EventKind.MARK, [r for is_mark, r in rows if is_mark], warn, path),
-                    _events(EventKind.RANGE, [r for is_mark, r in rows if not is_mark], warn, path)]
-        if "COMMUNICATION_OP" in tables:
-            def comm(rec: tuple) -> tuple:
-                st, en, name, optype, dev, conn_id = rec
-                t0, t1 = _db_int(st, "startNs"), _db_int(en, "endNs")
-                return (t0, t1 - t0, s(name), s(optype), _db_int(dev, "deviceId", -1), -1, 0, 0, "{}",
-                        link_id(conn_id))
-
-            conn = "connectionId" if "connectionId" in cols("COMMUNICATION_OP") else "NULL"
-            query = con.execute(f"SELECT startNs, endNs, opName, opType, deviceId, {conn} FROM COMMUNICATION_OP")
-            out.append(_events(EventKind.COMM, _db_rows(query, comm, "COMMUNICATION_OP", warn, path), warn, path))
-        return EventTable.concat(out)
-    except sqlite3.Error as e:
-        raise ProfilerDataError(path, f"unreadable msprof database ({e})") from None
-    finally:
-        con.close()
+    return read_ascend_db(path, warn, source=SOURCE).events
 
 
 # -- one directory ------------------------------------------------------------------------------
