@@ -74,6 +74,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -106,6 +107,7 @@ _MAX_DEVICE = 32767                  # the event table's device column is int16
 Warn = Callable[[str], None]
 
 
+@functools.lru_cache(maxsize=4096)
 def group_id(name: str) -> str:
     """The id the Ascend tools give a communication group in their summaries.
 
@@ -538,7 +540,6 @@ class _DbReader:
             elif g in schedule:
                 kinds[i] = 3
         model, task_id, context = rows.get("modelId"), rows.get("taskId"), rows.get("contextId")
-        tasks.device_of_gid = {g: int(d) for g, d, k in zip(gids, device.tolist(), ok.tolist()) if k and g >= 0}
         for c, d, k in zip(corr.tolist(), device.tolist(), ok.tolist()):
             if k and c >= 0:
                 tasks.devices_of_link.setdefault(c, set()).add(d)
@@ -560,7 +561,6 @@ class _DbReader:
             args.append(_args_text({k: v for k, v in a.items() if v is not None}))
         self.out.add(EventKind.KERNEL, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
                      device=device[sel], stream=stream[sel], args=args, corr=corr[sel])
-        tasks.kernels = len(sel)
 
         # communication tasks: the group and op type of their operator (by opId), else their own
         op_of = self.comm_op_types()
@@ -578,7 +578,6 @@ class _DbReader:
                 tasks.devices_of_op.setdefault(op_id, set()).add(int(device[i]))
         self.out.add(EventKind.COMM, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
                      device=device[sel], stream=stream[sel], args=args, corr=corr[sel])
-        tasks.comm_tasks = len(sel)
 
         sel = np.flatnonzero(kinds == 3)
         names, types, args = [], [], []
@@ -589,14 +588,12 @@ class _DbReader:
             args.append(_args_text({"task_type": ttype or task_type[i], "Task ID": _id_text(task_id[i])}))
         self.out.add(EventKind.COMM, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
                      device=device[sel], stream=stream[sel], args=args, corr=corr[sel])
-        tasks.comm_tasks += len(sel)
 
         sel = np.flatnonzero(kinds == 0)
         args = [_args_text({"Task Type": task_type[i], "Task ID": _id_text(task_id[i])}) for i in sel.tolist()]
         self.out.add(EventKind.RANGE, ts[sel], dur[sel], [task_type[i] for i in sel.tolist()], "device_task",
                      pid=pid[sel], tid=np.maximum(stream[sel], 0), device=device[sel], stream=stream[sel], args=args,
                      corr=corr[sel])
-        tasks.other = len(sel)
         return tasks
 
     def compute_info(self) -> dict:
@@ -638,7 +635,7 @@ class _DbReader:
         return out
 
     def comm_task_info(self) -> dict:
-        """globalTaskId -> communication-task args (npuprof.cluster.commdata convention, plus ``_op_id``/``_op_name``)."""
+        """globalTaskId -> communication-task args (the npuprof.cluster.commdata convention, plus ``_op_*``)."""
         rows = self.select("COMMUNICATION_TASK_INFO", ("globalTaskId",),
                            ("name", "taskType", "groupName", "opId", "srcRank", "dstRank", "transportType",
                             "linkType", "size", "notifyId", "planeId", "rdmaType", "dataType", "isMaster"))
@@ -885,13 +882,9 @@ class _DbReader:
 class _Tasks:
     """What the TASK table told the later tables."""
 
-    device_of_gid: dict = field(default_factory=dict)
     devices_of_op: dict = field(default_factory=dict)     # COMMUNICATION_TASK_INFO.opId -> devices
     devices_of_link: dict = field(default_factory=dict)   # connectionId -> devices
-    links: set = field(default_factory=set)
-    kernels: int = 0
-    comm_tasks: int = 0
-    other: int = 0
+    links: set = field(default_factory=set)               # connectionIds of the tasks
 
 
 def _link(value: Any) -> int:
