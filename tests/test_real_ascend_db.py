@@ -404,3 +404,35 @@ def test_damaged_schema_gives_events_or_an_error_naming_the_file(tmp_path_factor
     assert ((events["dur"] >= 0) & (events["device"] >= -1)).all()
     if {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"}.isdisjoint(touched):
         assert int((events["kind"] == EventKind.KERNEL).sum()) == 187
+
+
+def test_newer_and_older_schema_variants(tmp_path):
+    """Schema 1.2's COMMUNICATION_OP.deviceId wins over the tasks' device; MSTX_EVENTS rows are marks and ranges;
+    without ENUM_API_TYPE the documented levels are used; without STEP_TIME the framework's ProfilerStep rows
+    are the steps."""
+    path = copy_db(db_of(0), tmp_path / "ascend_pytorch_profiler_0.db")
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE COMMUNICATION_OP ADD COLUMN deviceId INTEGER")
+    con.execute("UPDATE COMMUNICATION_OP SET deviceId = 5")
+    con.execute("CREATE TABLE MSTX_EVENTS (startNs INTEGER, endNs INTEGER, eventType INTEGER, rangeId INTEGER, "
+                "category INTEGER, message INTEGER, globalTid INTEGER, endGlobalTid INTEGER, domainId INTEGER, "
+                "connectionId INTEGER)")
+    (msg,), = con.execute("SELECT max(id) + 1 FROM STRING_IDS").fetchall()
+    con.execute("INSERT INTO STRING_IDS VALUES (?, 'forward')", (msg,))
+    t0 = con.execute("SELECT startNs FROM STEP_TIME").fetchone()[0]
+    con.executemany("INSERT INTO MSTX_EVENTS VALUES (?, ?, ?, 4294967295, 4294967295, ?, ?, ?, ?, 4294967295)",
+                    [(t0 + 10, t0 + 10, 0, msg, 7 << 32 | 8, 7 << 32 | 8, msg),
+                     (t0 + 20, t0 + 900, 2, msg, 7 << 32 | 8, 7 << 32 | 8, msg)])
+    con.execute("DROP TABLE ENUM_API_TYPE")
+    con.execute("DROP TABLE STEP_TIME")
+    con.commit()
+    con.close()
+    events = read_ascend_db(path).events
+    ops = events.select(comm_op_mask(events))
+    assert set(ops["device"].tolist()) == {5}
+    mstx = events.select(np.array(events.column_strings("type")) == "mstx")
+    assert sorted(zip(mstx["kind"].tolist(), mstx["dur"].tolist())) == [(EventKind.RANGE, 880), (EventKind.MARK, 0)]
+    assert set(mstx["pid"].tolist()) == {7} and set(mstx["tid"].tolist()) == {8}
+    assert set(events.of_kind(EventKind.API).column_strings("type")) == {"acl", "node", "hccl"}
+    steps = events.of_kind(EventKind.STEP)
+    assert steps.column_strings("name") == ["ProfilerStep#50"] and steps["step"].tolist() == [50]
