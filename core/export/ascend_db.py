@@ -173,13 +173,9 @@ def write_ascend_db(result: AnalysisResult, out_dir: Path) -> Path:
 
 
 def _parse(text: str) -> dict:
-    if not text or text[0] != "{":
-        return {}
-    try:
-        val = json.loads(text)
-    except ValueError:
-        return {}
-    return val if isinstance(val, dict) else {}
+    from ..cluster.commdata import _parse_args   # one args parser for the communication numbers and the db
+
+    return _parse_args(text)
 
 
 def _first(obj: dict, keys: tuple) -> Any:
