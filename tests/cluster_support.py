@@ -284,9 +284,9 @@ def interop_python() -> Path:
 
     py = INTEROP_VENV / "bin" / "python"
     stamp = INTEROP_VENV / ".npuprof-interop-installed"
-    import tempfile
-
-    lock_path = Path(tempfile.gettempdir()) / "npuprof-venv-interop.lock"
+    # beside the venv, not in tempfile.gettempdir(): the suite points that into each session's basetemp,
+    # so two concurrent sessions would each hold their own lock and install into one venv at once
+    lock_path = INTEROP_VENV.parent / ".venv-interop.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists() and stamp.read_text() == " ".join(INTEROP_PACKAGES):
