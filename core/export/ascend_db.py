@@ -186,9 +186,15 @@ def _first(obj: dict, keys: tuple) -> Any:
 
 
 def _int(v: Any, default: int) -> int:
+    if isinstance(v, int):      # exact: int(float(2**63 - 1)) is 2**63, too large for SQLite
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        pass
     try:
         return int(float(v))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
 
 
