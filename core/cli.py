@@ -76,10 +76,20 @@ def _report_problems(results: Sequence) -> int:
     return code
 
 
+def _report_export_problems(runs: Sequence) -> int:
+    """As :func:`_report_problems`, plus exporters that failed: a missing output is an error."""
+    code = _report_problems([r.result for r in runs])
+    for run in runs:
+        for failure in run.failures:
+            print(f"error: {run.result.run_dir}: {failure}", file=sys.stderr)
+            code = EXIT_DATA
+    return code
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
-    code = _report_problems([r.result for r in runs])
+    code = _report_export_problems(runs)
     if not args.quiet:
         for run in runs:
             print(f"{run.result.run_dir}: {len(run.result.events)} events -> {run.output_dir}")
@@ -89,7 +99,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     runs = _analyse_and_export(args.dir, ["text", "db"], args.output, args.quiet)
-    code = _report_problems([r.result for r in runs])
+    code = _report_export_problems(runs)
     if not args.quiet:
         for run in runs:
             print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")

@@ -132,3 +132,30 @@ def test_cli_export_and_show(run):
 def test_offline_analyse_parent_directory(run):
     results = analyse(run.run_dir.parent)
     assert [r.run_dir for r in results] == [run.run_dir]
+
+
+def test_a_failing_exporter_fails_the_command_and_leaves_no_partial_copy(run, tmp_path, capsys):
+    """An exporter that raises is named; ``npuprof analyse`` exits 1 instead of reporting
+    success without its files, and ``export ascend`` keeps no copy missing them."""
+    from npuprof import hookimpl
+    from npuprof.cli import main
+    from npuprof.plugins.manager import get_plugin_host
+
+    class BrokenDb:
+        @hookimpl
+        def npuprof_export(self, result, target):
+            raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+    host = get_plugin_host()
+    host.register(BrokenDb(), name="brokendb")
+    try:
+        assert main(["analyse", str(run.run_dir), "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert "exporter 'brokendb' failed: OverflowError" in err and str(run.run_dir) in err
+        assert (run.run_dir / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").is_file()   # the others still wrote
+        out = tmp_path / "copies"
+        assert main(["export", "ascend", "-dir", str(run.run_dir), "-o", str(out)]) == 1
+        assert "brokendb" in capsys.readouterr().err
+        assert not out.exists() or not any(out.rglob("*"))
+    finally:
+        host.unregister("brokendb")

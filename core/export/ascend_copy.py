@@ -143,7 +143,10 @@ def write_ascend_copy(run: Path, copy: Path, result: AnalysisResult) -> Path:
         for f in _top_level_files(run):
             _copy_file(f, staging / f.name)
         kinds = tuple(ExportType(k) for k in result.info.export_type if k in ("text", "db")) or (ExportType.Text,)
-        write_outputs(result, ExportTarget(output_dir=out_dir, export_type=(ExportType.Text,) + tuple(k for k in kinds if k is not ExportType.Text)))
+        written = write_outputs(result, ExportTarget(output_dir=out_dir, export_type=(ExportType.Text,) + tuple(
+            k for k in kinds if k is not ExportType.Text)))
+        if written.failures:   # an incomplete copy is not kept
+            raise ProfilerDataError(run, "no copy written: " + "; ".join(map(str, written.failures)))
         tool_files = [] if result.info.writable else _tool_outputs(run)
         for f in tool_files:
             _copy_file(f, out_dir / f.name)

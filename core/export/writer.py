@@ -57,13 +57,33 @@ class ExportTarget:
         return ExportType.Db in self.export_type
 
 
+@dataclass(frozen=True)
+class ExporterFailure:
+    """An exporter plugin that raised while writing a run's outputs (its files are missing)."""
+
+    exporter: str
+    error: str
+
+    def __str__(self) -> str:
+        return f"exporter {self.exporter!r} failed: {self.error}"
+
+
+@dataclass
+class WrittenOutputs:
+    """What the exporter plugins wrote for one target, and which of them failed."""
+
+    paths: list[Path] = field(default_factory=list)
+    failures: list[ExporterFailure] = field(default_factory=list)
+
+
 @dataclass
 class ExportedRun:
-    """An analysed run and the files its export wrote."""
+    """An analysed run, the files its export wrote and the exporters that failed."""
 
     result: AnalysisResult
     output_dir: Path
     outputs: list[Path] = field(default_factory=list)
+    failures: list[ExporterFailure] = field(default_factory=list)
 
 
 def output_root(run_dir: Path, writable: bool, output: Optional[Union[str, Path]] = None,
@@ -115,27 +135,36 @@ def export_result(result: AnalysisResult, export_type: Optional[Sequence[ExportT
     if root != result.run_dir:
         check_output_path("output", str(root))
     target = ExportTarget(output_dir=root / OUTPUT_DIR, export_type=kinds)
-    return ExportedRun(result=result, output_dir=target.output_dir, outputs=write_outputs(result, target, phases))
+    written = write_outputs(result, target, phases)
+    return ExportedRun(result=result, output_dir=target.output_dir, outputs=written.paths,
+                       failures=written.failures)
 
 
 def write_outputs(result: AnalysisResult, target: ExportTarget,
-                  phases: Optional[PhaseCounter] = None) -> list[Path]:
-    """Call every exporter plugin for ``target``, one at a time (a failing
-    plugin is named and disabled by the plugin host); the paths written."""
+                  phases: Optional[PhaseCounter] = None) -> WrittenOutputs:
+    """Call every exporter plugin for ``target``, one at a time. A plugin that
+    raises is warned about by name and recorded in ``failures``; the others
+    still write (a profiled job keeps what can be kept, the CLI fails)."""
     host = get_plugin_host()
-    written: list[Path] = []
+    written = WrittenOutputs()
     for exporter in exporter_names():
         if phases is None:
-            written += _call_exporter(host, exporter, result, target)
+            _call_exporter(host, exporter, result, target, written)
             continue
         with phases.phase(f"writing {exporter} outputs ({result.run_dir.name})"):
-            written += _call_exporter(host, exporter, result, target)
+            _call_exporter(host, exporter, result, target, written)
     return written
 
 
-def _call_exporter(host: Any, exporter: str, result: AnalysisResult, target: ExportTarget) -> list[Path]:
-    return [Path(p) for _, paths in host.call("npuprof_export", only=[exporter], result=result, target=target)
-            for p in paths]
+def _call_exporter(host: Any, exporter: str, result: AnalysisResult, target: ExportTarget,
+                   written: WrittenOutputs) -> None:
+    def failed(plugin: str, exc: BaseException) -> None:
+        log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s: %s", plugin, result.run_dir,
+                    type(exc).__name__, exc)
+        written.failures.append(ExporterFailure(plugin, f"{type(exc).__name__}: {exc}"))
+
+    for _, paths in host.call("npuprof_export", only=[exporter], on_error=failed, result=result, target=target):
+        written.paths += [Path(p) for p in paths]
 
 
 def exporter_names() -> list[str]:
