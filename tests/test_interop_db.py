@@ -114,11 +114,11 @@ def test_communication_time_sum_equals_npuprof_communication_json(tools, db_job,
 
 def test_communication_group_map_finds_the_world_group(tools, db_job, tmp_path):
     db, _ = _recipe(tools, db_job, "communication_group_map", tmp_path)
-    from npuprof.export.analysis_db import group_hash
+    from npuprof.readers.ascend_db import group_id
 
     groups = _rows(db, "CommunicationGroupMapping")
     assert [(g["type"], g["rank_set"], g["group_name"]) for g in groups] == [("collective", "(0,1)",
-                                                                               group_hash("world"))]
+                                                                               group_id("world"))]
 
 
 def test_communication_matrix_sum_links_equal_npuprof_matrix(tools, db_job, tmp_path):

@@ -9,8 +9,8 @@ Contents, as torch_npu's files have them:
 * ``CommAnalyzerTime`` / ``CommAnalyzerBandwidth`` / ``CommAnalyzerMatrix``:
   the rank's ``communication.json`` / ``communication_matrix.json`` contents
   (same definitions, :mod:`npuprof.cluster.commdata`) in rows; ``group_name``
-  is the group's hash as torch_npu writes it (:func:`group_hash`), times in ms,
-  sizes in MB, bandwidths in GB/s. Written only when the run has communication.
+  is the group's id as torch_npu writes it (:func:`npuprof.readers.ascend_db.group_id`:
+  the hash of the group's name; an id is kept as it is), times in ms, sizes in MB, bandwidths in GB/s. Written only when the run has communication.
 
 Example::
 
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..analysis.result import AnalysisResult
 from ..analysis.table import _pylist
+from ..readers.ascend_db import group_id
 from .ascend_db import db_framework
 from .sqlite_db import building_db, create_table, insert_rows
 
@@ -46,22 +47,6 @@ TOTAL = "Total Op Info"
 
 def analysis_db_name(result: AnalysisResult) -> str:
     return "analysis.db" if db_framework(result) == "pytorch" else "communication_analyzer.db"
-
-
-def group_hash(group: str) -> str:
-    """A communication group's name as torch_npu's analysis.db and msprof-analyze write it:
-    two 32-bit polynomial string hashes (factors 29 and 131), the first in the high bits.
-
-    Example::
-
-        >>> group_hash("90.91.105.46%enp189s0f0_60000_0_1736410538306028")
-        '17148521525495523210'
-    """
-    a = b = 0
-    for ch in group:
-        a = (a * 29 + ord(ch)) & 0xFFFFFFFF
-        b = (b * 131 + ord(ch)) & 0xFFFFFFFF
-    return str((a << 32) | b)
 
 
 def _split(op_key: str) -> tuple[str, str]:
@@ -101,7 +86,7 @@ def _matrix_per_op(comm) -> list:
         a = agg.setdefault(key, [str(comm.links["transport"][i]), 0.0, 0.0])
         a[1] += float(comm.links["size"][i]) / MB
         a[2] += float(comm.links["dur"][i]) / 1e6
-    return [(name, group_hash(group), str(src), str(dst), tr, round(s_mb, 6), round(t_ms, 6),
+    return [(name, group_id(group), str(src), str(dst), tr, round(s_mb, 6), round(t_ms, 6),
              round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0, step, kind)
             for (step, kind, name, group, src, dst), (tr, s_mb, t_ms) in agg.items()]
 
@@ -123,12 +108,12 @@ def _write_communication(con, result: AnalysisResult) -> None:
                     continue
                 name, group = _split(key)
                 t = op["Communication Time Info"]
-                group_id = group_hash(group)
-                times.append((name, group_id, t["Start Timestamp(us)"], t["Elapse Time(ms)"], t["Transit Time(ms)"],
+                gid = group_id(group)
+                times.append((name, gid, t["Start Timestamp(us)"], t["Elapse Time(ms)"], t["Transit Time(ms)"],
                               t["Wait Time(ms)"], t["Synchronization Time(ms)"], t["Idle Time(ms)"], step, kind))
                 for transport, bw in op["Communication Bandwidth Info"].items():
                     for size, (count, duration) in bw["Size Distribution"].items():
-                        bandwidths.append((name, group_id, transport, bw["Transit Size(MB)"], bw["Transit Time(ms)"],
+                        bandwidths.append((name, gid, transport, bw["Transit Size(MB)"], bw["Transit Time(ms)"],
                                            bw["Bandwidth(GB/s)"], bw["Large Packet Ratio"], float(size), count,
                                            duration, step, kind))
     if pytorch_layout:   # torch_npu: per op type, the link's task in op_name
@@ -138,7 +123,7 @@ def _write_communication(con, result: AnalysisResult) -> None:
                     name, group = _split(key)
                     for link, v in links.items():
                         src, _, dst = link.partition("-")
-                        matrix.append((name, group_hash(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
+                        matrix.append((name, group_id(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
                                        v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v["Op Name"]))
     else:                # MindSpore/msprof: per operator instance, no op_name column
         matrix = _matrix_per_op(comm)

@@ -185,6 +185,12 @@ def _first(obj: dict, keys: tuple) -> Any:
     return None
 
 
+def _group_name(args: dict) -> str:
+    """A communication group's own name (``groupName`` holds the name; the tools hash it into the id
+    their summaries use). A reader of Ascend data keeps both (``group_name``, ``group`` = the id)."""
+    return str(args.get("group_name") or args.get("group") or "default")
+
+
 def _int(v: Any, default: int) -> int:
     if isinstance(v, int):      # exact: int(float(2**63 - 1)) is 2**63, too large for SQLite
         return v
@@ -463,7 +469,7 @@ class _AscendDbWriter:
         for i, (r, a) in enumerate(zip(rows.tolist(), self._args(ev["args"][rows]))):
             op_id = i + 1
             self.comm_op_rows[r] = op_id
-            group = str(a.get("group", a.get("group_name", "default")))
+            group = _group_name(a)
             groups.setdefault(group, []).append((int(ev["ts"][r]), int(ev["ts"][r] + ev["dur"][r]), op_id,
                                                  ev.strings[ev["name"][r]]))
         for group, spans in groups.items():
@@ -487,7 +493,7 @@ class _AscendDbWriter:
                                                  self.strings.mark(ev["name"][rows]).tolist(),
                                                  self.strings.mark(ev["type"][rows]).tolist(),
                                                  self._links(rows).tolist(), args):
-            group = str(a.get("group", a.get("group_name", "default")))
+            group = _group_name(a)
             count = _first(a, ("count", "Count"))
             if link == INVALID and ev["device"][r] < 0:
                 link = self._host_collective_call(r, name)
@@ -518,7 +524,7 @@ class _AscendDbWriter:
         self._task_rows(rows, task_ids, task_types, args)
         out = []
         for t, gid, ttype, a in zip(ev["ts"][rows].tolist(), task_ids, task_types, args):
-            group = str(a.get("group", a.get("group_name", "default")))
+            group = _group_name(a)
             op_id, op_name = self.comm_ops.owner(group, t)
             link = str(_first(a, ("link_type", "linkType")) or a.get("transport") or "").upper()
             transport = str(_first(a, ("transport_type", "transportType")) or "").upper()
