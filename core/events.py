@@ -244,17 +244,19 @@ class EventTable:
 
 
 def offset_corr(tables: Sequence[Optional["EventTable"]]) -> list:
-    """Shift each table's ``corr`` values past those of the tables before it,
-    so links read from separate sources (two PROF_ dirs numbering their
-    ``connectionId`` from 1) stay apart once concatenated. Tables are
-    changed in place and returned.
+    """Shift a table's ``corr`` values past those of the tables before it where
+    they would collide, so links read from separate sources (two PROF_ dirs
+    numbering their ``connectionId`` from 1) stay apart once concatenated.
+    A table whose links are all above the previous ones keeps its values,
+    so the ids a single source recorded (torch_npu's ``connectionId``) stay
+    the tool's own. Tables are changed in place and returned.
 
     Example::
 
         >>> a = EventTable.from_records(ts=[0, 1], corr=[1, 1])
         >>> b = EventTable.from_records(ts=[2], corr=[1])
         >>> [t["corr"].tolist() for t in offset_corr([a, None, b])]
-        [[0, 0], [], [1]]
+        [[1, 1], [], [2]]
     """
     out, base = [], 0
     for t in tables:
@@ -265,7 +267,8 @@ def offset_corr(tables: Sequence[Optional["EventTable"]]) -> list:
         linked = corr >= 0
         if linked.any():
             lo = int(corr[linked].min())
-            t.cols["corr"] = np.where(linked, corr - lo + base, -1).astype(np.int64)
+            if lo < base:
+                t.cols["corr"] = np.where(linked, corr - lo + base, -1).astype(np.int64)
             base = int(t.cols["corr"].max()) + 1
         out.append(t)
     return out

@@ -191,7 +191,9 @@ def test_offset_corr_keeps_sources_apart():
     x = EventTable.from_records(ts=[0, 1, 2], corr=[1, 2, -1])
     y = EventTable.from_records(ts=[3, 4], corr=[1, 2])
     merged = EventTable.concat(offset_corr([x, y]))
-    assert merged["corr"].tolist() == [0, 1, -1, 2, 3]
+    assert merged["corr"].tolist() == [1, 2, -1, 3, 4]     # the first source keeps its own ids
+    z = EventTable.from_records(ts=[5], corr=[40])          # above the others already: kept as recorded
+    assert EventTable.concat(offset_corr([EventTable.from_records(ts=[0], corr=[7]), z]))["corr"].tolist() == [7, 40]
 
 
 # -- raw store ---------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Model ID", "Task ID", "Stream
 _ARG_COLUMNS = ("Model ID", "Task ID", "Accelerator Core", "Wait Time(us)", "Block Dim")
 # args keys of communication events that are npuprof's convention, not the tool's columns (see cluster.commdata)
 _NOT_COLUMNS = frozenset({"group", "group_name", "src_rank", "dst_rank", "size", "transport", "wait_ns", "task_type",
+                          "device_task_type", "connection_ids",
                           "link_type", "transport_type", "notify_id", "alg_type", "count", "data_type",
                           "connection_id"})
 # where a kernel's core type is (kernel_details "Accelerator Core"; CANN's task type in traces and op_summary)

@@ -12,9 +12,13 @@ event               rows
 ==================  ==============================================================
 STEP                ``STEP_TIME`` (id = N of ``ProfilerStep#N``)
 RANGE / MARK        ``MSTX_EVENTS`` (eventType 2 start/end, 3 marker_ex;
-                    ``domainId`` = the range's domain in ``STRING_IDS``)
+                    ``domainId`` = the range's domain in ``STRING_IDS``);
+                    a device task a reader typed ``device_task`` -> ``TASK``
+                    only; ``enqueue``/``dequeue`` -> ``PYTORCH_API`` type queue
 OP                  ``PYTORCH_API`` type op (50001); launch links via
-                    ``CONNECTION_IDS`` (``PYTORCH_API.connectionId`` = its id)
+                    ``CONNECTION_IDS`` (``PYTORCH_API.connectionId`` = its id;
+                    its ``corr`` and its args' ``connection_ids``)
+STACK               ``PYTORCH_API`` type trace (50003)
 API                 ``CANN_API`` when its level is a CANN one (acl, runtime,
                     node, model, hccl), else ``PYTORCH_API`` type trace (50003)
 KERNEL              ``TASK`` + ``COMPUTE_TASK_INFO``
@@ -116,7 +120,9 @@ INDEXES = {"TASK": "CREATE INDEX TaskIndex ON TASK (startNs,globalTaskId)",
            "COMMUNICATION_TASK_INFO": "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId)"}
 
 CANN_API_LEVELS = {"acl": 20000, "ascendcl": 20000, "runtime": 5000, "node": 10000, "model": 15000, "hccl": 5500}
-API_OP, API_TRACE = 50001, 50003
+API_OP, API_QUEUE, API_TRACE = 50001, 50002, 50003
+DEVICE_TASK = "device_task"              # a reader's type for device tasks that are neither kernel nor communication
+QUEUE_RANGES = ("enqueue", "dequeue")    # torch_npu's task queue ranges (PYTORCH_API type "queue")
 MSTX_RANGE, MSTX_MARK = 2, 3
 # args keys a reader may keep a device task's columns under (kernel_details' spelling first, then CANN's)
 KERNEL_KEYS = {
@@ -309,8 +315,9 @@ class _AscendDbWriter:
         for lo in range(0, len(ev), INSERT_ROWS):
             hi = min(len(ev), lo + INSERT_ROWS)
             block = kinds[lo:hi]
-            for kind, fn in ((EventKind.STEP, self._steps), (EventKind.RANGE, self._mstx),
+            for kind, fn in ((EventKind.STEP, self._steps), (EventKind.RANGE, self._ranges),
                              (EventKind.MARK, self._mstx), (EventKind.OP, self._framework_ops),
+                             (EventKind.STACK, self._python_functions),
                              (EventKind.API, self._apis), (EventKind.KERNEL, self._kernels),
                              (EventKind.COMM, self._comm)):
                 rows = np.flatnonzero(block == _KIND[kind])
@@ -360,6 +367,28 @@ class _AscendDbWriter:
         corr = self.ev["corr"][rows]
         return np.where(corr >= 0, corr, INVALID)
 
+    def _ranges(self, rows: np.ndarray) -> None:
+        """Device tasks without kernel or communication info -> TASK; the framework's queue
+        ranges -> its API table; user ranges (record_function, mstx) -> MSTX_EVENTS."""
+        ev = self.ev
+        types = np.array([ev.strings[c] for c in ev["type"][rows].tolist()], dtype=object)
+        device_task = (types == DEVICE_TASK) & (ev["device"][rows] >= 0)
+        queue = np.isin(types, QUEUE_RANGES)
+        if device_task.any():
+            task_rows = rows[device_task]
+            args = self._args(ev["args"][task_rows])
+            types_ = [self._text_id(a, KERNEL_KEYS["taskType"], ev.strings[ev["name"][r]])
+                      for r, a in zip(task_rows.tolist(), args)]
+            self._task_rows(task_rows, self._new_task_ids(len(task_rows)), types_, args)
+        if queue.any():
+            self._framework_rows(rows[queue], API_QUEUE)
+        user = ~device_task & ~queue
+        if user.any():
+            self._mstx(rows[user])
+
+    def _python_functions(self, rows: np.ndarray) -> None:
+        self._framework_rows(rows, API_TRACE)
+
     def _mstx(self, rows: np.ndarray) -> None:
         ev = self.ev
         kind = ev["kind"][rows]
@@ -378,23 +407,25 @@ class _AscendDbWriter:
         ev = self.ev
         ts = ev["ts"][rows]
         corr = ev["corr"][rows]
-        linked = corr >= 0
-        conn = np.full(len(rows), None, dtype=object)
-        if linked.any():
-            ids = np.arange(self.conn_index, self.conn_index + int(linked.sum()))
-            self.conn_index += len(ids)
-            conn[linked] = ids.tolist()
-            self._insert("CONNECTION_IDS", list(zip(ids.tolist(), corr[linked].tolist())))
+        codes = ev["args"][rows]
+        args = self._args(codes) if (codes != 0).any() else [{}] * len(rows)
+        conn: list = [None] * len(rows)
+        links = []
+        for i, (c, a) in enumerate(zip(corr.tolist(), args)):
+            own = ([c] if c >= 0 else []) + [int(x) for x in a.get("connection_ids", ())]
+            if own:
+                conn[i] = self.conn_index
+                links += [(self.conn_index, x) for x in own]
+                self.conn_index += 1
+        self._insert("CONNECTION_IDS", links)
         shapes: list = [None] * len(rows)
         if api_type == API_OP:
-            args = ev["args"][rows]
-            if (args != 0).any():
-                shapes = [None if (v := _first(a, ("Input Shapes", "input_shapes", "inputShapes"))) is None
-                          else self.strings.id(str(v)) for a in self._args(args)]
+            shapes = [None if (v := _first(a, ("Input Shapes", "input_shapes", "inputShapes"))) is None
+                      else self.strings.id(str(v)) for a in args]
         n = len(rows)
         self._insert("PYTORCH_API", list(zip(
             ts.tolist(), (ts + ev["dur"][rows]).tolist(), global_tid(ev["pid"][rows], ev["tid"][rows]).tolist(),
-            conn.tolist(), self.strings.mark(ev["name"][rows]).tolist(), [None] * n, [None] * n, [None] * n, shapes,
+            conn, self.strings.mark(ev["name"][rows]).tolist(), [None] * n, [None] * n, [None] * n, shapes,
             [None] * n, [api_type] * n)))
 
     def _framework_ops(self, rows: np.ndarray) -> None:
@@ -445,7 +476,8 @@ class _AscendDbWriter:
         args = self._args(ev["args"][rows])
         task_ids = self._new_task_ids(len(rows))
         task_types = [self._text_id(a, KERNEL_KEYS["taskType"]) for a in args]
-        self._task_rows(rows, task_ids, task_types, args)
+        self._task_rows(rows, task_ids, [self._text_id(a, ("device_task_type",) + KERNEL_KEYS["taskType"])
+                                         for a in args], args)
         text = {k: [self._text_id(a, KERNEL_KEYS[k]) for a in args]
                 for k in ("inputFormats", "inputDataTypes", "inputShapes", "outputFormats", "outputDataTypes",
                           "outputShapes", "attrInfo")}

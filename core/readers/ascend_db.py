@@ -47,7 +47,8 @@ Launch links: ``TASK.connectionId`` is the ``corr`` of a task and of the
 ``CANN_API`` row (or ``COMMUNICATION_OP``) with that id; a framework op gets the
 one of its ``CONNECTION_IDS`` that a task carries only where no CANN API
 carries it (so a launch is linked once, as the text reader does with
-``HostToDevice`` flows before ``async_npu`` ones).
+``HostToDevice`` flows before ``async_npu`` ones); its other connection ids stay in
+its ``args`` (``connection_ids``), so a writer can give them back.
 
 Groups: ``COMMUNICATION_OP.groupName`` is the group's own name
 (``90.91.105.46%enp189s0f0_60000_0_1736410538306028``); the Ascend tools name a
@@ -555,6 +556,8 @@ class _DbReader:
             a = {"Model ID": _id_text(model[i]), "Task ID": _id_text(task_id[i])}
             a.update(info)
             a.setdefault("Accelerator Core", task_type[i])
+            if task_type[i]:
+                a["device_task_type"] = task_type[i]    # TASK's own type (KERNEL_AIVEC ...), for writers
             a["Context ID"] = _id_text(context[i])
             names.append(name)
             types.append(op_type)
@@ -790,7 +793,9 @@ class _DbReader:
         names = self.texts(rows.get("name"))
         kinds = [self.api_types.get(t, "") if type(t) is int else self.text(t) for t in rows.get("type")]
         pid, tid = _pid_tid(rows.get("globalTid"))
-        launches = self.op_launches(rows.get("connectionId"), tasks.links - cann_links)
+        refs = rows.get("connectionId")
+        launches = self.op_launches(refs, tasks.links - cann_links)
+        links_of = self.connection_links(refs)
         groups: dict[tuple, list[int]] = {}
         steps: list[int] = []
         for i in np.flatnonzero(ok).tolist():
@@ -814,14 +819,30 @@ class _DbReader:
         for (kind, type_), idx in groups.items():
             sel = np.array(idx, dtype=np.int64)
             chosen = [names[i] for i in idx]
+            corr = [launches.get(i, -1) for i in idx] if kind == EventKind.OP else [-1] * len(idx)
+            # the links the event's corr does not hold (launches a CANN API carries): kept for writers
+            extra = [[c for c in links_of.get(i, ()) if c != own] for i, own in zip(idx, corr)]
             self.out.add(kind, ts[sel], dur[sel], chosen, chosen if kind == EventKind.OP else type_,
-                         pid=pid[sel], tid=tid[sel],
-                         corr=np.array([launches.get(i, -1) for i in idx], np.int64) if kind == EventKind.OP else -1)
+                         pid=pid[sel], tid=tid[sel], corr=np.array(corr, np.int64),
+                         args=[_args_text({"connection_ids": e}) if e else "" for e in extra])
         if steps:
             sel = np.array(steps, dtype=np.int64)
             numbers = [int(_STEP_RE.match(names[i]).group(1)) for i in steps]   # type: ignore[union-attr]
             self.out.add(EventKind.STEP, ts[sel], dur[sel], [f"ProfilerStep#{n}" for n in numbers], "ProfilerStep",
                          pid=pid[sel], tid=tid[sel], step=np.array(numbers, np.int32))
+
+    def connection_links(self, connection_refs: list) -> dict[int, list[int]]:
+        """Row -> every connectionId its CONNECTION_IDS reference lists, in table order."""
+        if not any(v is not None for v in connection_refs):
+            return {}
+        rows = self.select("CONNECTION_IDS", ("id", "connectionId"))
+        if rows is None:
+            return {}
+        by_ref: dict = {}
+        for ref, link in zip(rows.cols["id"], rows.cols["connectionId"]):
+            if type(ref) is int and type(link) is int and link >= 0:
+                by_ref.setdefault(ref, []).append(link)
+        return {i: by_ref[ref] for i, ref in enumerate(connection_refs) if ref in by_ref}
 
     def op_launches(self, connection_refs: list, launch_links: set) -> dict:
         """Row -> the one of its CONNECTION_IDS that a task carries and no CANN API does."""
