@@ -793,9 +793,8 @@ class _DbReader:
         names = self.texts(rows.get("name"))
         kinds = [self.api_types.get(t, "") if type(t) is int else self.text(t) for t in rows.get("type")]
         pid, tid = _pid_tid(rows.get("globalTid"))
-        refs = rows.get("connectionId")
-        launches = self.op_launches(refs, tasks.links - cann_links)
-        links_of = self.connection_links(refs)
+        links_of = self.connection_links(rows.get("connectionId"))
+        launches = self.op_launches(links_of, tasks.links - cann_links)
         groups: dict[tuple, list[int]] = {}
         steps: list[int] = []
         for i in np.flatnonzero(ok).tolist():
@@ -844,18 +843,15 @@ class _DbReader:
                 by_ref.setdefault(ref, []).append(link)
         return {i: by_ref[ref] for i, ref in enumerate(connection_refs) if ref in by_ref}
 
-    def op_launches(self, connection_refs: list, launch_links: set) -> dict:
-        """Row -> the one of its CONNECTION_IDS that a task carries and no CANN API does."""
-        if not launch_links or not any(v is not None for v in connection_refs):
-            return {}
-        rows = self.select("CONNECTION_IDS", ("id", "connectionId"))
-        if rows is None:
-            return {}
-        by_ref: dict = {}
-        for ref, link in zip(rows.cols["id"], rows.cols["connectionId"]):
-            if type(ref) is int and type(link) is int and link in launch_links:
-                by_ref.setdefault(ref, link)
-        return {i: by_ref[ref] for i, ref in enumerate(connection_refs) if ref in by_ref}
+    @staticmethod
+    def op_launches(links_of: dict[int, list[int]], launch_links: set) -> dict[int, int]:
+        """Row -> the first of its CONNECTION_IDS links that a task carries and no CANN API does."""
+        out = {}
+        for row, links in links_of.items():
+            chosen = next((c for c in links if c in launch_links), None)
+            if chosen is not None:
+                out[row] = chosen
+        return out
 
     def read_mstx(self) -> None:
         """MSTX_EVENTS -> MARK (markers) and RANGE events, type ``mstx``."""
