@@ -126,7 +126,7 @@ def test_communication_matrix_and_duckdb_query(job, results):
     matrix = json.loads((proc.output_dir / "cluster_communication_matrix.json").read_text())
     links = matrix["AllReduce@world"]
     assert links["7-8"]["Transport Type"] == "RDMA" and links["0-1"]["Transport Type"] == "HCCS"
-    assert links["0-1"]["Transit Size(MB)"] == pytest.approx(5 * 32.0)
+    assert links["0-1"]["Transit Size(MB)"] == pytest.approx(5 * (32 << 20) / 1e6)   # MB of 10^6 bytes, as the tools
     assert links["5-5"]["Transport Type"] == "LOCAL"
     con = duckdb.connect()
     out = proc.output_dir

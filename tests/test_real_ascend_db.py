@@ -148,10 +148,13 @@ def test_communication_ops_carry_the_real_groups(rank, loaded):
     tasks = events.select(comm_task_mask(events))
     assert {a["group"] for a in args_of(tasks)} == tool_groups
     assert set(tasks.column_strings("type")) == {t for _, _, t, _, _ in rows}
-    links = [a for a in args_of(tasks) if "src_rank" in a]
+    links = [a for a in args_of(tasks) if "transport" in a]     # a transfer between two ranks
     expected = sql(db_of(rank), "SELECT count(*) FROM COMMUNICATION_TASK_INFO "
                                 "WHERE srcRank < 4294967295 AND dstRank < 4294967295")[0][0]
     assert len(links) == expected > 0 and all(a["size"] >= 0 and a["transport"] for a in links)
+    recorded = [a for a in args_of(tasks) if "src_rank" in a]   # the peers as the tool recorded them
+    assert len(recorded) == sql(db_of(rank), "SELECT count(*) FROM COMMUNICATION_TASK_INFO "
+                                             "WHERE srcRank IS NOT NULL AND dstRank IS NOT NULL")[0][0]
 
 
 def test_device_and_rank_are_the_data_s(rank, loaded):

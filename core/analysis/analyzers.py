@@ -45,7 +45,7 @@ KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Model ID", "Task ID", "Stream
                           "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim"]
 # kernel_details columns read from a kernel's args (the reader keeps the tool's own columns there)
 _ARG_COLUMNS = ("Model ID", "Task ID", "Accelerator Core", "Wait Time(us)", "Block Dim")
-# args keys of communication events that are npuprof's convention, not the tool's columns (see cluster.commdata)
+# args keys of communication events that are npuprof's convention, not the tool's columns (see analysis.communication)
 _NOT_COLUMNS = frozenset({"group", "group_name", "src_rank", "dst_rank", "size", "transport", "wait_ns", "task_type",
                           "device_task_type", "connection_ids",
                           "link_type", "transport_type", "notify_id", "alg_type", "count", "data_type",
@@ -153,7 +153,7 @@ def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
 
 def comm_task_mask(events: EventTable) -> np.ndarray:
     """Rows that are tasks of a communication operator (``task_type``, or a
-    ``src_rank``/``dst_rank`` transfer in args, see :mod:`npuprof.cluster.commdata`),
+    ``src_rank``/``dst_rank`` transfer in args, see :mod:`npuprof.analysis.communication`),
     not operators: a collective's time is its operator's span, counted once."""
     mask = np.zeros(len(events), dtype=bool)
     rows = _rows_of(events, EventKind.COMM) if len(events) else np.zeros(0, np.int64)

@@ -1,6 +1,6 @@
 """Recording communication from user code (a socket or gloo all-reduce, a
 custom collective library) as COMM events that cluster analysis, the
-communication matrix and msprof-analyze understand (see :mod:`.commdata`
+communication matrix and msprof-analyze understand (see :mod:`npuprof.analysis.communication`
 for the convention).
 
 Costs one clock read and one append when a profiler records; nothing

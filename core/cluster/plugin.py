@@ -22,7 +22,7 @@ from ..hookspecs import hookimpl
 @hookimpl
 def npuprof_export(result: Any, target: Any) -> Optional[list]:
     from ..fileio import atomic_write
-    from .commdata import comm_events, communication_json, communication_matrix_json
+    from ..analysis.communication import comm_events, communication_json, communication_matrix_json
 
     if not target.text:
         return None

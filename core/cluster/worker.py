@@ -23,7 +23,7 @@ from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
-from .commdata import alignment_keys, comm_events, link_owners
+from ..analysis.communication import MB, alignment_keys, comm_events, link_owners
 
 log = logging.getLogger("npuprof")
 
@@ -133,7 +133,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
             a = links.setdefault(key, [0, 0.0, 0.0])
             a[0] += 1
             a[1] += float(c.links["dur"][i]) / 1e6
-            a[2] += float(c.links["size"][i]) / (1024.0 * 1024.0)
+            a[2] += float(c.links["size"][i]) / MB
     keys, a_start, a_end = alignment_keys(c)
     ctr = events.of_kind(EventKind.COUNTER)
     series = {}

@@ -8,7 +8,7 @@ Contents, as torch_npu's files have them:
 * ``StepTraceTime``: npuprof's ``step_trace_time`` table (µs), one row per step;
 * ``CommAnalyzerTime`` / ``CommAnalyzerBandwidth`` / ``CommAnalyzerMatrix``:
   the rank's ``communication.json`` / ``communication_matrix.json`` contents
-  (same definitions, :mod:`npuprof.cluster.commdata`) in rows; ``group_name``
+  (same definitions, :mod:`npuprof.analysis.communication`) in rows; ``group_name``
   is the group's id as torch_npu writes it (:func:`npuprof.readers.ascend_db.group_id`:
   the hash of the group's name; an id is kept as it is), times in ms, sizes in MB, bandwidths in GB/s. Written only when the run has communication.
 
@@ -70,7 +70,7 @@ def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
 
 def _matrix_per_op(comm) -> list:
     """CommAnalyzerMatrix rows of the MindSpore layout: links summed per operator instance and src-dst."""
-    from ..cluster.commdata import MB, _step_key, is_p2p, link_owners, op_instance_names
+    from ..analysis.communication import MB, _step_key, is_p2p, link_owners, op_instance_names
 
     owner = link_owners(comm)
     names = op_instance_names(comm)
@@ -93,7 +93,7 @@ def _matrix_per_op(comm) -> list:
 
 def _write_communication(con, result: AnalysisResult) -> None:
     # the same definitions as the rank's communication.json (the cluster layer owns them; imported here, not copied)
-    from ..cluster.commdata import comm_events, communication_json, communication_matrix_json
+    from ..analysis.communication import comm_events, communication_json, communication_matrix_json
 
     pytorch_layout = db_framework(result) == "pytorch"
 
@@ -112,7 +112,10 @@ def _write_communication(con, result: AnalysisResult) -> None:
                 times.append((name, gid, t["Start Timestamp(us)"], t["Elapse Time(ms)"], t["Transit Time(ms)"],
                               t["Wait Time(ms)"], t["Synchronization Time(ms)"], t["Idle Time(ms)"], step, kind))
                 for transport, bw in op["Communication Bandwidth Info"].items():
-                    for size, (count, duration) in bw["Size Distribution"].items():
+                    if not bw["Transit Size(MB)"] and not bw["Size Distribution"]:
+                        continue     # torch_npu writes no row for a transport the operator did not use
+                    sizes = bw["Size Distribution"].items() or [("0", (0, 0))]
+                    for size, (count, duration) in sizes:
                         bandwidths.append((name, gid, transport, bw["Transit Size(MB)"], bw["Transit Time(ms)"],
                                            bw["Bandwidth(GB/s)"], bw["Large Packet Ratio"], float(size), count,
                                            duration, step, kind))
@@ -124,7 +127,7 @@ def _write_communication(con, result: AnalysisResult) -> None:
                     for link, v in links.items():
                         src, _, dst = link.partition("-")
                         matrix.append((name, group_id(group), src, dst, v["Transport Type"], v["Transit Size(MB)"],
-                                       v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v["Op Name"]))
+                                       v["Transit Time(ms)"], v["Bandwidth(GB/s)"], step, kind, v.get("Op Name", "")))
     else:                # MindSpore/msprof: per operator instance, no op_name column
         matrix = _matrix_per_op(comm)
     matrix_columns = COMM_MATRIX if pytorch_layout else COMM_MATRIX[:-1]

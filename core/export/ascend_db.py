@@ -178,7 +178,7 @@ def write_ascend_db(result: AnalysisResult, out_dir: Path) -> Path:
 
 
 def _parse(text: str) -> dict:
-    from ..cluster.commdata import _parse_args   # one args parser for the communication numbers and the db
+    from ..analysis.communication import _parse_args   # one args parser for the communication numbers and the db
 
     return _parse_args(text)
 

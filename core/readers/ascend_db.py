@@ -638,7 +638,7 @@ class _DbReader:
         return out
 
     def comm_task_info(self) -> dict:
-        """globalTaskId -> communication-task args (the npuprof.cluster.commdata convention, plus ``_op_*``)."""
+        """globalTaskId -> communication-task args (the npuprof.analysis.communication convention, plus ``_op_*``)."""
         rows = self.select("COMMUNICATION_TASK_INFO", ("globalTaskId",),
                            ("name", "taskType", "groupName", "opId", "srcRank", "dstRank", "transportType",
                             "linkType", "size", "notifyId", "planeId", "rdmaType", "dataType", "isMaster"))
@@ -648,6 +648,8 @@ class _DbReader:
         ok = self.skip_bad(rows, bad)
         transports = self.enum("ENUM_HCCL_TRANSPORT_TYPE", {})
         links = self.enum("ENUM_HCCL_LINK_TYPE", {})
+        rdma_types = self.enum("ENUM_HCCL_RDMA_TYPE", {})
+        rdma, master = rows.get("rdmaType"), rows.get("isMaster")
         names, ttypes, groups = (self.texts(rows.get(c)) for c in ("name", "taskType", "groupName"))
         src, dst, size, op_id = rows.get("srcRank"), rows.get("dstRank"), rows.get("size"), rows.get("opId")
         tt, lt, notify, plane = rows.get("transportType"), rows.get("linkType"), rows.get("notifyId"), \
@@ -663,14 +665,19 @@ class _DbReader:
                 info["group"] = group_id(groups[i])
                 info["group_name"] = groups[i]
             s, d = src[i], dst[i]
-            if type(s) is int and type(d) is int and 0 <= s < INVALID_U32 and 0 <= d < INVALID_U32:
+            if type(s) is int and type(d) is int and 0 <= s and 0 <= d:   # as recorded, 0xFFFFFFFF included
                 transport = transports.get(tt[i], "") if type(tt[i]) is int else self.text(tt[i])
                 link = links.get(lt[i], "") if type(lt[i]) is int else self.text(lt[i])
                 link = "" if link in ("N/A", "INVALID_TYPE") else link
                 info.update({"src_rank": s, "dst_rank": d, "size": size[i] if type(size[i]) is int else 0,
-                             "transport": "RDMA" if transport == "RDMA" else ("LOCAL" if s == d else
-                                                                             (link or transport)),
                              "link_type": link, "transport_type": transport})
+                if s < INVALID_U32 and d < INVALID_U32:
+                    info["transport"] = "RDMA" if transport == "RDMA" else ("LOCAL" if s == d else (link or transport))
+            kind = rdma_types.get(rdma[i], "") if type(rdma[i]) is int else self.text(rdma[i])
+            if kind and kind not in ("N/A", "INVALID_TYPE"):
+                info["rdma_type"] = kind
+            if type(master[i]) is int:
+                info["is_master"] = master[i]
             out[gid] = info
         return out
 

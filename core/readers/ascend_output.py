@@ -37,7 +37,7 @@ How each file becomes events (one source per fact, nothing counted twice):
   the HCCL rows of ``kernel_details.csv`` when present (then the lane's event
   of the same name only gives its group); their tasks (``"task_type"`` in
   args, plus ``src_rank``/``dst_rank``/``size``/``transport`` where they are
-  transfers, see :mod:`npuprof.cluster.commdata`) take the group of the
+  transfers, see :mod:`npuprof.analysis.communication`) take the group of the
   operator holding them;
 * the group of an operator is the one the tool names it by in the run's own
   ``communication.json`` (``op@group``): the text outputs record a group's
@@ -695,16 +695,19 @@ def _is_comm_task(args: dict) -> bool:
 
 
 def _task_args(raw: dict, group: str) -> dict:
-    """An HCCL task's args in :mod:`npuprof.cluster.commdata`'s convention (plus the tool's own keys)."""
+    """An HCCL task's args in :mod:`npuprof.analysis.communication`'s convention (plus the tool's own keys)."""
     src, dst = _int_or(raw.get("src rank"), -1), _int_or(raw.get("dst rank"), -1)
     out: dict = {"group": group, "task_type": str(raw.get("task type", "")),
                  "Task ID": raw.get("task id"), "notify_id": raw.get("notify_id")}
-    if 0 <= src < INVALID_RANK and 0 <= dst < INVALID_RANK:
-        transport = str(raw.get("transport type", ""))
-        link = str(raw.get("link type", ""))
+    transport = str(raw.get("transport type", ""))
+    link = str(raw.get("link type", ""))
+    if src >= 0:      # kept as recorded, 0xFFFFFFFF ("no peer") included: the analysis needs every transfer
         out.update({"src_rank": src, "dst_rank": dst, "size": _int_or(raw.get("size(Byte)"), 0),
-                    "transport": "RDMA" if transport == "RDMA" else ("LOCAL" if src == dst else (link or transport)),
                     "link_type": link, "transport_type": transport})
+        if 0 <= src < INVALID_RANK and 0 <= dst < INVALID_RANK:
+            out["transport"] = "RDMA" if transport == "RDMA" else ("LOCAL" if src == dst else (link or transport))
+    if raw.get("rdma type"):
+        out["rdma_type"] = str(raw["rdma type"])
     return {k: v for k, v in out.items() if v is not None}
 
 
