@@ -149,10 +149,15 @@ def test_real_two_rank_cluster_analysis(real_job, capsys):
         assert parts == pytest.approx(float(r["Stage"]), abs=0.01)
     ops = {r["OP Type"]: r for r in csv.DictReader(open(res_dir / "cluster_op_statistic.csv", newline=""))}
     assert int(ops["MatMul"]["Ranks"]) == 2 and float(ops["MatMul"]["Total Time(us)"]) > 0
-    matrix = json.loads((res_dir / "cluster_communication_matrix.json").read_text())["AllReduce@world"]
-    assert set(matrix) == {"0-1", "1-0", "0-0", "1-1"}
-    assert matrix["0-1"]["Transport Type"] == "TCP" and matrix["1-1"]["Transport Type"] == "LOCAL"
-    assert matrix["0-1"]["Transit Size(MB)"] == pytest.approx(4 * GRAD_BYTES / 1e6, rel=1e-4)   # the tools' MB
+    steps = json.loads((res_dir / "cluster_communication_matrix.json").read_text())["(0, 1)"]   # msprof-analyze's
+    assert sorted(steps) == [f"step{n}" for n in (2, 3, 4, 5)]
+    for ops in steps.values():
+        matrix = ops["AllReduce@world"]
+        assert set(matrix) == {"0-1", "1-0", "0-0", "1-1"} and ops["Total Op Info@world"].keys() == matrix.keys()
+        assert matrix["0-1"]["Transport Type"] == "TCP" and matrix["1-1"]["Transport Type"] == "LOCAL"
+        assert matrix["0-1"]["Transit Size(MB)"] == pytest.approx(GRAD_BYTES / 1e6, rel=1e-4)   # the tools' MB
+    comm = json.loads((res_dir / "cluster_communication.json").read_text())["(0, 1)"]
+    assert {rank for ops in comm.values() for op in ops.values() for rank in op} == {"0", "1"}
     slow = json.loads((res_dir / "slow_ranks.json").read_text())
     assert not slow["applicable"] and "3 ranks" in slow["note"]
     al = json.loads((res_dir / "clock_alignment.json").read_text())["ranks"]["1"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from realdata import realdata, tree_digest
+from realdata import Bounds, compare_json, realdata, tree_digest
 
 from npuprof.analysis.analyzers import ANALYZERS, step_spans
 from npuprof.analysis.pipeline import load_events
@@ -223,39 +223,7 @@ def test_communication_ops_and_groups(rank):
 # how far npuprof's communication numbers may be from the tool's: the tool sums sub-ns task durations, the
 # text holds whole ns (< 1 ns per task, at most a few hundred tasks per operator); ratios and bandwidths are
 # rounded to 4 places from those; the start is a float64 epoch µs in the tool's file
-COMM_BOUNDS = {"ms": 1e-5, "ratio": 1e-4 + 1e-9, "start_us": 2 * FLOAT_EPOCH_US, "bandwidth_rel": 1e-3}
-
-
-def _close(key: str, tool: float, ours: float) -> bool:
-    if key == "Start Timestamp(us)":
-        return abs(tool - ours) <= COMM_BOUNDS["start_us"]
-    if "Ratio" in key:
-        return abs(tool - ours) <= COMM_BOUNDS["ratio"]
-    if key.startswith("Bandwidth"):
-        return abs(tool - ours) <= COMM_BOUNDS["bandwidth_rel"] * max(abs(tool), 1e-9) + 1e-4
-    return abs(tool - ours) <= COMM_BOUNDS["ms"] * max(1.0, abs(tool) / 100)
-
-
-def _compare_numbers(tool: object, ours: object, path: str, problems: list[str]) -> None:
-    """Every number and text of the tool's json equal in npuprof's (npuprof may add keys)."""
-    if isinstance(tool, dict):
-        for k, v in tool.items():
-            if not isinstance(ours, dict) or k not in ours:
-                problems.append(f"{path} > {k}: missing")
-                continue
-            _compare_numbers(v, ours[k], f"{path} > {k}", problems)
-    elif isinstance(tool, list):
-        if not isinstance(ours, list) or len(ours) != len(tool):
-            problems.append(f"{path}: {tool} vs {ours}")
-            return
-        for i, (x, y) in enumerate(zip(tool, ours)):
-            _compare_numbers(x, y, f"{path}[{i}]", problems)
-    elif isinstance(tool, (int, float)) and not isinstance(tool, bool):
-        key = path.rsplit(" > ", 1)[-1].split("[")[0]
-        if not isinstance(ours, (int, float)) or not _close(key, float(tool), float(ours)):
-            problems.append(f"{path}: tool {tool}, npuprof {ours}")
-    elif tool != ours:
-        problems.append(f"{path}: tool {tool!r}, npuprof {ours!r}")
+COMM_BOUNDS = Bounds(ms=1e-5, ratio=1e-4 + 1e-9, start_us=2 * FLOAT_EPOCH_US, bandwidth_rel=1e-3)
 
 
 @pytest.mark.parametrize("name, build", [("communication.json", communication_json),
@@ -265,8 +233,7 @@ def test_communication_files_every_number(rank, name, build):
     distribution, and the ranked per-link matrix: npuprof's recomputation equals the tool's file."""
     _, a = rank
     tool = json.loads(a.tool_file(name).read_text())
-    problems: list[str] = []
-    _compare_numbers(tool, build(comm_events(a.events)), name, problems)
+    problems = compare_json(tool, build(comm_events(a.events)), COMM_BOUNDS, name)
     assert not problems, "\n".join(problems[:20])
 
 

@@ -66,6 +66,7 @@ import numpy as np
 from ..events import EventKind, EventTable
 
 P2P_WORDS = ("send", "recv", "receive")
+TOTAL_OP = "Total Op Info"    # the per-step sum the tools write beside the operators
 MB = 1e6                      # the Ascend tools' MB: 10^6 bytes (their GB/s is MB per ms)
 INVALID_RANK = 0xFFFFFFFF     # an HCCL task's peer when it has none
 TRANSPORTS = ("RDMA", "HCCS", "PCIE", "SDMA", "SIO")    # communication.json's bandwidth keys, in its order
@@ -476,7 +477,7 @@ def communication_json(c: CommEvents) -> dict:
     for step_dict in out.values():
         for kind, ops in step_dict.items():
             if ops:
-                ops["Total Op Info"] = _total_op_info(list(ops.values()))
+                ops[TOTAL_OP] = _total_op_info(list(ops.values()))
     return out
 
 

@@ -30,7 +30,8 @@ from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
 from .ranks import discover_ranks, parse_rank_list
 from .slowrank import detect_slow_ranks
-from .tables import busy_times, cluster_tables, matrix_json
+from .communication import cluster_communication, cluster_communication_matrix
+from .tables import busy_times, cluster_tables
 from .timeline import write_merged, write_rank_trace
 from .worker import RankTask, rank_events, summarise_rank
 
@@ -92,12 +93,15 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         slow = detect_slow_ranks(busy_times(summaries))
         alignment = align_ranks(summaries, align)
         tables = cluster_tables(summaries, slow, alignment)
-        matrix = matrix_json(tables["cluster_communication_matrix"])
+        communication = cluster_communication(summaries)
+        matrix = cluster_communication_matrix(summaries)
         secure_mkdir(out_dir)
         say("writing tables")
         files = write_tables(tables, out_dir, tuple(formats))
         files.append(write_json(slow, out_dir / "slow_ranks.json"))
         files.append(write_json({"method": align, **alignment}, out_dir / "clock_alignment.json"))
+        if communication:
+            files.append(write_json(communication, out_dir / "cluster_communication.json"))
         if matrix:
             files.append(write_json(matrix, out_dir / "cluster_communication_matrix.json"))
         world = max([s.world_size for s in summaries] + [len(summaries)])

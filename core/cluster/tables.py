@@ -17,6 +17,7 @@ import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS
 from ..analysis.table import Table
+from .communication import cluster_communication_matrix
 
 CLUSTER_STEP_COLUMNS = ["Step", "Type", "Index"] + STEP_TRACE_COLUMNS[1:]
 RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Events", "Step Time Mean(us)",
@@ -26,7 +27,7 @@ RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Ev
 OP_COLUMNS = ["OP Type", "Core Type", "Ranks", "Count", "Total Time(us)", "Avg Time per Rank(us)", "Max Rank",
               "Max Rank Time(us)", "Min Rank Time(us)"]
 COMM_COLUMNS = ["Rank", "Step", "OP Type", "Group", "Count", "Total Time(us)", "Wait Time(us)"]
-MATRIX_COLUMNS = ["Group", "OP Type", "Src Rank", "Dst Rank", "Transport Type", "Count", "Transit Time(ms)",
+MATRIX_COLUMNS = ["Group", "Step", "OP Name", "Src Rank", "Dst Rank", "Transport Type", "Transit Time(ms)",
                   "Transit Size(MB)", "Bandwidth(GB/s)"]
 
 
@@ -99,28 +100,13 @@ def comm_table(summaries: list) -> Table:
 
 
 def matrix_table(summaries: list) -> Table:
-    agg: dict = {}
-    for s in summaries:
-        for grp, typ, src, dst, tr, n, t_ms, s_mb in s.links:
-            a = agg.setdefault((grp, typ, src, dst, tr), [0, 0.0, 0.0])
-            a[0] += n
-            a[1] += t_ms
-            a[2] += s_mb
-    rows = [[g, t, src, dst, tr, n, round(t_ms, 6), round(s_mb, 6),
-             round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0.0]
-            for (g, t, src, dst, tr), (n, t_ms, s_mb) in sorted(agg.items())]
+    """Every link of :func:`~.communication.cluster_communication_matrix`, one row each."""
+    rows = [[ranks, step, op, int(src), int(dst), info.get("Transport Type") or "", info["Transit Time(ms)"],
+             info["Transit Size(MB)"], info["Bandwidth(GB/s)"]]
+            for ranks, steps in cluster_communication_matrix(summaries).items() for step, ops in steps.items()
+            for op, links in ops.items() for link, info in links.items() for src, _, dst in [link.partition("-")]]
+    rows.sort(key=lambda r: (r[0], r[1], r[2], r[3], r[4]))
     return _table("cluster_communication_matrix", MATRIX_COLUMNS, rows)
-
-
-def matrix_json(matrix: Table) -> dict:
-    """msprof-analyze's cluster_communication_matrix.json shape: op@group -> "src-dst" -> link info."""
-    out: dict = {}
-    for rec in matrix.records():
-        out.setdefault(f"{rec['OP Type']}@{rec['Group']}", {})[f"{rec['Src Rank']}-{rec['Dst Rank']}"] = {
-            "Transport Type": rec["Transport Type"], "Transit Time(ms)": rec["Transit Time(ms)"],
-            "Transit Size(MB)": rec["Transit Size(MB)"], "Bandwidth(GB/s)": rec["Bandwidth(GB/s)"],
-            "Count": rec["Count"]}
-    return out
 
 
 def _table(name: str, columns: list, rows: list) -> Table:

@@ -12,10 +12,11 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
-from ..analysis.communication import MB, alignment_keys, comm_events, link_owners
+from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
+                                      communication_matrix_json, link_owners)
 
 log = logging.getLogger("npuprof")
 
@@ -53,6 +55,8 @@ class RankSummary:
     ops: list                    # (OP Type, Core Type, Count, Total Time(us))
     comm_ops: list               # (step, type, group, count, total_us, wait_us)
     links: list                  # (group, type, src, dst, transport, count, time_ms, size_mb)
+    communication: dict          # the rank's communication.json contents
+    communication_matrix: dict   # the rank's communication_matrix.json contents
     align_keys: list
     align_start: np.ndarray
     align_end: np.ndarray
@@ -61,6 +65,7 @@ class RankSummary:
     t1_ns: int
     traces: list
     warnings: list = field(default_factory=list)
+    parallel_groups: dict = field(default_factory=dict)   # group id -> its global ranks (profiler_metadata)
 
 
 def ensure_plugins() -> None:
@@ -147,6 +152,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         world_size=info.world_size, events=len(events), steps=steps, ops=ops,
         comm_ops=[(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(comm_ops.items())],
         links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
+        communication=communication_json(c), communication_matrix=communication_matrix_json(c),
         align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
         t0_ns=int(events["ts"].min()) if len(events) else 0,
         t1_ns=int((events["ts"] + events["dur"]).max()) if len(events) else 0)
@@ -165,7 +171,27 @@ def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
     events, info, warnings, traces = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points)
-    return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, **data)
+    return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings,
+                       parallel_groups=_parallel_groups(task.run_dirs), **data)
+
+
+def _parallel_groups(run_dirs: Sequence[str]) -> dict[str, list[int]]:
+    """Group id -> sorted global ranks, from torch_npu's ``profiler_metadata.json`` (``parallel_group_info``)."""
+    from ..readers.ascend_db import group_id
+
+    out: dict[str, list[int]] = {}
+    for d in run_dirs:
+        meta = Path(d) / "profiler_metadata.json"
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
+        except (OSError, ValueError):
+            continue
+        groups = doc.get("parallel_group_info") if isinstance(doc, dict) else None
+        for name, info in (groups or {}).items():
+            ranks = info.get("global_ranks") if isinstance(info, dict) else None
+            if isinstance(ranks, list) and ranks and all(isinstance(r, int) for r in ranks):
+                out.setdefault(group_id(str(name)), sorted(ranks))
+    return out
 
 
 def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 0) -> tuple:

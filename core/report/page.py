@@ -152,10 +152,10 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     if matrix:
         parts.append("<h2 id='comm'>Communication matrix</h2>")
         top = sorted(matrix, key=lambda m: -m["Transit Time(ms)"])[:20]
-        parts.append(_table(["Group", "OP", "Src", "Dst", "Transport", "Count", "Time (ms)", "Size (MB)", "GB/s"],
-                            [[_e(m["Group"]), _e(m["OP Type"]), m["Src Rank"], m["Dst Rank"],
-                              _e(m["Transport Type"]), m["Count"], f"{m['Transit Time(ms)']:.3f}",
-                              f"{m['Transit Size(MB)']:.3f}", f"{m['Bandwidth(GB/s)']:.3f}"] for m in top], left=2))
+        parts.append(_table(["Ranks", "Step", "OP", "Src", "Dst", "Transport", "Time (ms)", "Size (MB)", "GB/s"],
+                            [[_e(m["Group"]), _e(m["Step"]), _e(m["OP Name"]), m["Src Rank"], m["Dst Rank"],
+                              _e(m["Transport Type"]), f"{m['Transit Time(ms)']:.3f}",
+                              f"{m['Transit Size(MB)']:.3f}", f"{m['Bandwidth(GB/s)']:.3f}"] for m in top], left=3))
 
     # -- links
     parts.append("<h2 id='files'>Trace files and tables</h2><ul class='links'>")

@@ -1,0 +1,168 @@
+"""A job's communication across ranks: ``cluster_communication.json`` and
+``cluster_communication_matrix.json``, built from every rank's own
+``communication.json`` / ``communication_matrix.json`` contents
+(:func:`npuprof.analysis.communication.communication_json`) as msprof-analyze
+``cluster`` builds them, so the two tools give the same files on the same job:
+
+* operators are grouped by the ranks of their group (``"(0, 1)"``: the ranks
+  whose data hold an operator of that group), then by step and operator;
+  each operator holds every rank's numbers, and ``Total Op Info@<group>``
+  sums them per rank (times, sizes, size distribution; ratios and
+  bandwidths recomputed);
+* a rank's matrix names links by the group's *local* ranks; they become global
+  through the group's rank list (``parallel_group_info`` in a run's
+  ``profiler_metadata.json``) or, failing that, through each rank's own
+  ``r-r`` link. A link whose ranks cannot be mapped is left out, as
+  msprof-analyze leaves it out. ``Total Op Info@<group>`` sums the links of
+  every operator that is not a ranked entry (``top1``/``middle``/``bottom``).
+
+Example::
+
+    summaries = [summarise_rank(t) for t in tasks]
+    doc = cluster_communication(summaries)       # {"(0, 1)": {"step50": {op: {rank: info}}}}
+"""
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any, Sequence
+
+from ..analysis.communication import TOTAL_OP
+
+RANKED = ("middle", "top", "bottom")
+_TIME_SUMMED = ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)",
+                "Idle Time(ms)")
+
+
+def _ratio(part: float, whole: float) -> float:
+    return round(part / whole, 4) if abs(whole) > 1e-15 else 0
+
+
+def _ops_by_rank(summaries: Sequence[Any], attr: str) -> list[tuple[int, str, str, str, dict]]:
+    """(rank, step, kind, op name, info) of every rank's per-rank file, Total Op Info excluded."""
+    out = []
+    for s in summaries:
+        for step, kinds in getattr(s, attr).items():
+            for kind, ops in kinds.items():
+                for name, info in ops.items():
+                    if name != TOTAL_OP:
+                        out.append((s.rank, step, kind, name, info))
+    return out
+
+
+def group_ranks(summaries: Sequence[Any]) -> dict[str, tuple[int, ...]]:
+    """Group -> the ranks whose operators carry it (msprof-analyze's communication groups)."""
+    members: dict[str, set] = defaultdict(set)
+    for rank, _, _, name, _ in _ops_by_rank(summaries, "communication"):
+        members[name.rpartition("@")[2]].add(rank)
+    return {g: tuple(sorted(r)) for g, r in members.items()}
+
+
+def cluster_communication(summaries: Sequence[Any]) -> dict:
+    """``cluster_communication.json``: per rank set, step and operator, every rank's time and bandwidth."""
+    groups = group_ranks(summaries)
+    out: dict = {}
+    for rank, step, _, name, info in _ops_by_rank(summaries, "communication"):
+        ranks = str(groups[name.rpartition("@")[2]])
+        out.setdefault(ranks, {}).setdefault(step, {}).setdefault(name, {})[str(rank)] = info
+    for steps in out.values():
+        for ops in steps.values():
+            _add_total_op_info(ops)
+    return out
+
+
+def _add_total_op_info(ops: dict) -> None:
+    totals: dict = defaultdict(dict)
+    for name, per_rank in list(ops.items()):
+        group = name.rpartition("@")[2]
+        for rank, info in per_rank.items():
+            t = totals[group].setdefault(rank, {"Communication Time Info": defaultdict(float),
+                                                "Communication Bandwidth Info": {}})
+            for key, value in info["Communication Time Info"].items():
+                if key in _TIME_SUMMED:
+                    t["Communication Time Info"][key] += value
+            for transport, bw in info["Communication Bandwidth Info"].items():
+                a = t["Communication Bandwidth Info"].setdefault(
+                    transport, {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": defaultdict(
+                        lambda: [0, 0])})
+                a["Transit Time(ms)"] += bw.get("Transit Time(ms)", 0)
+                a["Transit Size(MB)"] += bw.get("Transit Size(MB)", 0)
+                for size, (count, ms) in bw.get("Size Distribution", {}).items():
+                    a["Size Distribution"][size][0] += count
+                    a["Size Distribution"][size][1] += ms
+    for group, per_rank in totals.items():
+        for t in per_rank.values():
+            times = t["Communication Time Info"]
+            times["Wait Time Ratio"] = _ratio(times["Wait Time(ms)"], times["Wait Time(ms)"] + times["Transit Time(ms)"])
+            times["Synchronization Time Ratio"] = _ratio(times["Synchronization Time(ms)"],
+                                                         times["Synchronization Time(ms)"] + times["Transit Time(ms)"])
+            t["Communication Time Info"] = dict(times)
+            for bw in t["Communication Bandwidth Info"].values():
+                bw["Bandwidth(GB/s)"] = _ratio(bw["Transit Size(MB)"], bw["Transit Time(ms)"])
+                bw["Size Distribution"] = dict(bw["Size Distribution"])
+        ops[f"{TOTAL_OP}@{group}"] = dict(per_rank)
+
+
+def cluster_communication_matrix(summaries: Sequence[Any]) -> dict:
+    """``cluster_communication_matrix.json``: per rank set, step and operator, the links in global ranks."""
+    groups = group_ranks(summaries)
+    local_to_global: dict[str, dict[str, int]] = {}
+    for s in summaries:
+        for group, ranks in getattr(s, "parallel_groups", {}).items():
+            local_to_global.setdefault(group, {str(i): r for i, r in enumerate(sorted(ranks))})
+    per_op: dict = {}
+    for rank, step, _, name, links in _ops_by_rank(summaries, "communication_matrix"):
+        group = name.rpartition("@")[2]
+        ranks = str(groups.get(group, (rank,)))
+        per_op.setdefault(ranks, {}).setdefault(step, {}).setdefault(name, {})[rank] = links
+        for link in links:
+            src, _, dst = link.partition("-")
+            if src == dst:
+                local_to_global.setdefault(group, {}).setdefault(src, rank)
+    out: dict = {}
+    for ranks, steps in per_op.items():
+        for step, ops in steps.items():
+            merged = {name: _merge_links(per_rank, local_to_global.get(name.rpartition("@")[2], {}))
+                      for name, per_rank in ops.items()}
+            _add_total_links(merged)
+            out.setdefault(ranks, {})[step] = merged
+    return out
+
+
+def _merge_links(per_rank: dict, local_to_global: dict[str, int]) -> dict:
+    summed: dict = defaultdict(lambda: {"Transport Type": "", "Transit Time(ms)": 0, "Transit Size(MB)": 0,
+                                        "Op Name": ""})
+    for links in per_rank.values():
+        for link, info in links.items():
+            a = summed[link]
+            a["Transport Type"] = info.get("Transport Type")
+            a["Op Name"] = info.get("Op Name", "")
+            a["Transit Time(ms)"] += info.get("Transit Time(ms)", 0)
+            a["Transit Size(MB)"] += info.get("Transit Size(MB)", 0)
+    out = {}
+    for link, info in summed.items():
+        src, _, dst = link.partition("-")
+        if src not in local_to_global or dst not in local_to_global:
+            continue
+        info["Bandwidth(GB/s)"] = _ratio(info["Transit Size(MB)"], info["Transit Time(ms)"])
+        out[f"{local_to_global[src]}-{local_to_global[dst]}"] = info
+    return out
+
+
+def _add_total_links(ops: dict) -> None:
+    totals: dict = defaultdict(dict)
+    for name, links in list(ops.items()):
+        if any(word in name for word in RANKED):     # a ranked entry repeats an operator already counted
+            continue
+        group = name.rpartition("@")[2]
+        for link, info in links.items():
+            a = totals[group].setdefault(link, {"Transport Type": "", "Transit Time(ms)": 0, "Transit Size(MB)": 0,
+                                                "Op Name": ""})
+            a["Transport Type"] = info.get("Transport Type")
+            a["Op Name"] = info.get("Op Name", "")
+            a["Transit Time(ms)"] += info.get("Transit Time(ms)", 0)
+            a["Transit Size(MB)"] += info.get("Transit Size(MB)", 0)
+    for group, links in totals.items():
+        for info in links.values():
+            info["Bandwidth(GB/s)"] = _ratio(info["Transit Size(MB)"], info["Transit Time(ms)"])
+        ops[f"{TOTAL_OP}@{group}"] = copy.deepcopy(links)
