@@ -87,6 +87,18 @@ def test_no_verb_writes_into_a_torch_npu_run(tmp_path, verb):
     assert tree_digest(job) == before, "a verb wrote into the torch_npu run"
 
 
+@pytest.mark.parametrize("verb, written", [("cluster", "npuprof_cluster/cluster_step_trace_time.csv"),
+                                            ("report", "npuprof_report.html")])
+def test_cluster_and_report_without_o_write_outside_another_tools_job(tmp_path, verb, written):
+    job = realdata(TORCH_NPU_TEXT)
+    before = tree_digest(job)
+    done = subprocess.run([sys.executable, "-m", "npuprof", verb, str(job), "--quiet", "--backend", "serial"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert tree_digest(job) == before
+    assert (tmp_path / "npuprof_output" / job.name / written).is_file()
+
+
 def test_analyse_without_o_writes_outside_the_run(tmp_path):
     job = realdata(TORCH_NPU_TEXT)
     run = job / "rank0_ascend_pt"

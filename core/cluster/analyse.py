@@ -63,6 +63,19 @@ class ClusterResult:
                 "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None}
 
 
+def default_place(root: Path) -> Path:
+    """Where a job's cluster outputs go when no output is given: ``root`` itself for npuprof's own runs; for
+    another tool's job (its folders are read-only input) ``./npuprof_output/<root name>``, as the per-run
+    outputs of such runs."""
+    from ..analysis.pipeline import find_runs
+    from ..export.writer import DEFAULT_OUTPUT
+    from ..runinfo import RunOrigin, origin_of
+
+    if all(origin_of(d) is RunOrigin.NPUPROF for d in find_runs(root)):
+        return root
+    return DEFAULT_OUTPUT / root.resolve().name
+
+
 def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
                     scheduler: Optional[str] = None, workers: Optional[int] = None, ranks: Any = None,
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
@@ -83,7 +96,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         if missing:
             raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
     root = Path(path)
-    out_dir = Path(output) if output is not None else (root / OUTPUT_NAME)
+    out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
     tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), analyse_missing=analyse_missing)
              for r, dirs in found.items()]
     say = progress or (lambda msg: None)

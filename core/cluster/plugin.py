@@ -120,7 +120,7 @@ def cmd_xplane(args: argparse.Namespace) -> int:
 def npuprof_add_commands(subparsers: Any) -> None:
     c = subparsers.add_parser("cluster", help="analyse all ranks of a multi-rank job (process pool or Dask)")
     c.add_argument("path", help="parent directory of the ranks' run directories")
-    c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster)")
+    c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster; for another tool's job ./npuprof_output/<path name>/npuprof_cluster)")
     c.add_argument("--backend", choices=["process", "dask", "serial"], default=None,
                    help="where per-rank work runs (default: process, or dask when --scheduler is given)")
     c.add_argument("--scheduler", default=None, help="Dask scheduler address (default: a local Dask cluster)")

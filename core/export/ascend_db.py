@@ -197,17 +197,22 @@ def _group_name(args: dict) -> str:
     return str(args.get("group_name") or args.get("group") or "default")
 
 
+INT64_MAX = 2**63 - 1
+
+
 def _int(v: Any, default: int) -> int:
-    if isinstance(v, int):      # exact: int(float(2**63 - 1)) is 2**63, too large for SQLite
-        return v
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        pass
-    try:
-        return int(float(v))
-    except (TypeError, ValueError, OverflowError):
-        return default
+    """An INTEGER cell: exact (int(float(2**63 - 1)) is 2**63, too large for SQLite); an unsigned 64-bit
+    value past int64 (a text export's notify id 2**64-1, "none") stored as int64's max, as the tool's
+    own databases store it."""
+    if not isinstance(v, int):
+        try:
+            v = int(v)
+        except (TypeError, ValueError):
+            try:
+                v = int(float(v))
+            except (TypeError, ValueError, OverflowError):
+                return default
+    return min(v, INT64_MAX) if v >= 0 else max(v, -INT64_MAX - 1)
 
 
 def global_tid(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

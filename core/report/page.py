@@ -184,9 +184,10 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
     Returns the page path (default ``<path>/npuprof_report.html``).
     """
     from ..cluster import cluster_analyse
+    from ..cluster.analyse import default_place
 
     root = Path(path)
-    page = Path(output) if output is not None else root / REPORT_NAME
+    page = Path(output) if output is not None else default_place(root) / REPORT_NAME
     formats = ("csv", "json")
     try:
         import pyarrow  # noqa: F401
