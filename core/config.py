@@ -235,20 +235,8 @@ def build_config(
 
 def _rank_ids(value: Any) -> Optional[tuple[int, ...]]:
     """None (all ranks) or a tuple of rank ids from a list or "0,2,4-7"."""
-    if value is None:
-        return None
-    items: list = []
-    if isinstance(value, str):
-        for part in value.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            if not lo.isdigit() or (sep and not hi.isdigit()):
-                raise ProfilerConfigError("profile_rank_ids", value, 'rank ids such as [0, 2] or "0,2,4-7"')
-            items.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
-    elif isinstance(value, (list, tuple, set)):
-        items = [v.check_int("profile_rank_ids", x, minimum=0) for x in value]
-    else:
-        raise ProfilerConfigError("profile_rank_ids", value, 'rank ids such as [0, 2] or "0,2,4-7"')
-    return tuple(sorted(set(items)))
+    ranks = v.parse_rank_list("profile_rank_ids", value)
+    return None if ranks is None else tuple(ranks)
 
 
 def _domains(name: str, value: Any) -> tuple[str, ...]:

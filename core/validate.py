@@ -202,3 +202,43 @@ def parse_size(name: str, value: Any, minimum: int = 0) -> int:
     if size < minimum:
         raise ProfilerConfigError(name, value, f"a size of at least {minimum} bytes")
     return size
+
+
+def parse_rank_list(name: str, value: Any) -> Optional[list[int]]:
+    """Parse ``"0,2,4-7"`` / ``[0, 2]`` / ``None`` ("all") into sorted ranks; the one rank-list
+    parser (Profiler's ``profile_rank_ids``, cluster ``--ranks``, timeline filters). A reversed
+    range (``"4-2"``), a negative or a non-number is an error naming ``name``.
+
+    Example::
+
+        >>> parse_rank_list("ranks", "0,2,4-6")
+        [0, 2, 4, 5, 6]
+        >>> parse_rank_list("profile_rank_ids", "4-2")
+        Traceback (most recent call last):
+        ...
+        npuprof.errors.ProfilerConfigError: invalid profile_rank_ids='4-2': expected rank numbers >= 0 as a list or a string like '0,2,4-7' (or 'all') (range 4-2 is reversed)
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "all")):
+        return None
+    allowed = "rank numbers >= 0 as a list or a string like '0,2,4-7' (or 'all')"
+    out: set[int] = set()
+    if isinstance(value, str):
+        for part in value.split(","):
+            part = part.strip()
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise ProfilerConfigError(name, value, allowed)
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ProfilerConfigError(name, value, allowed, hint=f"range {part} is reversed")
+            out.update(range(lo, hi + 1))
+    elif isinstance(value, (list, tuple, set, frozenset, range)):
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ProfilerConfigError(name, value, allowed)
+            out.add(v)
+    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        out.add(value)
+    else:
+        raise ProfilerConfigError(name, value, allowed)
+    return sorted(out)

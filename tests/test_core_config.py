@@ -101,10 +101,28 @@ def test_errors_raised_before_anything_is_written(tmp_path):
 def test_profile_rank_ids_forms(tmp_path):
     assert build_config(output_path=tmp_path, profile_rank_ids="0,2,4-6").profile_rank_ids == (0, 2, 4, 5, 6)
     assert build_config(output_path=tmp_path, profile_rank_ids=[3, 1]).profile_rank_ids == (1, 3)
-    for bad in ("a", "1-", [-1], 5, ["x"]):
+    assert build_config(output_path=tmp_path, profile_rank_ids=5).profile_rank_ids == (5,)
+    assert build_config(output_path=tmp_path, profile_rank_ids="all").profile_rank_ids is None
+    # "4-2" used to be accepted as no rank at all, silently turning profiling off everywhere
+    for bad in ("a", "1-", "4-2", "-1", [-1], True, ["x"], "1,,2"):
         with pytest.raises(ProfilerConfigError) as e:
             build_config(output_path=tmp_path, profile_rank_ids=bad)
         assert e.value.param == "profile_rank_ids"
+    with pytest.raises(ProfilerConfigError, match="range 4-2 is reversed"):
+        build_config(output_path=tmp_path, profile_rank_ids="4-2")
+
+
+def test_every_rank_list_is_parsed_by_one_parser(tmp_path, capsys):
+    """Profiler(profile_rank_ids), cluster --ranks and the timeline --steps filter agree on "4-2"."""
+    from npuprof.cli import main
+    from npuprof.export.filters import parse_steps
+
+    with pytest.raises(ProfilerConfigError, match="steps='4-2'"):
+        parse_steps("steps", "4-2")
+    (tmp_path / "job").mkdir()
+    assert main(["cluster", str(tmp_path / "job"), "--ranks", "4-2", "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "ranks='4-2'" in err and "reversed" in err
 
 
 def test_worker_name_carries_rank_in_multi_rank_jobs(tmp_path):

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, Union
 
 from ..config import env_rank
 from ..errors import ProfilerConfigError, ProfilerDataError
+from ..validate import parse_rank_list
 
 log = logging.getLogger("npuprof")
 INFO_RE = re.compile(r"^profiler_info_(\d+)\.json$")
@@ -101,40 +102,6 @@ def discover_ranks(path: Union[str, Path], ranks: Optional[Iterable[int]] = None
         found = {r: v for r, v in found.items() if r in wanted}
     # windows in time order: the run dir name ends with its UTC start stamp
     return {r: sorted(v, key=lambda p: (p.name.rsplit("_", 3)[-3:], str(p))) for r, v in sorted(found.items())}
-
-
-def parse_rank_list(name: str, value: Any) -> Optional[list[int]]:
-    """Parse ``"0,2,4-7"`` / ``[0, 2]`` / ``None`` ("all") into sorted ranks.
-
-    Example::
-
-        >>> parse_rank_list("ranks", "0,2,4-6")
-        [0, 2, 4, 5, 6]
-    """
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "all")):
-        return None
-    allowed = "rank numbers >= 0 as a list or a string like '0,2,4-7' (or 'all')"
-    out: set[int] = set()
-    if isinstance(value, str):
-        for part in value.split(","):
-            part = part.strip()
-            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-            if not m:
-                raise ProfilerConfigError(name, value, allowed)
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            if hi < lo:
-                raise ProfilerConfigError(name, value, allowed, hint=f"range {part} is reversed")
-            out.update(range(lo, hi + 1))
-    elif isinstance(value, (list, tuple, set, frozenset, range)):
-        for v in value:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ProfilerConfigError(name, value, allowed)
-            out.add(v)
-    elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        out.add(value)
-    else:
-        raise ProfilerConfigError(name, value, allowed)
-    return sorted(out)
 
 
 def should_profile(profile_rank_ids: Any, rank: Optional[int] = None) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Optional, Union
 import numpy as np
 
 from ..errors import ProfilerConfigError
+from ..validate import parse_rank_list  # steps have the syntax of rank lists
 from ..events import EventKind, EventTable
 
 _DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
@@ -53,8 +54,6 @@ def parse_duration_ns(name: str, value: Any) -> int:
 
 def parse_steps(name: str, value: Any) -> Optional[list[int]]:
     """``"2-4,7"`` / list / None -> sorted step numbers (None = all steps)."""
-    from ..cluster.ranks import parse_rank_list  # same syntax as rank lists
-
     try:
         return parse_rank_list(name, value)
     except ProfilerConfigError:
