@@ -358,3 +358,9 @@ def _broadcast(value: Any, n: int, dtype: Any) -> np.ndarray:
     if arr.shape != (n,):
         raise ValueError(f"column length {arr.shape} does not match {n} rows")
     return arr
+
+
+# op_summary's tensor columns: readers keep them in a KERNEL event's args; kernel_details gets them when the
+# kernels carry them (not at Level0)
+KERNEL_TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+                         "Output Formats")

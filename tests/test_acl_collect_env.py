@@ -6,7 +6,7 @@ import pytest
 from npuprof.config import build_config
 from npuprof.integrations.pyacl.acl_json import section_from_config
 from npuprof.integrations.pyacl.collect import profiling_env
-from npuprof.integrations.tensorflow.options import parse_profiling_options
+from npuprof.integrations.cann.profiling_options import parse_profiling_options
 
 
 @pytest.mark.parametrize("level", ["Level0", "Level1", "Level2"])

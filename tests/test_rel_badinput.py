@@ -217,7 +217,7 @@ def _running(out: Path) -> Profiler:
 
 def _tf_cases() -> list[Case]:
     try:
-        from npuprof.integrations.tensorflow.options import parse_profiling_options
+        from npuprof.integrations.cann.profiling_options import parse_profiling_options
         from npuprof.integrations.tensorflow.profiler import Profiler as TfProfiler
     except ImportError:  # pragma: no cover - the integration ships with the package
         return []

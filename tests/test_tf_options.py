@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from npuprof import ProfilerConfigError
 from npuprof.config import build_config
-from npuprof.integrations.tensorflow.options import (ADAPTER_DEFAULT_OPTIONS, KEYS, MAX_OPTIONS_BYTES,
+from npuprof.integrations.cann.profiling_options import (ADAPTER_DEFAULT_OPTIONS, KEYS, MAX_OPTIONS_BYTES,
                                                      parse_profiling_options, render_profiling_options)
 
 # The strings exactly as Ascend's documentation prints them.

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 import orjson
 
-from ..events import EventKind, EventTable
+from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from .grouping import group_by, small_unique
 from .intervals import BLOCK, bucket_index, covered_per_bucket, per_bucket_length
 from .table import EventRowsTable, Table
@@ -58,9 +58,6 @@ HOST_USAGE_COLUMNS = ["Series", "Samples", "Min", "Avg", "Max"]
 OPERATOR_DETAILS_COLUMNS = ["Name", "Input Shapes"]   # MindSpore's operator_details.csv
 OP_SHAPE_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Input Shapes", "Core Type", "Count", "Total Time(us)",
                               "Min Time(us)", "Avg Time(us)", "Max Time(us)", "Type Share(%)"]
-# op_summary's tensor columns; kernel_details gets them when the kernels' args carry them (not at Level0)
-KERNEL_TENSOR_COLUMNS = ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
-                         "Output Formats")
 FEW_QUEUES = 16
 DENSE_STATS = 1 << 21     # composite key spaces up to this size are aggregated block by block
 _OP, _KERNEL, _COMM, _STEP = int(EventKind.OP), int(EventKind.KERNEL), int(EventKind.COMM), int(EventKind.STEP)

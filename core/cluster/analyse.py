@@ -80,7 +80,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     scheduler: Optional[str] = None, workers: Optional[int] = None, ranks: Any = None,
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
                     rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
-                    analyse_missing: bool = True, progress: Optional[Callable[[str], None]] = None) -> ClusterResult:
+                    progress: Optional[Callable[[str], None]] = None) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts."""
     t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
     root = Path(path)
     out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
-    tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), analyse_missing=analyse_missing)
+    tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs))
              for r, dirs in found.items()]
     say = progress or (lambda msg: None)
     with Executor(backend, scheduler=scheduler, workers=workers) as ex:

@@ -1,7 +1,6 @@
-"""Built-in plugin: ``npuprof cluster``, ``npuprof timeline``, ``npuprof
-xplane`` commands, and per-rank ``communication.json`` /
-``communication_matrix.json`` next to the other ASCEND_PROFILER_OUTPUT files
-when a run has communication events (what msprof-analyze ``cluster`` reads).
+"""Built-in plugin: the ``npuprof cluster``, ``npuprof timeline`` and ``npuprof
+xplane`` commands (a rank's own communication files are written by the
+exporters plugin, :mod:`npuprof.export.communication_files`).
 
 Example::
 
@@ -19,24 +18,6 @@ from typing import Any, Optional
 
 from ..hookspecs import hookimpl
 
-@hookimpl
-def npuprof_export(result: Any, target: Any) -> Optional[list]:
-    from ..fileio import atomic_write
-    from ..analysis.communication import comm_events, communication_json, communication_matrix_json
-
-    if not target.text:
-        return None
-    c = comm_events(result.events)
-    if not c.has_ops and not c.has_links:
-        return None
-    out = target.output_dir
-    written = [atomic_write(out / "communication.json", json.dumps(communication_json(c), indent=1))]
-    if c.has_links:
-        written.append(atomic_write(out / "communication_matrix.json",
-                                    json.dumps(communication_matrix_json(c), indent=1)))
-    return written
-
-
 def _progress(quiet: bool) -> Any:
     if quiet:
         return None
@@ -51,7 +32,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
                           workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
-                          formats=formats, analyse_missing=not args.no_analyse, progress=_progress(args.quiet))
+                          formats=formats, progress=_progress(args.quiet))
     if args.json:
         print(json.dumps(res.summary(), indent=2))
         return 0
@@ -133,7 +114,6 @@ def npuprof_add_commands(subparsers: Any) -> None:
     c.add_argument("--gzip", action="store_true", help="gzip the timelines")
     c.add_argument("--align", choices=["auto", "comm", "none"], default="auto", help="clock alignment of ranks")
     c.add_argument("--no-parquet", action="store_true", help="CSV and JSON only")
-    c.add_argument("--no-analyse", action="store_true", help="do not write missing per-rank outputs")
     c.add_argument("--json", action="store_true", help="print the result summary as JSON")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=cmd_cluster)

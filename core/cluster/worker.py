@@ -36,7 +36,6 @@ class RankTask:
 
     rank: int
     run_dirs: tuple
-    analyse_missing: bool = True
     host_points: int = 240
 
 
@@ -68,21 +67,10 @@ class RankSummary:
     parallel_groups: dict = field(default_factory=dict)   # group id -> its global ranks (profiler_metadata)
 
 
-def ensure_plugins() -> None:
-    """Register npuprof's cluster export plugin when its entry point is not installed."""
-    from ..plugins.manager import get_plugin_host
-    from . import plugin
-
-    host = get_plugin_host()
-    if host.pm.get_plugin("cluster") is None and not host.pm.is_registered(plugin):
-        host.register(plugin, "cluster")
-
-
 def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list]:
     """All windows of one rank as one table, parsed in memory (nothing is
     written into the runs). Returns (events, info of the first window,
     warnings, trace files already there)."""
-    ensure_plugins()
     tables, warnings, traces = [], [], []
     info: Optional[RunInfo] = None
     for d in task.run_dirs:

@@ -18,6 +18,7 @@ from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
 from ..export.analysis_db import write_analysis_db
 from ..export.ascend_db import write_ascend_db
+from ..export.communication_files import write_communication_files
 from ..export.trace_json import trace_settings, write_trace
 from ..export.writer import ExportTarget
 from ..fileio import atomic_write
@@ -41,6 +42,7 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
             table = result.tables.get(name)
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")
+        written += write_communication_files(result, out_dir)
     if target.db:
         written.append(write_ascend_db(result, out_dir))
         written.append(write_analysis_db(result, out_dir))

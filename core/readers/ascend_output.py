@@ -69,8 +69,7 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import orjson
 
-from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
-from npuprof.events import EventKind, EventTable
+from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable

@@ -131,7 +131,7 @@ def profiling_env(section: dict) -> dict:
     keys GE deprecated (hccl: communication data follows task_time) are
     dropped, and the result is checked by the profiling_options validator.
     """
-    from npuprof.integrations.tensorflow.options import KEYS, parse_profiling_options
+    from npuprof.integrations.cann.profiling_options import KEYS, parse_profiling_options
 
     options = {k: v for k, v in section.items() if k in KEYS and k != "hccl"}
     text = json.dumps(options, separators=(",", ":"))

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from .estimator import ProfilingConfig, adapter_available
-from .options import (ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options,
+from ..cann.profiling_options import (ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options,
                       render_profiling_options)
 from .profiler import Profiler
 from .sessrun import activate, current_activation, deactivate, profiling_from_config, session_config

@@ -40,7 +40,7 @@ from typing import Any, Optional
 from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
 
-from .options import ProfilingOptions, parse_profiling_options
+from ..cann.profiling_options import ProfilingOptions, parse_profiling_options
 from .profiler import ProfilerDriver
 
 log = logging.getLogger("npuprof")

@@ -29,7 +29,7 @@ from npuprof.errors import ProfilerConfigError
 from npuprof.profiler import Profiler as _CoreProfiler
 from npuprof.validate import check_bool
 
-from .options import ProfilingOptions, parse_profiling_options
+from ..cann.profiling_options import ProfilingOptions, parse_profiling_options
 
 log = logging.getLogger("npuprof")
 
@@ -54,7 +54,7 @@ class Profiler(_CoreProfiler):
     """:class:`npuprof.Profiler` for TensorFlow (see module doc).
 
     ``profiling_options`` may be a JSON string, bytes, a dict or a parsed
-    :class:`~npuprof.integrations.tensorflow.options.ProfilingOptions`.
+    :class:`~npuprof.integrations.cann.profiling_options.ProfilingOptions`.
 
     Example::
 

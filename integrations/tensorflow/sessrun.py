@@ -42,7 +42,7 @@ from typing import Any, Callable, Optional
 
 from npuprof.errors import ProfilerConfigError
 
-from .options import ProfilingOptions, parse_profiling_options
+from ..cann.profiling_options import ProfilingOptions, parse_profiling_options
 
 log = logging.getLogger("npuprof")
 

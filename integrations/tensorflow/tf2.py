@@ -26,7 +26,7 @@ from typing import Any, Optional
 from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
 
-from .options import ADAPTER_DEFAULT_OPTIONS, parse_profiling_options
+from ..cann.profiling_options import ADAPTER_DEFAULT_OPTIONS, parse_profiling_options
 from .profiler import ProfilerDriver
 
 log = logging.getLogger("npuprof")

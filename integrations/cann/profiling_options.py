@@ -1,4 +1,5 @@
-"""``profiling_options``: the JSON string TensorFlow-on-Ascend users write.
+"""``profiling_options``: CANN GE's profiling options, the JSON string TensorFlow-on-Ascend users write
+(and what a pyACL app's collection passes to CANN as ``PROFILING_OPTIONS``).
 
 :func:`parse_profiling_options` validates the string exactly as the Ascend
 stack would (allow-listed keys, allowed values, integer ``*_freq`` ranges,
