@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from npuprof import rawstore
-from npuprof.analysis import textrows
+from npuprof.export import textrows
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.export import trace_array, trace_json
 

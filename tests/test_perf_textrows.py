@@ -1,4 +1,4 @@
-"""Vectorised text rendering (npuprof.analysis.textrows) against Python's own formatting."""
+"""Vectorised text rendering (npuprof.export.textrows) against Python's own formatting."""
 import io
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuprof.analysis.textrows import BackgroundWriter, RowBuilder
+from npuprof.export.textrows import BackgroundWriter, RowBuilder
 
 INT64 = st.integers(min_value=-(2**62), max_value=2**62)
 

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from npuprof.analysis import textrows
+from npuprof.export import textrows
 from npuprof.events import EventKind, EventTable
 from npuprof.export import trace_json
 

@@ -30,7 +30,6 @@ from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from .grouping import group_by, small_unique
 from .intervals import BLOCK, bucket_index, covered_per_bucket, per_bucket_length
 from .table import EventRowsTable, Table
-from .textrows import RowBuilder
 
 STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 # a plain "Input Shapes" string (digits , ; only, never escaped) in flat args JSON
@@ -586,10 +585,9 @@ class _Fixed3:
     def tolist(self) -> list:
         if self.strip:
             return np.round(self.values / 1e3, 3).tolist()
-        b = RowBuilder(len(self.values))
-        b.fixed3(self.values)
-        b.literal("\n")
-        return b.render().decode().split("\n")[:-1]
+        v = self.values.astype(np.int64)
+        whole, frac = np.divmod(np.abs(v), 1000)
+        return [f"{'-' if x < 0 else ''}{w}.{f:03d}" for x, w, f in zip(v.tolist(), whole.tolist(), frac.tolist())]
 
 
 class _Const:

@@ -2,7 +2,7 @@
 
 Small tables go through the :mod:`csv` module. Tables with many rows
 (kernel_details: one row per compute event) are rendered block by block with
-:mod:`npuprof.analysis.textrows`, producing the same text the :mod:`csv`
+:mod:`npuprof.export.textrows`, producing the same text the :mod:`csv`
 module would (minimal quoting, ``\\n`` line ends, floats as
 ``repr(round(x, 3))``) without one Python object per cell.
 
@@ -21,7 +21,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from ..analysis.table import Table
-from ..analysis.textrows import BackgroundWriter, RowBuilder
+from .textrows import BackgroundWriter, RowBuilder
 from ..fileio import atomic_write
 
 VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler

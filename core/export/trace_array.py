@@ -47,7 +47,7 @@ import orjson
 
 from ..analysis.analyzers import comm_op_mask, compute_rows, step_windows
 from ..analysis.intervals import union
-from ..analysis.textrows import RowBuilder
+from .textrows import RowBuilder
 from ..events import EventKind, EventTable
 from ..traceflows import LAUNCH_FLOW_CATS
 from .trace_json import (DEVICE_PID_BASE, _metadata_events, base_time_ns, window_end_event, write_event_blocks,

@@ -10,7 +10,7 @@ to that base, ``ProfilerStep#N`` as ``user_annotation`` spans, and a final
 
 Events are rendered per column, never per Python dict: each chunk of rows
 becomes byte matrices (string pools, digits of integers and fixed-point
-times) laid side by side (:mod:`npuprof.analysis.textrows`). Rows carrying
+times) laid side by side (:mod:`npuprof.export.textrows`). Rows carrying
 very long strings (call stacks) are formatted one by one instead, in place.
 
 Launch links (the ``corr`` column, e.g. CANN's ``connectionId``) become
@@ -35,7 +35,7 @@ import numpy as np
 import orjson
 
 from ..analysis.grouping import small_unique
-from ..analysis.textrows import BackgroundWriter, RowBuilder, chunk_rows
+from .textrows import BackgroundWriter, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
 from ..fileio import atomic_write
 
