@@ -207,3 +207,27 @@ def test_broken_third_party_plugin_is_reported_by_name_and_skipped(tmp_path):
     assert out.returncode == 0
     assert "thirdparty" in out.stderr and "cannot import me" in out.stderr
     assert "host" in out.stdout
+
+
+def test_hooks_are_called_last_registered_first_as_documented():
+    """The order impls() returns is the order call() calls: pluggy's, the last registered first."""
+    host = get_plugin_host()
+    calls = []
+
+    def plugin(tag):
+        class P:
+            @hookimpl
+            def npuprof_step(self, session, step_num):
+                calls.append(tag)
+        return P()
+
+    host.register(plugin("first"), name="order_first")
+    host.register(plugin("second"), name="order_second")
+    try:
+        names = [i.plugin_name for i in host.impls("npuprof_step", only=["order_first", "order_second"])]
+        host.call("npuprof_step", only=["order_first", "order_second"], session=None, step_num=1)
+    finally:
+        host.unregister("order_first")
+        host.unregister("order_second")
+    assert names == ["order_second", "order_first"]
+    assert calls == ["second", "first"]

@@ -9,6 +9,7 @@ the pyACL subscription records.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import sqlite3
 from pathlib import Path
@@ -220,7 +221,8 @@ XSPACE_CORRUPTIONS = {
 
 @pytest.mark.parametrize("kind", sorted(XSPACE_CORRUPTIONS))
 def test_corrupt_xspace_is_reported_and_the_rest_exported(damaged, kind):
-    xplane = pytest.importorskip("npuprof.integrations.tensorflow.xplane")
+    pytest.importorskip("tensorflow", reason="the XSpace proto comes with TensorFlow")
+    xplane = importlib.import_module("npuprof.integrations.tensorflow.xplane")
     write, data, spans, seg = damaged
     run = write(data)
     valid = _xspace_bytes()
@@ -249,7 +251,7 @@ MS_TIMESTAMPS = ("Default/fc1-Dense/MatMul-op0;HostCpuOps;1795306215611889403,3.
     MS_TIMESTAMPS + "Default/z;HostCpuOps;1795306215615731754,nan,0 1795306215615731754,-inf,0\n",
 ])
 def test_damaged_mindspore_framework_files_skip_only_the_bad_lines(damaged, content):
-    ff = pytest.importorskip("npuprof.integrations.mindspore.framework_files")
+    ff = importlib.import_module("npuprof.integrations.mindspore.framework_files")
     write, data, spans, seg = damaged
     run = write(data)
     fw = run / "FRAMEWORK"
@@ -272,7 +274,7 @@ def test_damaged_mindspore_framework_files_skip_only_the_bad_lines(damaged, cont
     ("kernel_details.csv", "Name\n" + "x\n" * 10),
 ])
 def test_damaged_mindspore_ascend_output_files_are_reported(tmp_path, file, content):
-    ao = pytest.importorskip("npuprof.readers.ascend_output")
+    ao = importlib.import_module("npuprof.readers.ascend_output")
     out = tmp_path / "ASCEND_PROFILER_OUTPUT"
     out.mkdir()
     (out / file).write_text(content, errors="surrogateescape")
@@ -307,7 +309,7 @@ def _cann_prof(root: Path) -> Path:
     ("msprof_1.db", "this is not a database"),
 ])
 def test_damaged_cann_exports_are_reported(tmp_path, file, content):
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     prof = _cann_prof(tmp_path)
     (prof / "mindstudio_profiler_output" / file).write_text(content, errors="surrogateescape")
     warnings: list = []
@@ -334,7 +336,7 @@ _GOOD_DB_ROW = {"CANN_API": (10, 20, 20000, 1, "good"), "MSTX_EVENTS": (10, 20, 
 ])
 def test_msprof_database_with_bad_rows_is_reported(tmp_path, ddl, rows, kept):
     """Bad rows are skipped with a warning naming the file; the good row is imported."""
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     db = tmp_path / "msprof_1.db"
     table = ddl.split()[2].split("(")[0]
     if kept is not None:
@@ -361,7 +363,8 @@ def test_msprof_database_with_bad_rows_is_reported(tmp_path, ddl, rows, kept):
 def test_analysis_of_a_run_with_several_damaged_sources_exports_the_readable_ones(damaged):
     """Raw data torn, XSpace truncated, FRAMEWORK file damaged: one analysis,
     a warning per damaged file, and the readable events in the outputs."""
-    pytest.importorskip("npuprof.integrations.tensorflow.xplane")
+    pytest.importorskip("tensorflow", reason="the XSpace proto comes with TensorFlow")
+    importlib.import_module("npuprof.integrations.tensorflow.xplane")
     write, data, spans, seg = damaged
     run = write(data[:spans[3][1] + 5])
     _tf_run(run, _xspace_bytes()[:40])
@@ -385,7 +388,8 @@ def test_xspace_event_with_an_unknown_metadata_id_is_skipped_with_a_warning(tmp_
     from npuprof.events import EventKind, EventTable
     from npuprof.export.xplane import xspace_bytes
 
-    xplane = pytest.importorskip("npuprof.integrations.tensorflow.xplane")
+    pytest.importorskip("tensorflow", reason="the XSpace proto comes with TensorFlow")
+    xplane = importlib.import_module("npuprof.integrations.tensorflow.xplane")
     t = EventTable.from_records(ts=[1_700_000_000_000_000_000 + i * 1000 for i in range(10)], dur=500,
                                 kind=int(EventKind.OP), name=[f"op{i}:MatMul" for i in range(10)], type="MatMul",
                                 pid=1, tid=[2, 3] * 5)
@@ -414,7 +418,7 @@ def test_xspace_event_with_an_unknown_metadata_id_is_skipped_with_a_warning(tmp_
     [{"ph": "M", "name": ["process_name"], "pid": 1, "args": {"name": "x"}}],
 ])
 def test_mindspore_trace_view_with_out_of_range_values(tmp_path, events):
-    ao = pytest.importorskip("npuprof.readers.ascend_output")
+    ao = importlib.import_module("npuprof.readers.ascend_output")
     (tmp_path / "trace_view.json").write_text(json.dumps(events))
     try:
         ao.read_ascend_output(tmp_path)
@@ -426,7 +430,7 @@ def test_mindspore_trace_view_with_out_of_range_values(tmp_path, events):
 def test_cann_values_out_of_range(tmp_path, case):
     """Found by test_rel_fuzz (TypeError in us_to_ns, OverflowError building the
     table): the bad event is skipped with a warning naming the file, the good one kept."""
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     warnings: list = []
     if case == "timeline":
         path = tmp_path / "msprof_1.json"
@@ -462,6 +466,6 @@ def test_cann_values_out_of_range(tmp_path, case):
 def test_cluster_rank_of_a_damaged_profiler_info(tmp_path, info):
     """Found by test_rel_fuzz (AttributeError in ranks.rank_of): a damaged
     field falls back to the rank in the file name."""
-    ranks = pytest.importorskip("npuprof.cluster.ranks")
+    ranks = importlib.import_module("npuprof.cluster.ranks")
     (tmp_path / "profiler_info_3.json").write_text(json.dumps(info))
     assert ranks.rank_of(tmp_path) == 3

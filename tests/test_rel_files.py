@@ -5,6 +5,7 @@ log line.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -179,7 +180,7 @@ def _ssh_ini(tmp_path: Path, mode: int, key_mode: int = 0o600) -> Path:
 
 
 def test_ssh_ini_with_a_password_refused_unless_private_and_never_shown(tmp_path, caplog):
-    ssh = pytest.importorskip("npuprof.integrations.pyacl.ssh")
+    ssh = importlib.import_module("npuprof.integrations.pyacl.ssh")
     caplog.set_level(logging.DEBUG)
     for mode in (0o644, 0o640, 0o604):
         with pytest.raises(ProfilerConfigError, match="chmod 600") as e:
@@ -191,7 +192,7 @@ def test_ssh_ini_with_a_password_refused_unless_private_and_never_shown(tmp_path
 
 
 def test_ssh_private_key_readable_by_others_is_refused(tmp_path):
-    ssh = pytest.importorskip("npuprof.integrations.pyacl.ssh")
+    ssh = importlib.import_module("npuprof.integrations.pyacl.ssh")
     for key_mode in (0o644, 0o640, 0o604, 0o660):
         with pytest.raises((ProfilerConfigError, ProfilerDataError), match="600") as e:
             ssh.read_ssh_ini(_ssh_ini(tmp_path, 0o600, key_mode=key_mode))

@@ -16,6 +16,7 @@ The number of cases run per target is printed in the terminal summary.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sqlite3
@@ -207,7 +208,7 @@ def test_any_profiler_info_is_used_or_refused_with_a_data_error(tmp_path_factory
                              st.sampled_from(["npuprof", "rank_id", "rank", "ms_profiler_info"]), c, max_size=3),
                          max_leaves=8))
 def test_cluster_rank_of_any_profiler_info(tmp_path_factory, info):
-    ranks = pytest.importorskip("npuprof.cluster.ranks")
+    ranks = importlib.import_module("npuprof.cluster.ranks")
     run = tmp_path_factory.mktemp("rank")
     (run / "profiler_info_3.json").write_text(json.dumps(info))
     tolerate("cluster rank_of", ranks.rank_of, run)
@@ -229,7 +230,8 @@ def _xspace() -> bytes:
 @given(edits=st.lists(st.tuples(st.integers(0, 10 ** 9), st.integers(0, 255)), max_size=8),
        cut=st.one_of(st.none(), st.integers(0, 10 ** 9)))
 def test_xspace_reader(tmp_path_factory, edits, cut):
-    xplane = pytest.importorskip("npuprof.integrations.tensorflow.xplane")
+    pytest.importorskip("tensorflow", reason="the XSpace proto comes with TensorFlow")
+    xplane = importlib.import_module("npuprof.integrations.tensorflow.xplane")
     buf = bytearray(_XSPACE.setdefault("b", _xspace()))
     for pos, value in edits:
         buf[pos % len(buf)] = value
@@ -250,7 +252,7 @@ _line = st.lists(st.sampled_from(list("0123456789.,; -/abcXYZ\t:eE+") + ["HostCp
 @fuzz_settings(200)
 @given(lines=st.lists(_line, max_size=12), detail=st.lists(_line, max_size=4))
 def test_mindspore_framework_reader(tmp_path_factory, lines, detail):
-    ff = pytest.importorskip("npuprof.integrations.mindspore.framework_files")
+    ff = importlib.import_module("npuprof.integrations.mindspore.framework_files")
     fw = tmp_path_factory.mktemp("fw")
     (fw / "cpu_op_execute_timestamp_0.txt").write_text("\n".join(lines))
     if detail:
@@ -275,7 +277,7 @@ _trace_event = st.fixed_dictionaries(
 @fuzz_settings(200)
 @given(events=st.lists(_trace_event, max_size=10), wrap=st.booleans())
 def test_mindspore_trace_view_reader(tmp_path_factory, events, wrap):
-    ao = pytest.importorskip("npuprof.readers.ascend_output")
+    ao = importlib.import_module("npuprof.readers.ascend_output")
     out = tmp_path_factory.mktemp("ao")
     (out / "trace_view.json").write_text(json.dumps({"traceEvents": events} if wrap else events))
     tolerate("MindSpore trace_view.json", ao.read_ascend_output, out)
@@ -284,7 +286,7 @@ def test_mindspore_trace_view_reader(tmp_path_factory, events, wrap):
 @fuzz_settings(200)
 @given(events=st.lists(_trace_event, max_size=10), wrap=st.booleans())
 def test_cann_timeline_reader(tmp_path_factory, events, wrap):
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     path = tmp_path_factory.mktemp("tl") / "msprof_1.json"
     path.write_text(json.dumps({"traceEvents": events} if wrap else events))
     tolerate("CANN msprof timeline", ci.read_timeline, path, [].append, True)
@@ -301,7 +303,7 @@ _cell = st.sampled_from(["", "N/A", "abc", "1700000000000100.250\t", "12.5", "-1
 def test_cann_op_summary_reader(tmp_path_factory, header, rows):
     import csv
 
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     path = tmp_path_factory.mktemp("csv") / "op_summary_1.csv"
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -324,7 +326,7 @@ _sql_value = st.one_of(*[st.integers(0, 1 << 40)] * 6, st.integers(-(1 << 63), (
                               ("STRING_IDS", "id, value")]),
        rows=st.lists(st.lists(_sql_value, min_size=8, max_size=8), max_size=4))
 def test_cann_database_reader(tmp_path_factory, table, rows):
-    ci = pytest.importorskip("npuprof.integrations.pyacl.cann_import")
+    ci = importlib.import_module("npuprof.integrations.pyacl.cann_import")
     path = tmp_path_factory.mktemp("db") / "msprof_1.db"
     name, cols = table
     n = len(cols.split(","))
@@ -342,7 +344,7 @@ def test_cann_database_reader(tmp_path_factory, table, rows):
 @fuzz_settings(200)
 @given(data=st.binary(max_size=2048), size=st.sampled_from([32, 48, 64, 100, 0, 7]), check=st.booleans())
 def test_acl_subscription_records(data, size, check):
-    rec = pytest.importorskip("npuprof.integrations.pyacl.records")
+    rec = importlib.import_module("npuprof.integrations.pyacl.records")
     tolerate("pyACL subscription records", rec.decode_records, data, size, check)
 
 

@@ -116,9 +116,11 @@ class PluginHost:
 
     # -- calling --------------------------------------------------------------
     def impls(self, hook: str, only: Optional[Iterable[str]] = None) -> list:
+        """The implementations of ``hook`` in the order they are called: pluggy's order, the plugin
+        registered *last* first (so a third-party plugin, registered after the built-ins, can take a run
+        before a built-in reader does), ``tryfirst``/``trylast`` respected."""
         caller = getattr(self.pm.hook, hook)
         wanted = None if only is None else set(only)
-        # pluggy calls LIFO; keep registration order for readable logs
         return [i for i in reversed(caller.get_hookimpls()) if wanted is None or i.plugin_name in wanted]
 
     def call(self, hook: str, only: Optional[Iterable[str]] = None, on_error: Any = None,
