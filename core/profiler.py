@@ -31,6 +31,7 @@ from .config import ProfilerConfig, build_config
 from .enums import ProfilerAction
 from .errors import ProfilerConfigError, ProfilerStateError
 from .fileio import atomic_write, open_private, secure_mkdir
+from .handlers import handler_settings
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
 from .rawstore import RAW_DIR, RawWriter
@@ -106,13 +107,13 @@ class Profiler:
                  host_sys: Any = None, host_sys_usage_freq: Any = 50, mstx: Any = False,
                  data_simplification: Any = True, export_type: Any = None, start_profile: Any = True,
                  worker_name: Any = None, rank: Any = None, **kwargs: Any) -> None:
-        handler_dir = getattr(on_trace_ready, "npuprof_dir_name", None)
-        if handler_dir is not None:
-            if output_path is not None and str(output_path) != str(handler_dir):
+        handler = handler_settings(on_trace_ready)     # also inside a user's function that wraps the handler
+        if handler is not None:
+            if output_path is not None and str(output_path) != handler.dir_name:
                 log.info("npuprof: on_trace_ready's directory %s is used instead of output_path %s",
-                         handler_dir, output_path)
-            output_path = handler_dir
-            worker_name = worker_name or getattr(on_trace_ready, "npuprof_worker_name", None)
+                         handler.dir_name, output_path)
+            output_path = handler.dir_name
+            worker_name = worker_name or handler.worker_name
         self.config: ProfilerConfig = build_config(
             output_path=output_path, activities=activities, profiler_level=profiler_level,
             aic_metrics=aic_metrics, schedule=schedule, on_trace_ready=on_trace_ready,
