@@ -22,6 +22,7 @@ import shutil
 import signal
 import threading
 import time
+import uuid
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
@@ -114,6 +115,7 @@ class Profiler:
                          handler.dir_name, output_path)
             output_path = handler.dir_name
             worker_name = worker_name or handler.worker_name
+        self._profiler_id = uuid.uuid4().hex
         self.config: ProfilerConfig = build_config(
             output_path=output_path, activities=activities, profiler_level=profiler_level,
             aic_metrics=aic_metrics, schedule=schedule, on_trace_ready=on_trace_ready,
@@ -517,6 +519,7 @@ class Profiler:
             "clock": {"monotonic_ns": s.clock.monotonic_ns, "realtime_ns": s.clock.realtime_ns,
                       "uncertainty_ns": s.clock.uncertainty_ns},
             "start_time_ns": s.clock.realtime_ns, "plugins": self._active_plugins,
+            "profiler_id": self._profiler_id,      # one Profiler's windows: one job (cluster.jobs)
             "flush_interval": self.config.flush_interval,
         })
         if state != "running":

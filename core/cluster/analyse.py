@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from ..errors import ProfilerConfigError
+from ..errors import ProfilerConfigError, ProfilerDataError
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
 from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
-from .ranks import discover_ranks, parse_rank_list
+from .jobs import Job, choose_job
+from .ranks import discover_ranks, parse_rank_list, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
@@ -54,9 +55,11 @@ class ClusterResult:
     traces: list = field(default_factory=list)
     merged_timeline: Optional[Path] = None
     seconds: float = 0.0
+    job: Optional[Job] = None
 
     def summary(self) -> dict:
-        return {"output_dir": str(self.output_dir), "ranks": [s.rank for s in self.summaries],
+        return {"output_dir": str(self.output_dir), "job": self.job.name if self.job else None,
+                "ranks": [s.rank for s in self.summaries],
                 "backend": self.backend, "slow_ranks": self.slow["slow_ranks"], "seconds": round(self.seconds, 3),
                 "files": [str(p) for p in self.files],
                 "traces": [{"rank": r, "path": p, "bytes": b, "events": n} for r, p, b, n in self.traces],
@@ -80,7 +83,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     scheduler: Optional[str] = None, workers: Optional[int] = None, ranks: Any = None,
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
                     rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
-                    progress: Optional[Callable[[str], None]] = None) -> ClusterResult:
+                    progress: Optional[Callable[[str], None]] = None, job: Optional[str] = None) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts."""
     t0 = time.perf_counter()
@@ -90,12 +93,15 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     min_dur_ns = parse_duration_ns("min_dur", min_dur)
     if align not in ("auto", "comm", "none"):
         raise ProfilerConfigError("align", align, "auto, comm, none")
-    found = discover_ranks(path, rank_sel)
+    root = Path(path)
+    if not root.is_dir():
+        raise ProfilerDataError(root, "does not exist or is not a directory")
+    the_job = choose_job(root, run_dirs_under(root), job)      # never two jobs merged into one set of ranks
+    found = discover_ranks(path, rank_sel, run_dirs=the_job.runs)
     if tl_sel is not None:
         missing = sorted(set(tl_sel) - set(found))
         if missing:
             raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
-    root = Path(path)
     out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
     tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs))
              for r, dirs in found.items()]
@@ -137,7 +143,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         desc = ex.description
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
-                           seconds=time.perf_counter() - t0)
+                           seconds=time.perf_counter() - t0, job=the_job)
     summary = result.summary()
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables

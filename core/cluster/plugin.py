@@ -32,12 +32,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
                           workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
-                          formats=formats, progress=_progress(args.quiet))
+                          formats=formats, progress=_progress(args.quiet), job=args.job)
     if args.json:
         print(json.dumps(res.summary(), indent=2))
         return 0
     ranks = [s.rank for s in res.summaries]
-    print(f"{len(ranks)} ranks analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
+    job = f" of job {res.job.name!r}" if res.job is not None and res.job.name != "." else ""
+    print(f"{len(ranks)} ranks{job} analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
     if res.slow["applicable"]:
         print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
     else:
@@ -101,6 +102,8 @@ def cmd_xplane(args: argparse.Namespace) -> int:
 def npuprof_add_commands(subparsers: Any) -> None:
     c = subparsers.add_parser("cluster", help="analyse all ranks of a multi-rank job (process pool or Dask)")
     c.add_argument("path", help="parent directory of the ranks' run directories")
+    c.add_argument("--job", default=None, metavar="NAME",
+                   help="the job to analyse when the folder holds several (their names are listed if not given)")
     c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster; for another tool's job ./npuprof_output/<path name>/npuprof_cluster)")
     c.add_argument("--backend", choices=["process", "dask", "serial"], default=None,
                    help="where per-rank work runs (default: process, or dask when --scheduler is given)")

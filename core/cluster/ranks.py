@@ -75,18 +75,25 @@ def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
         yield from _walk_run_dirs(child, depth - 1)
 
 
-def discover_ranks(path: Union[str, Path], ranks: Optional[Iterable[int]] = None) -> dict[int, list[Path]]:
+def run_dirs_under(root: Path) -> list[Path]:
+    """Every run directory (one with a profiler_info) under ``root``, up to four levels down."""
+    return list(_walk_run_dirs(root, MAX_DEPTH))
+
+
+def discover_ranks(path: Union[str, Path], ranks: Optional[Iterable[int]] = None,
+                   run_dirs: Optional[Iterable[Path]] = None) -> dict[int, list[Path]]:
     """Map rank -> its run directories (oldest first) found under ``path``.
 
     ``path`` is one run directory or a parent holding runs up to four levels
     down (``prof/rank0/<run>`` works as well as ``prof/<run>``). ``ranks``
-    keeps only those ranks. Raises ProfilerDataError when no run is found.
+    keeps only those ranks; ``run_dirs`` (one job's runs, see :mod:`.jobs`) replaces the search.
+    Raises ProfilerDataError when no run is found.
     """
     root = Path(path)
     if not root.is_dir():
         raise ProfilerDataError(root, "does not exist or is not a directory")
     found: dict[int, list[Path]] = {}
-    for run_dir in _walk_run_dirs(root, MAX_DEPTH):
+    for run_dir in (_walk_run_dirs(root, MAX_DEPTH) if run_dirs is None else run_dirs):
         rank = rank_of(run_dir)
         if rank is None:
             continue

@@ -178,7 +178,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
 
 def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
                  workers: Optional[int] = None, timeline_ranks: Any = None,
-                 progress: Any = None) -> Path:
+                 progress: Any = None, job: Optional[str] = None) -> Path:
     """Analyse ``path`` (a run or a parent of ranks' runs) and write the HTML report.
 
     Returns the page path (default ``<path>/npuprof_report.html``).
@@ -197,6 +197,6 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
         pass
     # the tables the page links to go beside the page, never into the runs read
     res = cluster_analyse(root, output=page.parent / f"{page.stem}_files", backend=backend, workers=workers,
-                          timeline_ranks=timeline_ranks, formats=formats, progress=progress)
-    title = f"npuprof report: {root.resolve().name}"
+                          timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
+    title = f"npuprof report: {root.resolve().name}" + (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
     return atomic_write(page, render(res, page.parent, title))

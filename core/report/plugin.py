@@ -18,7 +18,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     progress = None if args.quiet else (lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr))
     path = write_report(args.path, output=args.output, backend=args.backend, workers=args.workers,
-                        timeline_ranks=args.timeline, progress=progress)
+                        timeline_ranks=args.timeline, progress=progress, job=args.job)
     print(path)
     return 0
 
@@ -27,8 +27,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def npuprof_add_commands(subparsers: Any) -> None:
     r = subparsers.add_parser("report", help="write one self-contained HTML report of a run or a job")
     r.add_argument("path", help="a run directory or a parent of ranks' runs")
-    r.add_argument("-o", "--output", default=None, help="HTML file (default <path>/npuprof_report.html; for another tool's job "
-                   "./npuprof_output/<path name>/npuprof_report.html)")
+    r.add_argument("-o", "--output", default=None, help="HTML file (default <path>/npuprof_report.html; for another "
+                   "tool's job ./npuprof_output/<path name>/npuprof_report.html)")
+    r.add_argument("--job", default=None, metavar="NAME",
+                   help="the job to report when the folder holds several (their names are listed if not given)")
     r.add_argument("--backend", choices=["process", "dask", "serial"], default="process")
     r.add_argument("--workers", type=int, default=None)
     r.add_argument("--timeline", default=None, metavar="RANKS", help="also write a merged timeline of these ranks")
