@@ -292,3 +292,11 @@ def test_a_lone_kernel_details_is_read_row_for_row(where):
     # operators are counted per type and core; HCCL's rows are communication operators, not operators
     assert stats == Counter((t["Type"], t["Accelerator Core"]) for t, h in zip(rows, is_hccl) if not h)
     assert len(comm_events(events).ops["ts"]) == sum(is_hccl)
+
+
+def test_a_run_given_as_text_reads_as_a_path():
+    """load_events("…") read nothing through the host reader ('str' / 'str'); every reader now sees a Path."""
+    run = realdata(f"{LEVELS[1]}/rank0_ascend_pt")
+    ev_str, _, warn_str = load_events(str(run))
+    ev_path, _, warn_path = load_events(run)
+    assert not warn_str and warn_str == warn_path and len(ev_str) == len(ev_path) > 0

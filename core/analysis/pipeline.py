@@ -73,7 +73,7 @@ def _collect_runs(folder: Path, depth: int, found: list[Path]) -> None:
             _collect_runs(child, depth - 1, found)
 
 
-def load_events(run_dir: Path) -> tuple[EventTable, RunInfo, list[str]]:
+def load_events(run_dir: Union[str, Path]) -> tuple[EventTable, RunInfo, list[str]]:
     """Parse every reader's data of one run into one time-sorted table.
 
     Returns the events, the run's info and the warnings. A damaged
@@ -82,7 +82,7 @@ def load_events(run_dir: Path) -> tuple[EventTable, RunInfo, list[str]]:
     understands the run, or when readers claimed its files and none could be
     read: "0 events" is never a success.
     """
-    events, info, warnings, _ = _load(run_dir)
+    events, info, warnings, _ = _load(Path(run_dir))
     return events, info, warnings
 
 
