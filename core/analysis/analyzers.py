@@ -179,7 +179,8 @@ def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         uniq, inv = np.unique(codes, return_inverse=True)
         num_of = np.array([int(m.group(1)) if (m := STEP_RE.search(events.strings[c])) else -1
                            for c in uniq.tolist()], dtype=np.int32)
-        numbers = num_of[inv.reshape(-1)]
+        own = events["step"][idx]          # a reader that knows the number (CANN's "Iteration N") sets it
+        numbers = np.where(own >= 0, own, num_of[inv.reshape(-1)]).astype(np.int32)
         ts = events["ts"][idx]
         ends = ts + events["dur"][idx]
         order = np.argsort(ts, kind="stable")

@@ -685,7 +685,7 @@ class _TraceReader:
             group = op_group[id(holder)] if holder is not None else "default"
             cols.add(e.ts, e.dur, EventKind.COMM, e.name, comm_op_type(holder.name) if holder else e.name,
                      pid=self.pid, tid=e.tid, device=e.device, stream=_int_or(e.args.get("stream id"), -1),
-                     args=_args_text(_task_args(e.args, group)))
+                     args=_args_text(hccl_task_args(e.args, group)))
 
 
 def _is_comm_task(args: dict) -> bool:
@@ -693,7 +693,7 @@ def _is_comm_task(args: dict) -> bool:
     return "task type" in args or "src rank" in args or "dst rank" in args
 
 
-def _task_args(raw: dict, group: str) -> dict:
+def hccl_task_args(raw: dict, group: str) -> dict:
     """An HCCL task's args in :mod:`npuprof.analysis.communication`'s convention (plus the tool's own keys)."""
     src, dst = _int_or(raw.get("src rank"), -1), _int_or(raw.get("dst rank"), -1)
     out: dict = {"group": group, "task_type": str(raw.get("task type", "")),

@@ -52,6 +52,7 @@ from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
+from npuprof.readers.cann_timeline import has_device_timelines, read_device_timelines
 from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
 
@@ -179,7 +180,12 @@ def has_exports(prof_dir: Path) -> bool:
     text = out.is_dir() and any(out.glob("*.csv")) or out.is_dir() and any(out.glob("msprof*.json"))
     db = any(prof_dir.glob("msprof_*.db")) or (out.is_dir() and any(out.glob("msprof_*.db")))
     svp = (prof_dir / "timeline").is_dir()
-    return bool(text or db or svp)
+    return bool(text or db or svp or has_device_timelines(prof_dir))
+
+
+def has_raw_data(prof_dir: Path) -> bool:
+    """CANN's raw collection files (``device_N/data``, ``host/data``), which only msprof can export."""
+    return any(p.is_dir() and any(p.iterdir()) for p in (*prof_dir.glob("device_*/data"), prof_dir / "host" / "data"))
 
 
 def export_with_msprof(prof_dir: Path, exe: str, warn: Warn, export_type: str = "text",
@@ -452,9 +458,13 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> Event
         exe = find_msprof()
         if exe is not None:
             export_with_msprof(prof_dir, exe, warn)
-        else:
+        elif has_raw_data(prof_dir):
             warn(f"{prof_dir}: holds raw CANN data only and no msprof executable was found to export it "
                  "(install the CANN toolkit or run 'msprof --export=on' where it is installed)")
+        else:
+            raise ProfilerDataError(prof_dir, "holds nothing npuprof reads: no msprof_*.db, no "
+                                              "mindstudio_profiler_output/ export, no device_N/timeline/ export "
+                                              "and no raw data (device_N/data, host/data)")
     out_dir = prof_dir / OUTPUT
     dbs = _latest(list(prof_dir.glob("msprof_*.db")) + (list(out_dir.glob("msprof_*.db")) if out_dir.is_dir() else []))
     if dbs:
@@ -472,6 +482,8 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> Event
             tables.append(read_tx_csv(path, warn))
     if (prof_dir / "timeline").is_dir():
         tables.append(read_svp_timeline(prof_dir, warn))
+    if not tables and has_device_timelines(prof_dir):      # CANN 6.x/7.0: device_N/timeline/*.json
+        tables.append(read_device_timelines(prof_dir, warn))
     return EventTable.concat(tables)
 
 
