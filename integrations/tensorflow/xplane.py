@@ -8,7 +8,12 @@ the host plane's operator events (``"<node>:<OpType>"``, e.g.
 node name and ``type`` = the op type, TensorFlow runtime events (SessionRun,
 EagerExecute, ...) into :data:`EventKind.API` rows of type ``TensorFlow``,
 ``TraceMe`` step markers (events carrying ``step_num``) into step rows, and
-device planes (``/device:GPU:N``) into :data:`EventKind.KERNEL` rows.
+device planes (``/device:GPU:N``): what ran on the device (the ``Stream #N``
+lines; on a plane without streams, TPU's ``XLA Ops`` line) into
+:data:`EventKind.KERNEL` rows (type: the ``tf_op`` type, else the HLO category,
+else the HLO op), every other line (``XLA Modules``, ``TensorFlow Ops``,
+``TensorFlow Name Scope``, ``Steps``) into RANGE rows typed by the line, so a
+module's time is never counted next to its own ops.
 
 The proto comes from ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` (TF >= 2.12)
 or ``tensorflow.core.profiler.protobuf.xplane_pb2`` (older TF), or from the
@@ -55,6 +60,7 @@ _PROTO_FILES = (
 # has no spaces and does not end in ':' (which rules out "ExecutorState::Process").
 _TF_OP_RE = re.compile(r"^(?P<name>[^\s:][^\s]*?[^\s:]|[^\s:]):(?P<type>[A-Za-z_][A-Za-z0-9_]*)$")
 _DEVICE_RE = re.compile(r"^/device:(?P<kind>[A-Z]+):(?P<id>\d+)")
+_HLO_OP_RE = re.compile(r"=\s*[^\s]+\s+([A-Za-z][\w-]*)\(")    # "%fusion.1 = f32[8] fusion(...)" -> fusion
 # Before this many ns since the epoch (~1973) a timestamp is relative to profile start.
 _EPOCH_FLOOR_NS = 10 ** 17
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -288,14 +294,43 @@ def _known_ids(ids: np.ndarray, mids: np.ndarray) -> np.ndarray:
     return ids[pos] == mids
 
 
+def kernel_lines(lines: Any) -> set[int]:
+    """The ids of a device plane's lines that hold what ran on the device: its ``Stream #N`` lines (GPU);
+    on a plane without streams (TPU), its ``XLA Ops`` line. The other lines (``XLA Modules``, ``TensorFlow
+    Ops``, ``TensorFlow Name Scope``, ``Steps`` ...) annotate the same time again: read as ranges, never
+    counted next to the kernels they contain."""
+    lines = list(lines)
+    streams = {line.id for line in lines if (line.display_name or line.name).startswith("Stream #")}
+    if streams:
+        return streams
+    return {line.id for line in lines if (line.display_name or line.name) == "XLA Ops"}
+
+
+def _op_type(name: str, hlo_category: str) -> str:
+    """A device op's type without a TF op: the HLO category, else the HLO op of ``%x = f32[] add(...)``,
+    else a C++ kernel's function (``void ns::Kernel<...>(...)`` -> ``ns::Kernel``)."""
+    if hlo_category:
+        return hlo_category
+    m = _HLO_OP_RE.search(name)
+    if m:
+        return m.group(1)
+    func = name.removeprefix("void ").split("<", 1)[0].split("(", 1)[0].strip()
+    return func or name
+
+
 def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, kind: str,
                   warn: Warn) -> EventTable:
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-    tf_op_stats = {k for k, n in stat_names.items() if n == "tf_op"}
-    ts, dur, tid, stream, names, types = [], [], [], [], [], []
+    # the TF op a kernel ran for: "tf_op", else the outermost annotation ("level 0": "<node>:<OpType>")
+    tf_op_stats = {k for k, n in stat_names.items() if n in ("tf_op", "level 0")}
+    category_stats = {k for k, n in stat_names.items() if n == "hlo_category"}
+    on_device = kernel_lines(plane.lines)
+    ts, dur, tid, stream, names, types, kinds = [], [], [], [], [], [], []
     unknown = bad_time = 0
     for line in plane.lines:
         base_ns = _line_base_ns(line, start_ns)
+        line_kind = int(EventKind.KERNEL) if line.id in on_device else int(EventKind.RANGE)
+        line_name = line.display_name or line.name
         for e in line.events:
             if e.metadata_id not in plane.event_metadata:
                 unknown += 1
@@ -305,27 +340,31 @@ def _device_plane(plane: Any, start_ns: Optional[int], pid: int, device: int, ki
                 bad_time += 1
                 continue
             md = plane.event_metadata[e.metadata_id]
-            op_type = ""
-            for s in list(e.stats) + list(md.stats):
-                if s.metadata_id in tf_op_stats:
-                    ref = s.ref_value
-                    text = stat_names.get(ref, "") if s.WhichOneof("value") == "ref_value" else s.str_value
-                    op_type = text.rsplit(":", 1)[-1] if ":" in text else text
-                    break
+            op_type = category = ""
+            for st in list(e.stats) + list(md.stats):
+                if st.metadata_id in tf_op_stats or st.metadata_id in category_stats:
+                    text = stat_names.get(st.ref_value, "") if st.WhichOneof("value") == "ref_value" else st.str_value
+                    if st.metadata_id in tf_op_stats and not op_type:
+                        text = text.split("#", 1)[0]          # "<node>:<OpType>#shape=...#"
+                        op_type = text.rsplit(":", 1)[-1] if ":" in text else text
+                    elif st.metadata_id in category_stats and not category:
+                        category = text
             line_id = line.display_id or line.id
+            name = md.display_name or md.name
             ts.append(t)
             dur.append(e.duration_ps // 1000)
             tid.append(line_id)
             stream.append(line_id if -1 <= line_id <= _INT32_MAX else -1)
-            names.append(md.display_name or md.name)
-            types.append(op_type or md.name)
+            names.append(name)
+            kinds.append(line_kind)
+            types.append((op_type or _op_type(name, category)) if line_kind == EventKind.KERNEL else line_name)
     if unknown:
         warn(f"plane {plane.name}: {unknown} event(s) with a metadata id the plane does not define were skipped")
     if bad_time:
         warn(f"plane {plane.name}: {bad_time} event(s) with a start time out of range were skipped")
     if not ts:
         return EventTable.empty()
-    return EventTable.from_records(ts=ts, dur=dur, kind=int(EventKind.KERNEL), pid=pid, tid=tid,
+    return EventTable.from_records(ts=ts, dur=dur, kind=kinds, pid=pid, tid=tid,
                                    device=device, stream=stream, name=names, type=types,
                                    source=f"{SOURCE}:{kind}")
 
