@@ -16,6 +16,7 @@ The number of cases run per target is printed in the terminal summary.
 """
 from __future__ import annotations
 
+import gzip
 import importlib
 import json
 import os
@@ -290,6 +291,44 @@ def test_cann_timeline_reader(tmp_path_factory, events, wrap):
     path = tmp_path_factory.mktemp("tl") / "msprof_1.json"
     path.write_text(json.dumps({"traceEvents": events} if wrap else events))
     tolerate("CANN msprof timeline", ci.read_timeline, path, [].append, True)
+
+
+_kineto_event = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "M", "i", "s", "f", 5, None]),
+     "cat": st.sampled_from(["cpu_op", "kernel", "user_annotation", "gpu_memcpy", "cuda_runtime", "python_function",
+                             "gpu_user_annotation", "Trace", 3, None])},
+    optional={"name": st.sampled_from(["ProfilerStep#3", "ProfilerStep#x", "ncclKernel_AllReduce", "aten::mm",
+                                       "void k<int>(int)"]) | _json_value,
+              "pid": st.integers(-5, 1 << 40) | _json_value, "tid": st.integers(-5, 99) | _json_value,
+              "ts": st.floats(allow_nan=True) | _json_value, "dur": st.floats(allow_nan=True) | _json_value,
+              "args": st.fixed_dictionaries({}, optional={"device": _json_value, "stream": _json_value,
+                                                          "correlation": _json_value}) | _json_value})
+
+
+@fuzz_settings(200)
+@given(events=st.lists(_kineto_event, max_size=10), base=_json_value, info=_json_value, gz=st.booleans(),
+       cut=st.one_of(st.none(), st.integers(0, 400)))
+def test_kineto_trace_reader(tmp_path_factory, events, base, info, gz, cut):
+    kineto = importlib.import_module("npuprof.readers.kineto")
+    path = tmp_path_factory.mktemp("kt") / ("rank.pt.trace.json" + (".gz" if gz else ""))
+    data = json.dumps({"schemaVersion": 1, "baseTimeNanoseconds": base, "distributedInfo": info,
+                       "traceEvents": events}).encode()
+    data = data[:cut] if cut is not None else data
+    path.write_bytes(gzip.compress(data) if gz else data)
+    tolerate("Kineto trace", kineto.read_kineto, path, [].append)
+
+
+@fuzz_settings(200)
+@given(events=st.lists(_trace_event, max_size=10), start=_json_value, end=_json_value)
+def test_cann_device_timeline_reader(tmp_path_factory, events, start, end):
+    ct = importlib.import_module("npuprof.readers.cann_timeline")
+    prof = tmp_path_factory.mktemp("PROF_000001_20230101000000000_ABCDEFGHIJKLMNOP")
+    dev = prof / "device_0"
+    (dev / "timeline").mkdir(parents=True)
+    (dev / "timeline" / "msprof_0_1_1.json").write_text(json.dumps(events))
+    (dev / "start_info.0").write_text(json.dumps({"collectionTimeBegin": start, "clockMonotonicRaw": "1000"}))
+    (dev / "end_info.0").write_text(json.dumps({"collectionTimeEnd": end, "clockMonotonicRaw": 5}))
+    tolerate("CANN device timeline", ct.read_device_timelines, prof, [].append)
 
 
 _cell = st.sampled_from(["", "N/A", "abc", "1700000000000100.250\t", "12.5", "-1", "1e400", "MatMul", "\x00"]) | \

@@ -62,8 +62,14 @@ def run_facts(run_dir: Path, info: Optional[RunInfo] = None) -> RunFacts:
     """The facts of one run directory."""
     info = info or read_run_info(run_dir)
     own = info.raw.get("npuprof") if isinstance(info.raw.get("npuprof"), dict) else {}
-    return RunFacts(run_dir=run_dir, rank=info.rank, origin=str(info.origin), hostname=info.hostname,
-                    pid=info.pid, world_size=info.world_size, span_ns=_span_ns(info),
+    rank, world = info.rank, info.world_size
+    if run_dir.is_file():                   # a trace file: its distributedInfo
+        from ..readers.kineto import trace_distributed
+
+        t_rank, t_world = trace_distributed(run_dir)
+        rank, world = (t_rank if t_rank is not None else rank), (t_world or world)
+    return RunFacts(run_dir=run_dir, rank=rank, origin=str(info.origin), hostname=info.hostname,
+                    pid=info.pid, world_size=world, span_ns=_span_ns(info),
                     groups=frozenset(_groups(run_dir)), profiler_id=str(own.get("profiler_id") or ""),
                     framework=str(info.parameters.get("framework") or ""))
 
@@ -88,6 +94,8 @@ def _groups(run_dir: Path) -> set[str]:
     from ..readers.ascend_db import group_id
 
     out: set[str] = set()
+    if run_dir.is_file():
+        return out
     comm = run_dir / OUTPUT_DIR / "communication.json"
     try:
         doc = json.loads(comm.read_text(encoding="utf-8")) if comm.is_file() else {}

@@ -39,11 +39,16 @@ def _rank_value(value: Any) -> Optional[int]:
 
 
 def rank_of(run_dir: Path) -> Optional[int]:
-    """The rank recorded in a run directory, or None when it has no profiler_info.
+    """The rank recorded in a run directory (or a trace file's ``distributedInfo``), or None when it
+    records none.
 
     A damaged profiler_info (not JSON, or fields of the wrong type) falls
     back to the rank in its file name.
     """
+    if run_dir.is_file():
+        from ..readers.kineto import trace_distributed
+
+        return trace_distributed(run_dir)[0]
     for path in sorted(run_dir.glob("profiler_info*.json")):
         try:
             info = json.loads(path.read_text(encoding="utf-8"))
@@ -62,17 +67,25 @@ def rank_of(run_dir: Path) -> Optional[int]:
 
 
 def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
+    from ..readers.kineto import is_kineto_trace
+
+    if root.is_file():
+        if is_kineto_trace(root):
+            yield root
+        return
     if any(root.glob("profiler_info*.json")):
         yield root
         return
-    if depth <= 0:
-        return
     try:
-        children = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+        entries = sorted(p for p in root.iterdir() if not p.is_symlink())
     except OSError:
         return
-    for child in children:
-        yield from _walk_run_dirs(child, depth - 1)
+    yield from (p for p in entries if p.is_file() and is_kineto_trace(p))   # a folder of ranks' trace files
+    if depth <= 0:
+        return
+    for child in entries:
+        if child.is_dir():
+            yield from _walk_run_dirs(child, depth - 1)
 
 
 def run_dirs_under(root: Path) -> list[Path]:

@@ -41,6 +41,7 @@ BUILTIN_PLUGINS = {
     "report": "npuprof.report.plugin",
     "ascend": "npuprof.plugins.ascend",
     "ascend_db": "npuprof.plugins.ascend_db",
+    "kineto": "npuprof.plugins.kineto",
 }
 
 

@@ -35,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,16 @@ class DeviceClock:
 
     def epoch_ns(self, mono_us: float) -> int:
         return self.real0_ns + round((mono_us * 1000.0 - self.mono0_ns) * self.scale)
+
+
+def _stream(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else \
+        (default if -1 <= default < 2**31 else -1)
+
+
+def _finite(v: Any) -> bool:
+    """A usable µs value: a finite number whose ns fit the event table's int64."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 9e15
 
 
 def has_device_timelines(prof_dir: Path) -> bool:
@@ -164,7 +175,7 @@ class _DeviceReader:
             if not isinstance(ev, dict) or ev.get("ph") != "X":
                 continue
             ts, dur = ev.get("ts"), ev.get("dur", 0)
-            if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or dur < 0:
+            if not _finite(ts) or not _finite(dur) or dur < 0:
                 bad += 1
                 continue
             key = (ev.get("pid"), ev.get("tid"), ts, ev.get("name"))
@@ -178,14 +189,14 @@ class _DeviceReader:
     def _event(self, proc: str, ev: dict, ts: int, dur: int) -> None:
         name = str(ev.get("name", ""))
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        tid = ev.get("tid") if isinstance(ev.get("tid"), int) else 0
+        tid = ev.get("tid") if isinstance(ev.get("tid"), int) and abs(ev.get("tid")) < 2**62 else 0
         add = self.cols.add
         if proc in SKIPPED_PROCESSES:
             self.skipped += 1
             self.skipped_names.add(proc)
         elif "Iteration ID" in args:              # step trace, in the device's timeline or its own file
             it = args.get("Iteration ID")
-            step = it if isinstance(it, int) else -1
+            step = it if isinstance(it, int) and 0 <= it < 2**31 else -1
             if ev.get("cat") in STEP_TRACE_CATS:
                 add(ts, dur, EventKind.STEP, name, "Iteration", tid=tid, device=self.device, step=step)
             else:
@@ -195,7 +206,7 @@ class _DeviceReader:
                 task = hccl_task_args(args, "default")
                 task["plane_id"] = tid
                 add(ts, dur, EventKind.COMM, name, str(args.get("task type", name)), tid=tid, device=self.device,
-                    stream=args["stream id"] if isinstance(args.get("stream id"), int) else -1,
+                    stream=_stream(args.get("stream id"), -1),
                     args=_args_text(task))
             else:
                 leaf = name.rsplit("/", 1)[-1]
@@ -205,16 +216,16 @@ class _DeviceReader:
             level, _, api = name.partition("@") if "@" in name else (proc, "", name)
             add(ts, dur, EventKind.API, api, level, tid=tid)
         elif "Task Type" in args:
-            stream = args.get("Stream Id")
+            stream = _stream(args.get("Stream Id"), tid)
             task_type = str(args.get("Task Type", ""))
             kept = _args_text({k: v for k, v in args.items() if k in ("Task Type", "Stream Id", "Task Id", "Batch Id",
                                                                      "Aicore Time(ms)", "Total Cycle")})
             if task_type.startswith(RUNTIME_TASK_PREFIXES):   # the device's side of HCCL and stream sync, no kernel
                 add(ts, dur, EventKind.RANGE, task_type, "device_task", tid=tid, device=self.device,
-                    stream=stream if isinstance(stream, int) else tid, args=kept)
+                    stream=stream, args=kept)
             else:
                 add(ts, dur, EventKind.KERNEL, name, op_type_of(name), tid=tid, device=self.device,
-                    stream=stream if isinstance(stream, int) else tid, args=kept)
+                    stream=stream, args=kept)
         else:
             self.skipped += 1
             self.skipped_names.add(proc or "an unnamed process")
