@@ -12,26 +12,25 @@ Example::
 """
 from __future__ import annotations
 
-import atexit
-import fcntl
 import functools
 import json
 import logging
 import os
 import shutil
-import signal
 import threading
 import time
 import uuid
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import recorder as _rec
 from .config import ProfilerConfig, build_config
+from .dirlock import DirLock
 from .enums import ProfilerAction
 from .errors import ProfilerConfigError, ProfilerStateError
-from .fileio import atomic_write, open_private, secure_mkdir
+from .exitguard import handle_signal, install_signal_handlers, register_atexit
+from .fileio import atomic_write, secure_mkdir
+from .forkguard import on_fork_in_child
 from .handlers import handler_settings
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
@@ -51,7 +50,6 @@ log = logging.getLogger("npuprof")
 _running: Optional["Profiler"] = None
 _running_lock = threading.Lock()
 MAX_METADATA_BYTES = 100 << 20
-LOCK_FILE = ".npuprof.rank{rank}.lock"   # one per rank: the ranks of a job may share output_path
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 _STEP_HOOK_ARGS = ("session", "step_num")
 _perf = time.perf_counter_ns
@@ -69,10 +67,6 @@ def running_profiler() -> Optional["Profiler"]:
     """
     prof = _running
     return prof if prof is not None and prof._started else None
-# Signals whose handler npuprof wraps while a Profiler runs: SIGTERM stops and
-# saves the window first; both are held back while the profiler is in the
-# middle of one of its own operations (see ``_run_operation``).
-_WRAPPED_SIGNALS = ("SIGTERM", "SIGINT")
 
 
 class Profiler:
@@ -143,7 +137,7 @@ class Profiler:
         self._window = 0
         self._step_t0 = 0
         self._metadata: dict[str, Any] = {}
-        self._lock_fd: Optional[int] = None
+        self._dir_lock: Optional[DirLock] = None
         self._recorder: Optional[_rec.Recorder] = None
         self._sampler: Optional[HostSampler] = None
         self._clock = ClockAnchor.now()
@@ -225,11 +219,7 @@ class Profiler:
                 live = s.window != self._halted_window
                 rec = self._recorder
                 if live and prev in _RECORDING and rec is not None and rec.failed is None:
-                    # the step that ends now (as _close_step, with Recorder.add_step inlined)
-                    try:
-                        rec._local.s.extend((n, self._step_t0, now))
-                    except AttributeError:
-                        rec.add_step(n, self._step_t0, now)
+                    rec.add_step(n, self._step_t0, now)   # the step that ends now (as _close_step)
                     s.steps.append(n)
                 n += 1
                 s.step_num = n
@@ -703,7 +693,7 @@ class Profiler:
         if self._deferred and threading.current_thread() is threading.main_thread():
             signum, frame, previous = self._deferred.pop(0)
             self._deferred.clear()
-            _handle_signal(self, signum, frame, previous)
+            handle_signal(self, signum, frame, previous)
 
     def _in_operation_here(self) -> bool:
         return self._op_lock._is_owned()
@@ -718,68 +708,18 @@ class Profiler:
         return True
 
     def _acquire_dir_lock(self) -> None:
-        """An exclusive lock on ``output_path/.npuprof.rank{rank}.lock``: one
-        running profiler per output directory and rank, across processes (the
-        ranks of one job may share the directory). The kernel drops the lock
-        when its owner dies, so a crashed run never leaves it stuck.
-
-        A POSIX record lock (``lockf``), not ``flock``: a forked child never
-        inherits it, even one forked from C (dataset workers) where
-        ``os.register_at_fork`` hooks do not run, so a worker that outlives a
-        killed trainer cannot keep the directory locked. Its one trap, that
-        closing any descriptor of the file drops the lock, cannot bite: only
-        this method opens the file, and only after the in-process check."""
-        out = self.config.output_path
-        secure_mkdir(out)
-        lock_name = LOCK_FILE.format(rank=self.config.rank)
-        try:
-            fd = open_private(out / lock_name, os.O_RDWR | os.O_CREAT)
-        except OSError as e:
-            raise ProfilerStateError(f"output_path {out}: cannot create the lock file {lock_name} "
-                                     f"({e.strerror})") from None
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            owner = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            os.close(fd)
-            raise ProfilerStateError(f"output_path {out} is in use by another running profiler of rank "
-                                     f"{self.config.rank}"
-                                     f"{' (pid ' + owner + ')' if owner else ''}; use another output_path "
-                                     "or stop that profiler first") from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-        except OSError:
-            pass   # the pid is only informative; a full disk must not stop the lock
-        self._lock_fd = fd
+        self._dir_lock = DirLock.acquire(self.config.output_path, self.config.rank)
 
     def _release_dir_lock(self) -> None:
-        if self._lock_fd is not None:
-            try:
-                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+        if self._dir_lock is not None:
+            self._dir_lock.release()
+            self._dir_lock = None
 
     def _install_exit_handlers(self) -> None:
         if not self._atexit_registered:
-            atexit.register(_stop_at_exit, weakref.ref(self))
+            register_atexit(self)
             self._atexit_registered = True
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for name in _WRAPPED_SIGNALS:
-            signum = getattr(signal, name)
-            try:
-                previous = signal.getsignal(signum)
-                # Not installed from Python (None) or ignored: leave it alone.
-                if previous is None or previous == signal.SIG_IGN or getattr(previous, "_npuprof", False):
-                    continue
-                if signum == signal.SIGINT and previous is not signal.default_int_handler \
-                        and not callable(previous):
-                    continue
-                signal.signal(signum, _make_signal_handler(previous))
-            except (ValueError, OSError):
-                pass
+        install_signal_handlers(running_profiler_or_none)
 
 
 def _call_by_name(function: Callable, argnames: tuple, session: Any, step_num: int) -> Any:
@@ -787,113 +727,24 @@ def _call_by_name(function: Callable, argnames: tuple, session: Any, step_num: i
     return function(*[args[a] for a in argnames])
 
 
-def _stop_at_exit(ref: "weakref.ref[Profiler]") -> None:
-    prof = ref()
-    if prof is not None and prof._started and os.getpid() == prof._owner_pid:
-        log.warning("npuprof: profiler still running at interpreter exit; stopping it and saving the window")
-        try:
-            prof.stop()
-        except Exception as e:
-            log.warning("npuprof: stopping at exit failed: %s", e)
-
-
-# npuprof code that holds a non-reentrant lock while it runs (None: every function of the
-# file). A signal handler running on top of it in the same thread must not call into it
-# again (it would deadlock on that lock), so handling is postponed until it has returned.
-_LOCK_HOLDERS: dict = {
-    "recorder.py": {"flush", "relieve", "_register", "write_table", "_fail", "start", "stop"},
-    "rawstore.py": None,
-    "manager.py": {"get_plugin_host", "_say_once"},
-    "hostsys.py": {"_deliver", "stop"},
-}
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-SIGNAL_RETRY_S = 0.02
-MAX_SIGNAL_DELAY_S = 5.0
-_postponed_since: dict = {}
-
-
-def _inside_npuprof_lock(frame: Any) -> bool:
-    while frame is not None:
-        code = frame.f_code
-        if os.path.dirname(code.co_filename) == _PKG_DIR:
-            names = _LOCK_HOLDERS.get(os.path.basename(code.co_filename), ())
-            if names is None or code.co_name in names:
-                return True
-        frame = frame.f_back
-    return False
-
-
-def _postpone(signum: int) -> bool:
-    """Deliver ``signum`` again shortly (up to MAX_SIGNAL_DELAY_S); False once that is over."""
-    first = _postponed_since.setdefault(signum, time.monotonic())
-    if time.monotonic() - first > MAX_SIGNAL_DELAY_S:
-        return False
-    timer = threading.Timer(SIGNAL_RETRY_S, os.kill, (os.getpid(), signum))
-    timer.daemon = True
-    timer.start()
-    return True
-
-
-def _make_signal_handler(previous: Any) -> Callable:
-    """A handler that stops the running profiler on SIGTERM, then chains to
-    ``previous`` (the user's handler, or the default action re-raised).
-
-    It never runs npuprof code on top of npuprof code of the same thread: a
-    signal arriving inside a profiler operation is handled when the
-    operation returns, one arriving while a recording thread flushes its own
-    events (backpressure) is re-delivered a moment later.
-    """
-    def handler(signum: int, frame: Any) -> None:
-        prof = _running
-        if prof is not None and os.getpid() == prof._owner_pid and prof._in_operation_here():
-            if not prof._deferred:
-                prof._deferred.append((signum, frame, previous))
-                return
-            # a second signal while the first is held back: act at once
-        elif _inside_npuprof_lock(frame) and _postpone(signum):
-            return
-        _postponed_since.pop(signum, None)
-        _handle_signal(prof, signum, frame, previous)
-
-    handler._npuprof = True  # type: ignore[attr-defined]
-    handler.previous = previous  # type: ignore[attr-defined]
-    return handler
-
-
-def _handle_signal(prof: Optional[Profiler], signum: int, frame: Any, previous: Any) -> None:
-    if signum == signal.SIGTERM and prof is not None and prof._started and os.getpid() == prof._owner_pid:
-        try:
-            prof.stop()
-        except Exception as e:
-            log.warning("npuprof: stopping on SIGTERM failed: %s", e)
-    if callable(previous):
-        previous(signum, frame)
-    elif previous == signal.SIG_DFL:
-        # the default action (terminate) with the right exit status
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+def running_profiler_or_none() -> Optional["Profiler"]:
+    """The profiler the signal handlers act on (started or not)."""
+    return _running
 
 
 def _after_fork_in_child() -> None:
-    """A forked child inherits the parent's running profiler: make it inert
-    there. The child's copy of the lock descriptor is closed (the child holds
-    no lock: POSIX record locks are not inherited) and annotations stop buffering into
-    memory no flusher will ever write."""
+    """A forked child's copy of the parent's running profiler is inert (see :mod:`npuprof.forkguard`)."""
     global _running, _running_lock
     prof = _running
     _running = None
     _running_lock = threading.Lock()   # another thread may have held it at fork time
     _rec._recorder = None
-    if prof is not None and prof._lock_fd is not None:
-        try:
-            os.close(prof._lock_fd)
-        except OSError:
-            pass
-        prof._lock_fd = None
+    if prof is not None and prof._dir_lock is not None:
+        prof._dir_lock.forget_after_fork()
+        prof._dir_lock = None
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+on_fork_in_child(_after_fork_in_child)
 
 
 profile = Profiler

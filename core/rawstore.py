@@ -32,7 +32,6 @@ import json
 import os
 import re
 import struct
-import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ import numpy as np
 from .errors import ProfilerDataError
 from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
+from .sigsafe import SignalSafeLock
 
 MAGIC = b"NPR1"
 FRAME = struct.Struct("<4sII")
@@ -144,7 +144,7 @@ class RawWriter:
         self.segment_bytes = segment_bytes if storage_limit is None else max(1 << 16, min(segment_bytes, storage_limit // 4))
         self.on_error = on_error
         self.report = StorageReport(limit_bytes=storage_limit)
-        self._lock = threading.Lock()
+        self._lock = SignalSafeLock()   # a signal handler must not re-enter it
         self._seq = 0
         self._fd: Optional[int] = None
         self._size = 0

@@ -40,6 +40,7 @@ import numpy as np
 
 from .events import EventKind, EventTable
 from .rawstore import RawWriter
+from .sigsafe import SignalSafeLock
 
 log = logging.getLogger("npuprof")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,8 +96,8 @@ class Recorder:
         self._plain = not with_stack     # no stack, no sink, no backpressure: the fast path applies
         self._local = threading.local()  # .r, .e, .s = this thread's ranges, events, steps lists
         self._threads: list[_Buffers] = []
-        self._reg_lock = threading.Lock()
-        self._flush_lock = threading.Lock()
+        self._reg_lock = SignalSafeLock()   # a signal handler must not re-enter it
+        self._flush_lock = SignalSafeLock()   # a signal handler must not re-enter it
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.failed: Optional[BaseException] = None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import threading
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Iterable, Optional
@@ -26,6 +25,7 @@ import pluggy
 
 from .. import hookspecs
 from ..errors import BackendUnavailable, ProfilerConfigError, ProfilerDataError
+from ..sigsafe import SignalSafeLock
 
 log = logging.getLogger("npuprof")
 ENTRY_POINT_GROUP = "npuprof"
@@ -176,7 +176,7 @@ class PluginHost:
 
 
 _said: set = set()
-_said_lock = threading.Lock()
+_said_lock = SignalSafeLock()   # a signal handler must not re-enter it
 
 
 def _say_once(key: str, msg: str, *args: Any) -> None:
@@ -188,7 +188,7 @@ def _say_once(key: str, msg: str, *args: Any) -> None:
 
 
 _host: Optional[PluginHost] = None
-_host_lock = threading.Lock()
+_host_lock = SignalSafeLock()   # a signal handler must not re-enter it
 
 
 def get_plugin_host() -> PluginHost:

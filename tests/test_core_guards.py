@@ -1,0 +1,86 @@
+"""The guards around the Profiler (dirlock, exitguard, forkguard): each keeps its invariant, and a signal
+never re-enters npuprof code that holds one of its locks, whichever module the lock is in."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from npuprof import Profiler
+from npuprof.dirlock import DirLock
+from npuprof.plugins import manager
+from npuprof.sigsafe import SignalSafeLock, held_here
+
+
+def test_a_signal_safe_lock_marks_its_holder_thread_only():
+    lock = SignalSafeLock()
+    assert not held_here()
+    with lock:
+        assert held_here()
+        seen = []
+        import threading
+        t = threading.Thread(target=lambda: seen.append(held_here()))
+        t.start()
+        t.join()
+        assert seen == [False]
+    assert not held_here()
+
+
+def test_the_plugin_hosts_lock_is_one_of_them():
+    """The old name-based wiring could never match plugins/manager.py: its lock was held unseen."""
+    with manager._host_lock:
+        assert held_here()
+
+
+def test_sigterm_while_the_plugin_host_lock_is_held_is_delivered_after_it(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, signal, time
+        from npuprof import Profiler, schedule
+        from npuprof.plugins import manager
+        prof = Profiler({str(tmp_path)!r}, schedule=schedule(wait=0, active=100))
+        prof.start()
+        prof.step()
+        with manager._host_lock:
+            os.kill(os.getpid(), signal.SIGTERM)     # arrives while npuprof's lock is held
+            time.sleep(0.1)
+            print("still here", flush=True)          # not killed inside the lock
+        time.sleep(2)                                # re-delivered: stop, save, default action
+        print("not reached", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -15, done.stderr[-2000:]
+    assert "still here" in done.stdout and "not reached" not in done.stdout
+    assert list(tmp_path.glob("*_ascend_ms"))        # the window was saved before the default action
+
+
+def test_the_directory_lock_is_exclusive_across_processes_and_released(tmp_path):
+    probe = ("import sys; from npuprof.dirlock import DirLock\n"
+             "try:\n    DirLock.acquire(__import__('pathlib').Path(sys.argv[1]), int(sys.argv[2])).release()\n"
+             "except Exception as e:\n    print(e); sys.exit(3)")
+
+    def other_process_can_take(rank: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", probe, str(tmp_path), str(rank)], capture_output=True,
+                              text=True, timeout=60)
+
+    lock = DirLock.acquire(tmp_path, rank=3)
+    held = other_process_can_take(3)
+    assert held.returncode == 3 and f"pid {os.getpid()}" in held.stdout and "rank 3" in held.stdout
+    assert other_process_can_take(4).returncode == 0   # another rank may share the directory
+    lock.release()
+    lock.release()                                      # idempotent
+    assert other_process_can_take(3).returncode == 0
+
+
+def test_a_forked_child_holds_no_profiler(tmp_path):
+    with Profiler(tmp_path) as prof:
+        pid = os.fork()
+        if pid == 0:                                 # the child: the parent's profiler is inert here
+            from npuprof.profiler import running_profiler
+            ok = running_profiler() is None and prof._dir_lock is None and not held_here()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert prof._dir_lock is not None
