@@ -15,6 +15,8 @@ Importing npuprof never imports mindspore, tensorflow or acl.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
 from .enums import (AicoreMetrics, ExportType, HostSystem, ProfilerAction, ProfilerActivity,
                     ProfilerLevel)
 from .errors import (BackendUnavailable, ProfilerConfigError, ProfilerDataError, ProfilerError,
@@ -29,7 +31,12 @@ from .schedule import Schedule, schedule
 __version__ = "0.1.0"
 
 
-def analyse(path, export_type=None, output_path=None, **options):  # noqa: ANN001,ANN201 - thin alias, documented below
+if TYPE_CHECKING:
+    from .types import ExportTypeLike, PathLike
+
+
+def analyse(path: "PathLike", export_type: "Optional[Sequence[ExportTypeLike]]" = None,
+            output_path: "Optional[PathLike]" = None, **options: Any) -> list:
     """Offline analysis of a run directory or a folder of runs, writing their
     outputs (same as ``Profiler.offline_analyse``). Returns one AnalysisResult per run.
 
@@ -38,10 +45,7 @@ def analyse(path, export_type=None, output_path=None, **options):  # noqa: ANN00
         for res in npuprof.analyse("./npuprof_data"):
             print(res.run_dir, res.tables["op_statistic"].rows()[:3])
     """
-    from .export.writer import analyse_and_export
-
-    return [run.result for run in analyse_and_export(path, export_type=export_type, output=output_path,
-                                                     **options)]
+    return Profiler.offline_analyse(path, export_type=export_type, output_path=output_path, **options)
 
 
 __all__ = [

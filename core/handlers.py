@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from .validate import check_bool, check_output_path, check_str
 
@@ -35,8 +35,9 @@ def _wait_children() -> None:
 atexit.register(_wait_children)
 
 
-def tensorboard_trace_handler(dir_name: Any = None, worker_name: Any = None, analyse_flag: Any = True,
-                              async_mode: Any = False) -> Callable[[Any], None]:
+def tensorboard_trace_handler(dir_name: Optional[Union[str, "os.PathLike[str]"]] = None,
+                              worker_name: Optional[str] = None, analyse_flag: bool = True,
+                              async_mode: bool = False) -> Callable[[Any], None]:
     """Save each window under ``dir_name`` and analyse it (mindspore.profiler's handler).
 
     ``dir_name`` replaces the profiler's ``output_path``; ``analyse_flag=False``
@@ -158,7 +159,8 @@ def _warn_once(key: str, msg: str, *args: Any) -> None:
         log.warning(msg, *args)
 
 
-def chrome_trace_handler(dir_name: Any, worker_name: Optional[str] = None, use_gzip: Any = False) -> Callable[[Any], None]:
+def chrome_trace_handler(dir_name: Union[str, "os.PathLike[str]"], worker_name: Optional[str] = None,
+                         use_gzip: bool = False) -> Callable[[Any], None]:
     """Write each saved window as ``{worker}.{time_ns}.pt.trace.json[.gz]`` in
     ``dir_name`` (torch's file naming; Perfetto, chrome://tracing and HTA
     open it).

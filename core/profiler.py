@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Optional, Sequence, Union
 
 from . import recorder as _rec
 from .config import ProfilerConfig, build_config
@@ -37,6 +37,8 @@ from .plugins.manager import get_plugin_host
 from .rawstore import RAW_DIR, RawWriter
 from .runinfo import base_info, new_run_dir, write_info
 from .schedule import TRANSITIONS, Op, always_record
+from .types import (ActivityLike, AicMetricsLike, ExportTypeLike, HostSystemLike, PathLike, ProfilerLevelLike,
+                    ScheduleFn, TraceHandler)
 from .session import ClockAnchor, CollectionSession
 
 if TYPE_CHECKING:   # the analysis modules are imported when first used, not by `import npuprof`
@@ -96,12 +98,15 @@ class Profiler:
         prof.analyse()
     """
 
-    def __init__(self, output_path: Any = None, *, activities: Any = None, profiler_level: Any = "Level0",
-                 aic_metrics: Any = None, schedule: Any = None, on_trace_ready: Any = None,
-                 profile_memory: Any = False, record_shapes: Any = False, with_stack: Any = False,
-                 host_sys: Any = None, host_sys_usage_freq: Any = 50, mstx: Any = False,
-                 data_simplification: Any = True, export_type: Any = None, start_profile: Any = True,
-                 worker_name: Any = None, rank: Any = None, **kwargs: Any) -> None:
+    def __init__(self, output_path: Optional[PathLike] = None, *,
+                 activities: Optional[Sequence[ActivityLike]] = None,
+                 profiler_level: ProfilerLevelLike = "Level0", aic_metrics: Optional[AicMetricsLike] = None,
+                 schedule: Optional[ScheduleFn] = None, on_trace_ready: Optional[TraceHandler] = None,
+                 profile_memory: bool = False, record_shapes: bool = False, with_stack: bool = False,
+                 host_sys: Optional[Sequence[HostSystemLike]] = None, host_sys_usage_freq: int = 50,
+                 mstx: bool = False, data_simplification: bool = True,
+                 export_type: Optional[Sequence[ExportTypeLike]] = None, start_profile: bool = True,
+                 worker_name: Optional[str] = None, rank: Optional[int] = None, **kwargs: Any) -> None:
         handler = handler_settings(on_trace_ready)     # also inside a user's function that wraps the handler
         if handler is not None:
             if output_path is not None and str(output_path) != handler.dir_name:
@@ -201,7 +206,7 @@ class Profiler:
             # the getpid system call (~1.5 µs here) is only made on the rare paths.
             return
         lock = self._op_lock
-        if lock._is_owned():
+        if lock._is_owned():  # type: ignore[attr-defined]  # CPython's RLock owner test (no public twin)
             self._reentered("step")
             return
         with lock:   # an operation (see _run_operation), and the outermost one: checked above
@@ -285,7 +290,7 @@ class Profiler:
                 if _running is self:
                     _running = None
 
-    def analyse(self, export_type: Any = None, **kwargs: Any) -> list:
+    def analyse(self, export_type: Optional[Sequence[ExportTypeLike]] = None, **kwargs: Any) -> list["AnalysisResult"]:
         """Analyse and export every saved window not exported yet; stops first if running.
 
         Returns the :class:`~npuprof.analysis.result.AnalysisResult` list.
@@ -337,7 +342,7 @@ class Profiler:
         return KeyAverages(result.tables["op_shape_statistic" if by_shape else "op_statistic"],
                            result.tables.get("range_statistic"))
 
-    def export_chrome_trace(self, path: Union[str, Path]) -> Path:
+    def export_chrome_trace(self, path: PathLike) -> Path:
         """Write the last saved window's trace to ``path`` (torch.profiler's method; a ``.gz`` path is gzipped).
 
         The same Kineto-form trace as ``ASCEND_PROFILER_OUTPUT/trace_view.json``
@@ -374,8 +379,8 @@ class Profiler:
         return self._analysed_window(self.saved_runs[-1])
 
     @classmethod
-    def offline_analyse(cls, path: Union[str, Path], export_type: Any = None, output_path: Any = None,
-                        **kwargs: Any) -> list:
+    def offline_analyse(cls, path: PathLike, export_type: Optional[Sequence[ExportTypeLike]] = None,
+                        output_path: Optional[PathLike] = None, **kwargs: Any) -> list["AnalysisResult"]:
         """Analyse the runs on disk at ``path`` (a run or a folder of runs, e.g.
         after a crash) and write their outputs. Returns one AnalysisResult per run.
 
@@ -389,7 +394,8 @@ class Profiler:
         """
         from .export.writer import analyse_and_export
 
-        return [run.result for run in analyse_and_export(path, export_type=export_type, output=output_path,
+        return [run.result for run in analyse_and_export(os.fspath(path), export_type=export_type,
+                                                         output=None if output_path is None else os.fspath(output_path),
                                                          **kwargs)]
 
     def add_metadata(self, key: str, value: str) -> None:
@@ -413,7 +419,7 @@ class Profiler:
             self.start()
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.stop()
         for proc in self._pending_async:
             proc.wait()
@@ -527,6 +533,7 @@ class Profiler:
 
     def _start_recording(self) -> None:
         s = self.current_session
+        assert s is not None, "a window is open before recording starts"   # _open_window ran
         cfg = self.config
         domain_filter = None
         if cfg.mstx_domain_include:
@@ -678,7 +685,7 @@ class Profiler:
         ends, so a handler never re-enters half-done profiler state (or a lock
         this thread holds). step() inlines this."""
         lock = self._op_lock
-        outer = not lock._is_owned()
+        outer = not lock._is_owned()  # type: ignore[attr-defined]
         with lock:
             operation()
         if outer and (self._stop_pending or self._deferred):
@@ -696,7 +703,7 @@ class Profiler:
             handle_signal(self, signum, frame, previous)
 
     def _in_operation_here(self) -> bool:
-        return self._op_lock._is_owned()
+        return bool(self._op_lock._is_owned())  # type: ignore[attr-defined]
 
     def _reentered(self, what: str) -> bool:
         """True (with a warning) when start()/step() is called from inside

@@ -35,12 +35,13 @@ Example::
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from mindspore.train import Callback
 
 from npuprof.enums import ProfilerAction
 from npuprof.errors import ProfilerConfigError, ProfilerError
+from npuprof.types import PathLike, RankList, ScheduleFn
 from npuprof.validate import check_bool, check_int
 
 from .options import attach_mindspore_options, from_mindspore_kwargs
@@ -202,7 +203,7 @@ class _ProfilerCallbackBase(Callback):
         self._depth += 1
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0 and self._running:
             # on_train_end/on_eval_end were skipped: the run raised
@@ -317,8 +318,9 @@ class ProfilerCallback(_ProfilerCallbackBase):
         print(cb.saved_runs)
     """
 
-    def __init__(self, output_path: Any = None, *, start_step: Any = None, stop_step: Any = None,
-                 schedule: Any = None, profile_rank_ids: Any = None, analyse: Any = None,
+    def __init__(self, output_path: Optional[PathLike] = None, *, start_step: Optional[int] = None,
+                 stop_step: Optional[int] = None, schedule: Optional[ScheduleFn] = None,
+                 profile_rank_ids: Optional[RankList] = None, analyse: Optional[bool] = None,
                  **profiler_kwargs: Any) -> None:
         window = None
         if start_step is not None or stop_step is not None:
@@ -350,8 +352,9 @@ class ProfilerEpochCallback(_ProfilerCallbackBase):
         model.train(3, dataset, callbacks=[cb])
     """
 
-    def __init__(self, output_path: Any = None, *, start_epoch: Any = 1, stop_epoch: Any = None,
-                 profile_rank_ids: Any = None, analyse: Any = None, **profiler_kwargs: Any) -> None:
+    def __init__(self, output_path: Optional[PathLike] = None, *, start_epoch: int = 1,
+                 stop_epoch: Optional[int] = None, profile_rank_ids: Optional[RankList] = None,
+                 analyse: Optional[bool] = None, **profiler_kwargs: Any) -> None:
         start = check_int("start_epoch", start_epoch, minimum=1)
         if stop_epoch is None:
             raise ProfilerConfigError("stop_epoch", None, f"an integer >= start_epoch ({start})")
