@@ -18,7 +18,7 @@ from realdata import realdata, tree_digest
 
 HTA = "hta/tests/data"
 FILES = ["cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "trace_filter/sampled_rank-0.json.gz",
-         "trace_filter/sampled_rank-1.json.gz", "trace_diff/control/control.json.gz"]
+         "trace_filter/sampled_rank-1.json.gz", "trace_diff/control/control.json.gz", "trace_diff/test/test.json.gz"]
 
 
 def _doc(path: Path) -> dict:
