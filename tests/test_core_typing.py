@@ -13,7 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "npuprof.handlers",
-          "npuprof.config", "npuprof.integrations.mindspore.callback"]
+          "npuprof.config", "npuprof.integrations.mindspore.callback", "npuprof.integrations.tensorflow.profiler",
+          "npuprof.integrations.tensorflow.tf2", "npuprof.integrations.tensorflow.estimator",
+          "npuprof.integrations.pyacl.profiler"]
 
 
 @pytest.fixture(scope="module")

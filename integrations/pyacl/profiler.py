@@ -30,10 +30,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Literal, Mapping, Optional, Union
 
 from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_output_path
+from npuprof.types import AicMetricsLike, PathLike, ProfilerLevelLike
 
 from . import constants as C
 from .acl_json import precedence
@@ -79,10 +80,10 @@ class AclProfiler:
     (default ``import acl``).
     """
 
-    def __init__(self, output_path: Any, *, profiler_level: Any = "Level0", aic_metrics: Any = None,
-                 mstx: Any = False, l2_cache: Any = False, profile_memory: Any = False, data_types: Any = 0,
-                 settings: Optional[Mapping[int, str]] = None, acl_json: Any = None,
-                 acl: Optional[ModuleType] = None) -> None:
+    def __init__(self, output_path: PathLike, *, profiler_level: ProfilerLevelLike = "Level0",
+                 aic_metrics: Optional[AicMetricsLike] = None, mstx: bool = False, l2_cache: bool = False,
+                 profile_memory: bool = False, data_types: int = 0, settings: Optional[Mapping[int, str]] = None,
+                 acl_json: Optional[PathLike] = None, acl: Optional[ModuleType] = None) -> None:
         self.output_path = check_output_path("output_path", output_path)
         self.level = getattr(profiler_level, "value", profiler_level)
         self.aicore_metrics = aicore_metrics_id(aic_metrics, self.level)
@@ -201,7 +202,7 @@ class AclProfiler:
     def __enter__(self) -> "AclProfiler":
         return self.init()
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if not self.initialised:
             return False
         if exc_type is None:

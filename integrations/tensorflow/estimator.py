@@ -35,10 +35,11 @@ import importlib.util
 import inspect
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Union
 
 from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
+from npuprof.types import ScheduleFn
 
 from ..cann.profiling_options import ProfilingOptions, parse_profiling_options
 from .profiler import ProfilerDriver
@@ -123,8 +124,8 @@ class _ProfilingHookMixin(ProfilerDriver):
 
     label = "ProfilingHook"
 
-    def __init__(self, profiling_options: Any = None, *, schedule: Any = None, analyse: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(self, profiling_options: Optional[Union[str, Mapping[str, Any], ProfilingOptions]] = None, *,
+                 schedule: Optional[ScheduleFn] = None, analyse: bool = True, **kwargs: Any) -> None:
         self.schedule = check_callable("schedule", schedule)
         self._init_driver(profiling_options, analyse, kwargs)
         self._global_step = None
@@ -203,7 +204,7 @@ def _build_run_config() -> type:
     est = _estimator_module()
     run_config_args = set(inspect.signature(est.RunConfig.__init__).parameters) - {"self"}
 
-    class NPURunConfig(est.RunConfig):
+    class NPURunConfig(est.RunConfig):  # type: ignore[name-defined]  # built once TF is imported
         """``tf.estimator.RunConfig`` plus ``profiling_config`` (TF Adapter signature).
 
         RunConfig arguments go to RunConfig; Ascend-only arguments
@@ -259,7 +260,7 @@ def _build_estimator() -> type:
     run_config_cls = get_class("NPURunConfig")
     hook_cls = get_class("ProfilingHook")
 
-    class NPUEstimator(est.Estimator):
+    class NPUEstimator(est.Estimator):  # type: ignore[name-defined]  # built once TF is imported
         """``tf.estimator.Estimator`` that profiles train/evaluate/predict when
         its ``NPURunConfig`` has ``profiling_config.enable_profiling``.
 

@@ -23,11 +23,12 @@ Example::
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Union
 
 from npuprof.errors import ProfilerConfigError
 from npuprof.profiler import Profiler as _CoreProfiler
 from npuprof.validate import check_bool
+from npuprof.types import PathLike
 
 from ..cann.profiling_options import ProfilingOptions, parse_profiling_options
 
@@ -64,7 +65,9 @@ class Profiler(_CoreProfiler):
         <ProfilerLevel.Level0: 'Level0'>
     """
 
-    def __init__(self, output_path: Any = None, *, profiling_options: Any = None, **kwargs: Any) -> None:
+    def __init__(self, output_path: Optional[PathLike] = None, *,
+                 profiling_options: Optional[Union[str, Mapping[str, Any], ProfilingOptions]] = None,
+                 **kwargs: Any) -> None:
         if output_path is not None:
             kwargs["output_path"] = output_path
         merged, opts = profiler_kwargs(profiling_options, **kwargs)

@@ -21,12 +21,13 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Union
 
 from npuprof.errors import ProfilerConfigError
 from npuprof.validate import check_bool, check_callable
+from npuprof.types import ScheduleFn
 
-from ..cann.profiling_options import ADAPTER_DEFAULT_OPTIONS, parse_profiling_options
+from ..cann.profiling_options import ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options
 from .profiler import ProfilerDriver
 
 log = logging.getLogger("npuprof")
@@ -59,8 +60,8 @@ class NpuProfilingConfig:
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
-        return f"NpuProfilingConfig(enable_profiling={self.enable_profiling!r}, " \
-               f"profiling_options={self.profiling_options!r})"
+        return f"NpuProfilingConfig(enable_profiling={getattr(self, 'enable_profiling', None)!r}, " \
+               f"profiling_options={getattr(self, 'profiling_options', None)!r})"
 
 
 class NpuGlobalOptions:
@@ -202,7 +203,9 @@ class _CallbackMixin(ProfilerDriver):
 
     label = "ProfilerCallback"
 
-    def __init__(self, profile_batch: Any = None, *, schedule: Any = None, profiling_options: Any = None,
+    def __init__(self, profile_batch: Optional[Union[int, str, tuple[int, int]]] = None, *,
+                 schedule: Optional[ScheduleFn] = None,
+                 profiling_options: Optional[Union[str, Mapping[str, Any], ProfilingOptions]] = None,
                  analyse: bool = True, **kwargs: Any) -> None:
         super().__init__()
         self.profile_batch = parse_profile_batch(profile_batch)
