@@ -46,6 +46,13 @@ INFO_GLOB = "profiler_info*.json"
 RUN_DIR_RE = re.compile(r"^(?P<worker>.+)_(?P<pid>\d+)_(?P<ts>\d{17})_ascend_(?P<fw>[a-z0-9]+)$")
 NPUPROF_VERSION = "0.1.0"
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"   # where a run's analysed outputs go (the Ascend tools' name)
+CLUSTER_SUMMARY = "cluster_summary.json"   # marks a folder npuprof cluster/report wrote (its traces are no runs)
+
+
+def is_npuprof_output(folder: Path) -> bool:
+    """A folder npuprof wrote its outputs into (a run's ASCEND_PROFILER_OUTPUT, a cluster or report
+    output): what it holds (per-rank traces, tables) are results, never runs to analyse again."""
+    return folder.name == OUTPUT_DIR or (folder / CLUSTER_SUMMARY).is_file()
 
 
 def run_dir_name(worker: str, framework: str, now: Optional[float] = None) -> str:

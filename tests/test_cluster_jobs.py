@@ -58,3 +58,13 @@ def test_the_ranks_of_one_job_stay_one_job(tmp_path):
     make_job(tmp_path / "job", ranks=8, steps=2, slow_ranks=(), per_host=4, host_skew_ns=[0, 3_000_000])
     (job,) = group_jobs(tmp_path / "job", run_dirs_under(tmp_path / "job"))
     assert job.ranks == tuple(range(8))
+
+
+def test_a_cluster_output_inside_the_job_is_not_a_job(tmp_path):
+    """The per-rank traces npuprof cluster --traces writes are results, not ranks to analyse again."""
+    make_job(tmp_path / "job", ranks=4, steps=2, slow_ranks=(), per_host=4)
+    assert main(["cluster", str(tmp_path / "job"), "--traces", "--quiet", "--backend", "serial"]) == 0
+    assert any((tmp_path / "job" / "npuprof_cluster" / "traces").glob("*.pt.trace.json"))
+    (job,) = group_jobs(tmp_path / "job", run_dirs_under(tmp_path / "job"))
+    assert job.ranks == (0, 1, 2, 3) and len(job.runs) == 4
+    assert main(["cluster", str(tmp_path / "job"), "--quiet", "--backend", "serial"]) == 0

@@ -23,7 +23,7 @@ from ..fileio import forced_reading
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..rawstore import RAW_DIR
-from ..runinfo import OUTPUT_DIR, RunInfo, origin_of, read_run_info
+from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
 from .result import AnalysisResult
@@ -65,7 +65,7 @@ def _collect_runs(folder: Path, depth: int, found: list[Path]) -> None:
     except OSError:
         return
     for child in children:
-        if child.name == OUTPUT_DIR:
+        if child.is_dir() and is_npuprof_output(child):
             continue
         if is_run_dir(child):
             found.append(child)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from ..errors import ProfilerConfigError, ProfilerDataError
+from ..runinfo import CLUSTER_SUMMARY
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
 from .alignment import align_ranks
@@ -147,7 +148,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     summary = result.summary()
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables
-    result.files.append(write_json(summary, out_dir / "cluster_summary.json"))
+    result.files.append(write_json(summary, out_dir / CLUSTER_SUMMARY))
     return result
 
 

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, Union
 
 from ..config import env_rank
 from ..errors import ProfilerConfigError, ProfilerDataError
+from ..runinfo import is_npuprof_output
 from ..validate import parse_rank_list
 
 log = logging.getLogger("npuprof")
@@ -75,6 +76,8 @@ def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
         return
     if any(root.glob("profiler_info*.json")):
         yield root
+        return
+    if is_npuprof_output(root):        # npuprof's own results (per-rank traces of a cluster output)
         return
     try:
         entries = sorted(p for p in root.iterdir() if not p.is_symlink())
