@@ -323,6 +323,7 @@ def _hccl_time_info(op_ts: int, op_dur: int, op_name: str, planes: dict[int, lis
 
 
 def _ratio(part: float, whole: float) -> float:
+    """``part / whole`` to 4 places, 0 for an empty whole (the tools' ratios; GB/s = MB / ms)."""
     return round(part / whole, 4) if abs(whole) > 1e-15 else 0
 
 
@@ -464,7 +465,7 @@ def communication_json(c: CommEvents) -> dict:
                 cnt, tm = dist.get(key, [0, 0.0])
                 dist[key] = [cnt + 1, round(tm + d / 1e6, 6)]
             bw[tr] = {"Transit Time(ms)": round(t_ms, 6), "Transit Size(MB)": round(s_mb, 6),
-                      "Bandwidth(GB/s)": round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0,
+                      "Bandwidth(GB/s)": _ratio(s_mb, t_ms),
                       "Large Packet Ratio": 0, "Size Distribution": dist}
         info = {"Start Timestamp(us)": round(float(c.ops["ts"][i]) / 1e3, 3),
                 "Elapse Time(ms)": round(elapse, 6), "Transit Time(ms)": round(transit, 6),
@@ -477,12 +478,13 @@ def communication_json(c: CommEvents) -> dict:
     for step_dict in out.values():
         for kind, ops in step_dict.items():
             if ops:
-                ops[TOTAL_OP] = _total_op_info(list(ops.values()))
+                ops[TOTAL_OP] = total_op_info(list(ops.values()))
     return out
 
 
-def _total_op_info(ops: list) -> dict:
-    """The per-step "Total Op Info" entry torch_npu writes: sums over the step's ops."""
+def total_op_info(ops: list) -> dict:
+    """The "Total Op Info" entry the tools write: sums over ``ops`` (each an operator's info; a step's
+    operators in a rank's file, one rank's operators of a group in the cluster's)."""
     keys = ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)", "Idle Time(ms)")
     t = {k: round(sum(o["Communication Time Info"][k] for o in ops), 6) for k in keys}
     wait, transit, sync = t["Wait Time(ms)"], t["Transit Time(ms)"], t["Synchronization Time(ms)"]
@@ -500,7 +502,7 @@ def _total_op_info(ops: list) -> dict:
                 a["Size Distribution"][size] = [c0 + cnt, round(t0 + tm, 6)]
     for a in bw.values():
         t_ms, s_mb = a["Transit Time(ms)"], a["Transit Size(MB)"]
-        a["Bandwidth(GB/s)"] = round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0
+        a["Bandwidth(GB/s)"] = _ratio(s_mb, t_ms)
     return {"Communication Time Info": t, "Communication Bandwidth Info": bw}
 
 
@@ -538,5 +540,5 @@ def communication_matrix_json(c: CommEvents) -> dict:
     for (step, kind, op, link), (tr, t_ms, s_mb, name) in sorted(agg.items()):
         out.setdefault(_step_key(step), {"collective": {}, "p2p": {}})[kind].setdefault(op, {})[link] = {
             "Transport Type": tr, "Transit Time(ms)": round(t_ms, 6), "Transit Size(MB)": round(s_mb, 6),
-            "Bandwidth(GB/s)": round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0, "Op Name": name}
+            "Bandwidth(GB/s)": _ratio(s_mb, t_ms), "Op Name": name}
     return out

@@ -23,15 +23,12 @@ Example::
 """
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from ..analysis.communication import TOTAL_OP
+from ..analysis.communication import TOTAL_OP, total_op_info
 
 RANKED = ("middle", "top", "bottom")
-_TIME_SUMMED = ("Elapse Time(ms)", "Transit Time(ms)", "Wait Time(ms)", "Synchronization Time(ms)",
-                "Idle Time(ms)")
 
 
 def _ratio(part: float, whole: float) -> float:
@@ -72,35 +69,12 @@ def cluster_communication(summaries: Sequence[Any]) -> dict:
 
 
 def _add_total_op_info(ops: dict) -> None:
-    totals: dict = defaultdict(dict)
-    for name, per_rank in list(ops.items()):
-        group = name.rpartition("@")[2]
-        for rank, info in per_rank.items():
-            t = totals[group].setdefault(rank, {"Communication Time Info": defaultdict(float),
-                                                "Communication Bandwidth Info": {}})
-            for key, value in info["Communication Time Info"].items():
-                if key in _TIME_SUMMED:
-                    t["Communication Time Info"][key] += value
-            for transport, bw in info["Communication Bandwidth Info"].items():
-                a = t["Communication Bandwidth Info"].setdefault(
-                    transport, {"Transit Time(ms)": 0, "Transit Size(MB)": 0, "Size Distribution": defaultdict(
-                        lambda: [0, 0])})
-                a["Transit Time(ms)"] += bw.get("Transit Time(ms)", 0)
-                a["Transit Size(MB)"] += bw.get("Transit Size(MB)", 0)
-                for size, (count, ms) in bw.get("Size Distribution", {}).items():
-                    a["Size Distribution"][size][0] += count
-                    a["Size Distribution"][size][1] += ms
-    for group, per_rank in totals.items():
-        for t in per_rank.values():
-            times = t["Communication Time Info"]
-            times["Wait Time Ratio"] = _ratio(times["Wait Time(ms)"], times["Wait Time(ms)"] + times["Transit Time(ms)"])
-            times["Synchronization Time Ratio"] = _ratio(times["Synchronization Time(ms)"],
-                                                         times["Synchronization Time(ms)"] + times["Transit Time(ms)"])
-            t["Communication Time Info"] = dict(times)
-            for bw in t["Communication Bandwidth Info"].values():
-                bw["Bandwidth(GB/s)"] = _ratio(bw["Transit Size(MB)"], bw["Transit Time(ms)"])
-                bw["Size Distribution"] = dict(bw["Size Distribution"])
-        ops[f"{TOTAL_OP}@{group}"] = dict(per_rank)
+    per_rank: dict = defaultdict(lambda: defaultdict(list))        # group -> rank -> its operators' infos
+    for name, infos in list(ops.items()):
+        for rank, info in infos.items():
+            per_rank[name.rpartition("@")[2]][rank].append(info)
+    for group, ranks in per_rank.items():
+        ops[f"{TOTAL_OP}@{group}"] = {rank: total_op_info(infos) for rank, infos in ranks.items()}
 
 
 def cluster_communication_matrix(summaries: Sequence[Any]) -> dict:
@@ -129,16 +103,22 @@ def cluster_communication_matrix(summaries: Sequence[Any]) -> dict:
     return out
 
 
-def _merge_links(per_rank: dict, local_to_global: dict[str, int]) -> dict:
+def _sum_links(link_maps: Iterable[dict]) -> dict:
+    """Links of several maps summed per link (the last transport and op name kept, as msprof-analyze)."""
     summed: dict = defaultdict(lambda: {"Transport Type": "", "Transit Time(ms)": 0, "Transit Size(MB)": 0,
                                         "Op Name": ""})
-    for links in per_rank.values():
+    for links in link_maps:
         for link, info in links.items():
             a = summed[link]
             a["Transport Type"] = info.get("Transport Type")
             a["Op Name"] = info.get("Op Name", "")
             a["Transit Time(ms)"] += info.get("Transit Time(ms)", 0)
             a["Transit Size(MB)"] += info.get("Transit Size(MB)", 0)
+    return summed
+
+
+def _merge_links(per_rank: dict, local_to_global: dict[str, int]) -> dict:
+    summed = _sum_links(per_rank.values())
     out = {}
     for link, info in summed.items():
         src, _, dst = link.partition("-")
@@ -150,19 +130,12 @@ def _merge_links(per_rank: dict, local_to_global: dict[str, int]) -> dict:
 
 
 def _add_total_links(ops: dict) -> None:
-    totals: dict = defaultdict(dict)
+    groups: dict = defaultdict(list)
     for name, links in list(ops.items()):
-        if any(word in name for word in RANKED):     # a ranked entry repeats an operator already counted
-            continue
-        group = name.rpartition("@")[2]
-        for link, info in links.items():
-            a = totals[group].setdefault(link, {"Transport Type": "", "Transit Time(ms)": 0, "Transit Size(MB)": 0,
-                                                "Op Name": ""})
-            a["Transport Type"] = info.get("Transport Type")
-            a["Op Name"] = info.get("Op Name", "")
-            a["Transit Time(ms)"] += info.get("Transit Time(ms)", 0)
-            a["Transit Size(MB)"] += info.get("Transit Size(MB)", 0)
-    for group, links in totals.items():
-        for info in links.values():
+        if not any(word in name for word in RANKED):     # a ranked entry repeats an operator already counted
+            groups[name.rpartition("@")[2]].append(links)
+    for group, link_maps in groups.items():
+        total = _sum_links(link_maps)
+        for info in total.values():
             info["Bandwidth(GB/s)"] = _ratio(info["Transit Size(MB)"], info["Transit Time(ms)"])
-        ops[f"{TOTAL_OP}@{group}"] = copy.deepcopy(links)
+        ops[f"{TOTAL_OP}@{group}"] = dict(total)

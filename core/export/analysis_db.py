@@ -87,7 +87,7 @@ def _matrix_per_op(comm) -> list:
         a[1] += float(comm.links["size"][i]) / MB
         a[2] += float(comm.links["dur"][i]) / 1e6
     return [(name, group_id(group), str(src), str(dst), tr, round(s_mb, 6), round(t_ms, 6),
-             round(s_mb / 1024.0 / (t_ms / 1e3), 4) if t_ms > 0 else 0, step, kind)
+             round(s_mb / t_ms, 4) if t_ms > 0 else 0, step, kind)   # GB/s = MB / ms (MB of 10^6)
             for (step, kind, name, group, src, dst), (tr, s_mb, t_ms) in agg.items()]
 
 
