@@ -86,3 +86,32 @@ def test_background_writer_keeps_order_and_reports_errors():
         for _ in range(10):
             w.write(b"x" * 10)
         w.close()
+
+
+def test_a_kernel_table_with_stream_ids_is_rendered_vectorised_and_equal_to_the_csv_module(tmp_path):
+    """kernel_details' Stream ID column ("N/A" where a kernel has no stream) stays on the vectorised
+    path (it fell back to the csv module: 8x slower on 1M events) and renders the same text."""
+    import csv
+    import io
+
+    import numpy as np
+
+    from npuprof.analysis.analyzers import ANALYZERS
+    from npuprof.events import EventKind, EventTable
+    from npuprof.export import csvfiles
+
+    n = csvfiles.VECTOR_MIN_ROWS + 5
+    rng = np.random.default_rng(1)
+    events = EventTable.from_records(ts=np.arange(n) * 1000, dur=rng.integers(1, 5000, n), kind=EventKind.KERNEL,
+                                     name=[f"k{i % 7}" for i in range(n)], type="MatMul", device=0,
+                                     stream=rng.choice([-1, 3, 12, 70000], n))
+    table = ANALYZERS["kernel_details"](events)
+    block = table.block(0, len(table))
+    assert csvfiles._render_block(table.columns, block, len(table), {}) is not None   # no fallback
+    out = io.BytesIO()
+    csvfiles.write_csv_to(out, table)
+    expected = io.StringIO()
+    w = csv.writer(expected, lineterminator="\n")
+    w.writerow(table.columns)
+    w.writerows(table.rows())
+    assert out.getvalue().decode() == expected.getvalue()

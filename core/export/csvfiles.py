@@ -70,6 +70,9 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
             rows.pooled(col.codes, cached[1])
         elif kind == "_Fixed3":
             rows.fixed3(col.values, strip=col.strip)
+        elif kind == "_StreamIds":       # few distinct streams: rendered as a pool ("N/A" where none)
+            uniq, inv = np.unique(col.values, return_inverse=True)
+            rows.pooled(inv.reshape(-1), [str(v) if v >= 0 else "N/A" for v in uniq.tolist()])
         elif kind == "_Const":
             rows.literal(csv_cell(str(col.value)))
         elif isinstance(col, np.ndarray) and col.dtype.kind in "iu":
