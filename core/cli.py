@@ -18,6 +18,7 @@ Example::
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
+    npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
 """
 from __future__ import annotations
 
@@ -250,8 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--host-only", action="store_true")
     d.set_defaults(func=cmd_demo)
 
+    from .dynamic_profile.commands import add_commands as add_dynamic_commands
     from .plugins.manager import get_plugin_host
 
+    add_dynamic_commands(sub)
     get_plugin_host().call("npuprof_add_commands", subparsers=sub)
     return p
 

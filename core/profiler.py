@@ -153,6 +153,8 @@ class Profiler:
         self._atexit_registered = False
         self._halted_window = -1
         self._stop_pending = False
+        self._first_step = 0
+        self._trigger_info: Optional[dict] = None
         if self.config.start_profile:
             self.start()
 
@@ -189,9 +191,9 @@ class Profiler:
             _running = self
         self._started = True
         self._install_exit_handlers()
-        self.step_num = 0
+        self.step_num = self._first_step
         self._step_t0 = time.perf_counter_ns()
-        self._transition(ProfilerAction.NONE, self._next_action(0))
+        self._transition(ProfilerAction.NONE, self._next_action(self.step_num))
 
     def step(self) -> None:
         """Mark the end of one training step and apply the schedule."""
@@ -426,6 +428,12 @@ class Profiler:
         return False
 
     # -- internals -----------------------------------------------------------------
+    def _trigger(self, first_step: int, info: dict) -> None:
+        """Number the steps from ``first_step`` (a running job's own step number) and
+        record in profiler_info what started this profiler (npuprof.dynamic_profile)."""
+        self._first_step = first_step
+        self._trigger_info = info
+
     def _store_metadata(self, key: str, value: Any) -> None:
         size = len(json.dumps(self._metadata)) + len(json.dumps(value)) + len(key)
         if size > MAX_METADATA_BYTES:
@@ -518,6 +526,8 @@ class Profiler:
             "profiler_id": self._profiler_id,      # one Profiler's windows: one job (cluster.jobs)
             "flush_interval": self.config.flush_interval,
         })
+        if self._trigger_info is not None:
+            info["npuprof"]["dynamic"] = self._trigger_info
         if state != "running":
             info["npuprof"]["stop_time_ns"] = time.time_ns()
             info["npuprof"]["events_written"] = s.writer.events_written

@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "npuprof.handlers",
           "npuprof.config", "npuprof.integrations.mindspore.callback", "npuprof.integrations.tensorflow.profiler",
           "npuprof.integrations.tensorflow.tf2", "npuprof.integrations.tensorflow.estimator",
-          "npuprof.integrations.pyacl.profiler"]
+          "npuprof.integrations.pyacl.profiler", "npuprof.dynamic_profile", "npuprof.dynamic_profile.controller",
+          "npuprof.dynamic_profile.request", "npuprof.dynamic_profile.autostart",
+          "npuprof.integrations.mindspore.dynamic", "npuprof.integrations.tensorflow.dynamic"]
 
 
 @pytest.fixture(scope="module")

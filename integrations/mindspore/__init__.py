@@ -4,6 +4,8 @@ MindSpore's own profiler data in npuprof runs.
 * :class:`ProfilerCallback` / :class:`ProfilerEpochCallback` - add one
   callback to ``Model.train`` / ``Model.eval`` for step- or epoch-scheduled
   capture.
+* :class:`DynamicProfilerMonitor` - ``mindspore.profiler.DynamicProfilerMonitor``
+  as a drop-in: capture steps of a running job when its JSON file changes.
 * :func:`profile` - :class:`npuprof.Profiler` built from
   ``mindspore.profiler.profile`` keywords (MindSpore enums,
   ``_ExperimentalConfig``), with strict checks.
@@ -30,9 +32,10 @@ from .options import from_mindspore_kwargs, make_profiler
 
 profile = make_profiler
 
-_LAZY = {"ProfilerCallback": "callback", "ProfilerEpochCallback": "callback", "run_demo": "demo"}
+_LAZY = {"ProfilerCallback": "callback", "ProfilerEpochCallback": "callback", "run_demo": "demo",
+         "DynamicProfilerMonitor": "dynamic"}
 
-__all__ = ["ProfilerCallback", "ProfilerEpochCallback", "from_mindspore_kwargs", "make_profiler", "profile",
+__all__ = ["DynamicProfilerMonitor", "ProfilerCallback", "ProfilerEpochCallback", "from_mindspore_kwargs", "make_profiler", "profile",
            "run_demo"]
 
 

@@ -11,6 +11,8 @@ Profiler arguments):
   ``PROFILING_MODE=true``) collect; :func:`session_config` builds such a config.
 - TF2: :func:`global_options` / :func:`open` as in ``npu_device``;
   ``ProfilerCallback`` for Keras; :class:`Profiler` around ``tf.function`` loops.
+- ``DynamicProfilerCallback``: Keras ``fit`` captures steps when a watched
+  JSON config changes (:mod:`npuprof.dynamic_profile`).
 - :func:`parse_profiling_options` / :func:`render_profiling_options`:
   validate the JSON, map it to npuprof settings and back.
 
@@ -42,7 +44,7 @@ from .sessrun import activate, current_activation, deactivate, profiling_from_co
 from .tf2 import global_options, open, parse_profile_batch  # noqa: A004 - npu_device's name
 
 _LAZY = {"ProfilingHook": "estimator", "NPURunConfig": "estimator", "NPUEstimator": "estimator",
-         "ProfilerCallback": "tf2"}
+         "ProfilerCallback": "tf2", "DynamicProfilerCallback": "dynamic"}
 
 
 def __getattr__(name: str) -> Any:
@@ -55,7 +57,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ADAPTER_DEFAULT_OPTIONS", "NPUEstimator", "NPURunConfig", "Profiler", "ProfilerCallback", "ProfilingConfig",
+    "ADAPTER_DEFAULT_OPTIONS", "DynamicProfilerCallback", "NPUEstimator", "NPURunConfig", "Profiler", "ProfilerCallback", "ProfilingConfig",
     "ProfilingHook", "ProfilingOptions", "activate", "adapter_available", "current_activation", "deactivate",
     "global_options", "open", "parse_profile_batch", "parse_profiling_options", "profiling_from_config",
     "render_profiling_options", "session_config",
