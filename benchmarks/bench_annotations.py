@@ -15,6 +15,9 @@ Two figures per annotation, from the same sample:
 
 Variants run interleaved, repetition by repetition.
 
+Also measured: an idle ``npuprof.dynamic_profile.step()`` (a config watched,
+no capture due), the per-step cost of leaving dynamic profiling on.
+
 Also measured, as the floor any Python annotation pays: an empty loop, a
 clock read, an empty Python call and an empty ``with`` block.
 """
@@ -115,8 +118,18 @@ def run(params: dict) -> dict:
                 prof.stop()
         return sample
 
+    import npuprof.dynamic_profile as dp
+
+    dp.init(out / "dynamic_cfg", poll_interval=3600)    # watching, no capture due: the idle path
+    dyn_step = dp.step
+
+    def dynamic_loop(k: int) -> None:
+        for _ in range(k):
+            dyn_step()
+
     variants = {
         "clock_pair": lambda: _per_iter(loop_clock_pair, n),
+        "dynamic_idle_step": lambda: _per_iter(dynamic_loop, n),
         "record_function": profiled(rf_loop, "record_function"),
         "mstx_mark": profiled(mark_loop, "mstx_mark"),
         "record_function_idle": lambda: _per_iter(rf_loop, n),
@@ -175,6 +188,7 @@ def run(params: dict) -> dict:
             events = json.loads(path.read_text())["traceEvents"]
             torch_info["trace_bytes_per_event"] = path.stat().st_size / max(1, len(events))
             torch_info["trace_events"] = len(events)
+    dp.finalize()
     res["torch"] = torch_info
     res["n"] = n
     res["n_torch"] = n_torch

@@ -62,6 +62,12 @@ def build_rows(results: dict) -> list[dict]:
                          _rng(rf, _ns), f"`perf_counter_ns()` pair {_rng(ck, _ns)}",
                          _ratio(ann["rf_over_clock"]), "< 1 µs median", rf["median"] < 1000,
                          "annotation_under_1us", rf["median"]))
+        if "dynamic_idle_step" in ann and "empty_loop" in ann:
+            dyn, empty = ann["dynamic_idle_step"], ann["empty_loop"]
+            over = dyn["median"] - empty["median"]
+            rows.append(_row("Annotations", "idle `dynamic_profile.step()` (config watched, no capture due)",
+                             _rng(dyn, _ns), f"empty loop iteration {_rng(empty, _ns)}", f"+{_ns(over)}",
+                             "< 1 µs over the bare loop", over < 1000, "dynamic_idle_step", over))
         if "torch_record_function" in ann:
             tr = ann["torch_record_function"]
             rows.append(_row("Annotations", "`record_function` vs `torch.profiler.record_function`, enter+exit "

@@ -6,7 +6,8 @@ A child (``python tests/dyn_support.py <kind> <cfg_dir> <out_dir> <delay_s>``) t
 * ``numpy``     - a numpy loop with ``npuprof.dynamic_profile.init/step`` and record_function;
 * ``mindspore`` - MindSpore ``Model.train`` with the drop-in ``DynamicProfilerMonitor``;
 * ``keras``     - Keras ``fit`` with ``DynamicProfilerCallback``;
-* ``zero_code`` - Keras ``fit`` in a script that never imports npuprof (``NPUPROF_CONFIG_PATH``).
+* ``zero_code*`` - Keras ``fit``, MindSpore ``Model.train`` and a TF1 ``MonitoredTrainingSession`` loop in
+  scripts that never import npuprof (``NPUPROF_CONFIG_PATH`` and the start-up hook).
 
 The test (parent) reads the child's status file, writes configs as a user would, and waits for
 the captures the status file reports.
@@ -89,24 +90,59 @@ def child_keras(cfg: Path, out: Path, delay: float) -> None:
     _keras_fit(out, delay, [DynamicProfilerCallback(cfg, poll_interval=POLL)])
 
 
-ZERO_CODE_SCRIPT = '''
-import sys, time
+# Scripts that never import npuprof: NPUPROF_CONFIG_PATH and the start-up hook do it all.
+_ZERO_CODE_HEAD = """
+import os, sys, time
 import numpy as np
-import tensorflow as tf
 out, delay = sys.argv[1], float(sys.argv[2])
-import os
+def stop_requested():
+    return os.path.exists(os.path.join(out, "stop"))
+"""
+_ZERO_CODE_TAIL = """
+assert "npuprof" in sys.modules, "the start-up hook did not load"
+"""
+ZERO_CODE_SCRIPTS = {
+    "zero_code": """
+import tensorflow as tf
 class Pace(tf.keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         time.sleep(delay)
-        if os.path.exists(os.path.join(out, "stop")):
+        if stop_requested():
             self.model.stop_training = True
-model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"), tf.keras.layers.Dense(4)])
+model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
+                             tf.keras.layers.Dense(4)])
 model.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 x = np.random.default_rng(0).random((64, 16), dtype=np.float32)
 y = (np.arange(64) % 4).astype(np.int32)
 model.fit(x, y, batch_size=8, epochs=1000, verbose=0, callbacks=[Pace()])
-assert "npuprof" in sys.modules, "the start-up hook did not load"
-'''
+""",
+    "zero_code_mindspore": """
+sys.path.insert(0, %r)
+from ms_support import make_dataset, make_model, make_net, set_mode
+from mindspore.train import Callback
+class Pace(Callback):
+    def on_train_step_end(self, run_context):
+        time.sleep(delay)
+        if stop_requested():
+            run_context.request_stop()
+set_mode("graph")
+make_model(make_net()).train(1000, make_dataset(n=20, batch=2), callbacks=[Pace()])
+""" % str(HERE.parent),
+    "zero_code_tf1": """
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+x = tf.constant(np.random.default_rng(0).random((8, 16), dtype=np.float32))
+w = tf.compat.v1.get_variable("w", [16, 4])
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+    loss, global_step=tf.compat.v1.train.get_or_create_global_step())
+with tf.compat.v1.train.MonitoredTrainingSession() as sess:
+    while not stop_requested():
+        sess.run(train_op)
+        time.sleep(delay)
+""",
+}
+
 
 CHILDREN: dict[str, Callable[[Path, Path, float], None]] = {
     "numpy": child_numpy, "mindspore": child_mindspore, "keras": child_keras}
@@ -120,9 +156,9 @@ class RunningJob:
         self.cfg, self.out = cfg, out
         out.mkdir(parents=True, exist_ok=True)
         full_env = dict(os.environ, GLOG_v="3", PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
-        if kind == "zero_code":
+        if kind in ZERO_CODE_SCRIPTS:
             script = out / "train_without_npuprof.py"
-            script.write_text(ZERO_CODE_SCRIPT)
+            script.write_text(_ZERO_CODE_HEAD + ZERO_CODE_SCRIPTS[kind] + _ZERO_CODE_TAIL)
             full_env["NPUPROF_CONFIG_PATH"] = str(cfg)
             full_env["NPUPROF_POLL_INTERVAL"] = str(POLL)
             cmd = [sys.executable, str(script), str(out), str(delay)]

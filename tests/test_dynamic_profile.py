@@ -304,20 +304,20 @@ def test_mindspore_model_train_with_the_drop_in_monitor(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["keras", "zero_code"])
-def test_keras_fit_with_the_callback_and_without_code_changes(tmp_path, kind):
-    if kind == "zero_code":
+@pytest.mark.parametrize("kind", ["keras", "zero_code", "zero_code_mindspore", "zero_code_tf1"])
+def test_keras_callback_and_framework_steps_hooked_without_code_changes(tmp_path, kind):
+    if kind.startswith("zero_code"):
         from npuprof.dynamic_profile.autostart import PTH_NAME, site_packages
 
         assert (site_packages() / PTH_NAME).exists(), "the start-up hook is not installed: npuprof dynamic hook install"
-    job = RunningJob(kind, tmp_path / "cfg", tmp_path / "job")
+    job = RunningJob(kind, tmp_path / "cfg", tmp_path / "job", delay=0.1 if "mindspore" in kind else 0.05)
     st, a, b = _two_captures(job, lambda start, tag: _config(start_step=start, active=2, analyse=tag == "b",
                                                              prof_dir=str(tmp_path / tag)))
     for cap, start in zip(st["captures"], (a, b)):
         assert cap["recorded_steps"] == [start, start + 1]
         steps, res = _analysed_steps(cap["run_dirs"][0])
         assert steps == [start, start + 1]
-        assert len(res.tables["op_statistic"]) > 0          # TensorFlow's own ops of those steps
+        assert len(res.tables["op_statistic"]) > 0          # the framework's own ops of those steps
 
 
 def test_the_startup_hook_costs_nothing_without_the_variable():
@@ -341,6 +341,9 @@ def test_two_ranks_capture_the_same_steps_and_rank_list_limits_them(tmp_path):
             assert cap["recorded_steps"] == [start, start + 1]
             info = run_info(cap["run_dirs"][0])["npuprof"]
             assert info["steps"] == [start, start + 1] and info["dynamic"]["rank"] == rank
+        jobs[1].write_config('{"start_step": 1, "active": ')      # broken: both keep the last valid config
+        for j in jobs:
+            j.wait_for("the broken file reported", lambda s: "stays in effect" in (s.get("error") or ""))
         later = max(j.status()["step"] for j in jobs) + 10
         jobs[0].write_config(_config(start_step=later, active=1, is_rank=True, rank_list=[1],
                                      prof_dir=str(tmp_path / "p")))
