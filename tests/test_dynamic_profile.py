@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import npuprof
 from npuprof.dynamic_profile import TEMPLATE, parse_config_text
@@ -200,6 +201,7 @@ def test_start_from_code_applies_the_file_now(tmp_path, monkeypatch):
         (cap,) = ctl.status.captures
         assert cap.recorded_steps == [4, 5] and cap.state == "done"
         assert Path(cap.run_dirs[0]).parent == tmp_path / "p"
+        assert json.loads((tmp_path / "cfg" / "profiler_config.json").read_text()) == TEMPLATE   # not rewritten
     finally:
         dp.finalize()
 
@@ -353,3 +355,33 @@ def test_two_ranks_capture_the_same_steps_and_rank_list_limits_them(tmp_path):
         codes = [j.finish() for j in jobs]
     assert codes == [0, 0]
     assert len(jobs[0].status()["captures"]) == 1
+
+
+def test_zero_code_hook_with_an_unusable_directory_warns_once_and_training_goes_on(tmp_path, monkeypatch, caplog):
+    from npuprof.dynamic_profile import autostart
+
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv(autostart.ENV_VAR, str(tmp_path / "a_file"))
+    monkeypatch.setattr(autostart, "_gave_up", False)
+    with caplog.at_level(logging.WARNING, logger="npuprof"):
+        for _ in range(3):
+            autostart._step_hooked()          # a framework step ends
+    assert sum("cannot be watched" in r.message for r in caplog.records) == 1
+    assert npuprof.dynamic_profile.controller() is None
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+                     max_leaves=12)
+_fields = st.sampled_from(sorted(set(TEMPLATE) | set(MINDSPORE_TEMPLATE) | {"experimental_config"}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_fields, _json, max_size=6), st.sampled_from(["npuprof", "mindspore"]))
+def test_any_json_gives_a_request_or_a_config_error(tmp_path_factory, fields, dialect):
+    base = dict(TEMPLATE if dialect == "npuprof" else MINDSPORE_TEMPLATE)
+    base.update(fields)
+    try:
+        parse_config_text(json.dumps(base), dialect, base_dir=tmp_path_factory.getbasetemp())
+    except ProfilerConfigError:
+        pass

@@ -37,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
+from . import controller, init, step
+
 log = logging.getLogger("npuprof")
 
 ENV_VAR = "NPUPROF_CONFIG_PATH"
@@ -48,17 +50,21 @@ PTH_LINE = (f"import os; os.environ.get({ENV_VAR!r}) and "
 
 def _step_hooked() -> None:
     """One framework step ended: watch from the first one on."""
-    from . import init, step
-
-    try:
-        init(os.environ[ENV_VAR], poll_interval=float(os.environ.get(POLL_ENV_VAR) or 2.0))
-    except Exception as e:   # a bad directory must not stop the training: say it once
-        _warn_once(f"npuprof: {ENV_VAR}={os.environ.get(ENV_VAR)!r} cannot be watched: {e}")
-        return
+    global _gave_up
+    if controller() is None:
+        if _gave_up:
+            return
+        try:
+            init(os.environ[ENV_VAR], poll_interval=float(os.environ.get(POLL_ENV_VAR) or 2.0))
+        except Exception as e:   # a bad directory must not stop the training: say it once, stop trying
+            _gave_up = True
+            _warn_once(f"npuprof: {ENV_VAR}={os.environ.get(ENV_VAR)!r} cannot be watched: {e}")
+            return
     step()
 
 
 _warned: set = set()
+_gave_up = False
 
 
 def _warn_once(message: str) -> None:

@@ -87,7 +87,7 @@ class DynamicController:
     def start_watching(self) -> None:
         """Start the watcher thread (and apply the file at once when ``apply_existing``)."""
         if self._watcher.ident is None:
-            if self._watcher._last_text is None:
+            if not self._watcher.has_baseline:
                 self._watcher.check_now()
             self._watcher.start()
             self._write_status()
@@ -95,14 +95,12 @@ class DynamicController:
                 self._advance(at_start=True)
 
     def trigger(self, config_path: Optional[Path] = None) -> None:
-        """Apply a config now, changed or not (``dynamic_profile.start``)."""
-        if config_path is not None and config_path.resolve() != self.config_path.resolve():
-            try:
-                atomic_write(self.config_path, config_path.read_bytes())
-            except OSError as e:
-                self._on_error(f"{config_path}: cannot read the config ({e.strerror})")
-                return
-        self._watcher.force()
+        """Apply a config now, changed or not (``dynamic_profile.start``); ``config_path``
+        is applied once in this process, the watched file stays as it is."""
+        if config_path is None:
+            self._watcher.force()
+        else:
+            self._watcher.apply_file(config_path)
         if self._capture is None and self._wake_at != _IDLE:
             self._advance(at_start=True)    # from code, between steps: a due capture begins with this step
 

@@ -46,6 +46,12 @@ class ConfigWatcher(threading.Thread):
         self._stat: Optional[tuple] = None
         self._missing_reported = False
         self._stop_event = threading.Event()
+        self._lock = threading.Lock()     # check_now runs in this thread and, on start()/init, in the caller's
+
+    @property
+    def has_baseline(self) -> bool:
+        """True when the file's content at start is known (and is not applied: only changes are)."""
+        return self._last_text is not None
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -60,6 +66,10 @@ class ConfigWatcher(threading.Thread):
 
     def check_now(self) -> None:
         """Read the file if it changed since the last look (also called by ``start()``)."""
+        with self._lock:
+            self._check_locked()
+
+    def _check_locked(self) -> None:
         text = self._read_if_changed()
         if text is None or text == self._last_text:
             return
@@ -92,9 +102,25 @@ class ConfigWatcher(threading.Thread):
 
     def force(self) -> None:
         """Apply the file's content even if it did not change (``dynamic_profile.start()``)."""
-        self._last_text = None
-        self._stat = None
-        self.check_now()
+        with self._lock:
+            self._last_text = None
+            self._stat = None
+            self._check_locked()
+
+    def apply_file(self, path: Path) -> None:
+        """Apply another config file once, leaving the watched one as it is (``start(config_path)``)."""
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            request = parse_config_text(text, self.dialect, default_prof_dir=self._default_prof_dir)
+            if request.enabled:
+                check_writable("prof_dir" if self.dialect == "npuprof" else "prof_path", request.prof_dir)
+        except OSError as e:
+            self._on_error(f"{path}: cannot read the config ({e.strerror})")
+            return
+        except ProfilerConfigError as e:
+            self._on_error(f"{path}: {e} - the last valid config stays in effect")
+            return
+        self._on_request(request)
 
     def _read_if_changed(self) -> Optional[str]:
         try:
