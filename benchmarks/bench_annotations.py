@@ -15,6 +15,10 @@ Two figures per annotation, from the same sample:
 
 Variants run interleaved, repetition by repetition.
 
+Also measured, *sustained*: each annotation at full rate over 1M events while
+profiling, per 50,000-event window, the deferred conversion and writes included
+(they run under the same GIL): the median window and the worst one.
+
 Also measured: an idle ``npuprof.dynamic_profile.step()`` (a config watched,
 no capture due), the per-step cost of leaving dynamic profiling on.
 
@@ -78,6 +82,56 @@ def loop_with_empty(n: int) -> None:
     for _ in range(n):
         with _Empty("x"):
             pass
+
+
+WINDOW = 50_000
+
+
+def sustained(out: Path, n: int) -> dict:
+    """Per-event cost at full rate over ``n`` events, everything included (the flusher's
+    conversion and writes run in the same process under the GIL): one figure per
+    50,000-event window; the median and the worst window per annotation."""
+    import npuprof
+    from npuprof import record_function
+
+    mstx = npuprof.mstx
+
+    @npuprof.trace_api
+    def traced() -> None:
+        return None
+
+    def rf(k: int) -> None:
+        for _ in range(k):
+            with record_function("step_part"):
+                pass
+
+    def mark(k: int) -> None:
+        for _ in range(k):
+            mstx.mark("tick")
+
+    def mstx_range(k: int) -> None:
+        start, end = mstx.range_start, mstx.range_end
+        for _ in range(k):
+            end(start("load"))
+
+    def api(k: int) -> None:
+        for _ in range(k):
+            traced()
+
+    results = {}
+    for name, loop in (("record_function", rf), ("mstx_mark", mark), ("mstx_range", mstx_range),
+                       ("trace_api", api)):
+        prof = npuprof.Profiler(output_path=str(out / name), activities=["CPU"])
+        try:
+            windows = [_per_iter(loop, WINDOW) for _ in range(max(1, n // WINDOW))]
+        finally:
+            prof.stop()
+        s = summary(windows)
+        s["worst"] = s["max"]
+        results[name] = s
+    results["n"] = n
+    results["window"] = WINDOW
+    return results
 
 
 def run(params: dict) -> dict:
@@ -189,6 +243,7 @@ def run(params: dict) -> dict:
             torch_info["trace_bytes_per_event"] = path.stat().st_size / max(1, len(events))
             torch_info["trace_events"] = len(events)
     dp.finalize()
+    res["sustained"] = sustained(out / "sustained", int(params.get("n_sustained", 1_000_000)))
     res["torch"] = torch_info
     res["n"] = n
     res["n_torch"] = n_torch

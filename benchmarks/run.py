@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             log("annotations: record_function / mstx.mark / torch.profiler.record_function")
             results["annotations"] = run_child("bench_annotations", {
                 "reps": 3 if q else 15, "n": 10_000 if q else 25_000, "n_torch": 5_000 if q else 20_000,
+                "n_sustained": 200_000 if q else 1_000_000,
                 "out": str(work / "annotations")}, env=SINGLE_THREAD_ENV)
         if "host" in only:
             log("host overhead: numpy MLP loop, unprofiled / profiled / profiled + host_sys")
