@@ -43,10 +43,12 @@ Example::
 """
 from __future__ import annotations
 
+import json
 from enum import IntEnum
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
+import orjson
 
 
 class EventKind(IntEnum):
@@ -83,14 +85,36 @@ _DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 
 CONSTANT_WHEN_SCALAR = frozenset({"corr"})
 
 
+def parse_args_text(text: str) -> dict:
+    """An args text (a JSON object) as a dict; ``{}`` for anything else. Never raises.
+
+    Example::
+
+        >>> parse_args_text('{"group": "hccl_world"}'), parse_args_text("not json"), parse_args_text("[1]")
+        ({'group': 'hccl_world'}, {}, {})
+    """
+    if not text or not text.startswith("{"):
+        return {}
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:   # Python's json writes NaN/Infinity (a user's record_function args), which orjson refuses
+            obj = json.loads(text)
+        except ValueError:
+            return {}
+    return obj if isinstance(obj, dict) else {}
+
+
 class EventTable:
     """Columns of events sharing one string pool (see module doc)."""
 
-    __slots__ = ("cols", "strings")
+    __slots__ = ("cols", "strings", "_args")
 
-    def __init__(self, cols: dict[str, np.ndarray], strings: list[str]) -> None:
+    def __init__(self, cols: dict[str, np.ndarray], strings: list[str],
+                 _args: Optional[dict[int, dict]] = None) -> None:
         self.cols = cols
         self.strings = strings
+        self._args: dict[int, dict] = {} if _args is None else _args   # code -> parsed args, shared with derived tables
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -191,7 +215,7 @@ class EventTable:
         picked = {k: v[index] for k, v in self.cols.items() if not _is_constant(v)}
         n = len(picked["ts"])
         return EventTable({k: picked[k] if k in picked else _constant(_value_of(k, v), n, v.dtype)
-                           for k, v in self.cols.items()}, self.strings)
+                           for k, v in self.cols.items()}, self.strings, self._args)
 
     def of_kind(self, *kinds: EventKind) -> "EventTable":
         return self.select(np.isin(self.cols["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)))
@@ -237,7 +261,32 @@ class EventTable:
     def with_column(self, key: str, values: np.ndarray) -> "EventTable":
         cols = dict(self.cols)
         cols[key] = values
-        return EventTable(cols, self.strings)
+        return EventTable(cols, self.strings, self._args)
+
+    def args_object(self, code: int) -> dict:
+        """The ``args`` string ``code`` as a dict (``{}`` when empty, not JSON or not an object).
+
+        Each distinct text is parsed once for this table and every table derived
+        from it (``select``, ``of_kind``, ``sorted``, ``with_column``): the
+        analyzers and exporters share one parse. The dicts are shared: read them,
+        never change them.
+
+        Example::
+
+            >>> t = EventTable.from_records(ts=[0], dur=[1], kind=[int(EventKind.KERNEL)], name=["k"],
+            ...                             args=['{"Task ID": 3}'])
+            >>> t.args_object(int(t["args"][0]))["Task ID"]
+            3
+        """
+        obj = self._args.get(code)
+        if obj is None:
+            obj = self._args[code] = parse_args_text(self.strings[code] if code else "")
+        return obj
+
+    def args_objects(self, codes: np.ndarray) -> list[dict]:
+        """:meth:`args_object` of each code, in order."""
+        get = self.args_object
+        return [get(c) for c in codes.tolist()]
 
     def __repr__(self) -> str:
         return f"<EventTable {len(self)} events, {len(self.strings)} strings>"

@@ -19,21 +19,17 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Optional
 
 import numpy as np
-import orjson
 
-from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
+from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, parse_args_text
 from .grouping import group_by, small_unique
 from .intervals import BLOCK, bucket_index, covered_per_bucket, per_bucket_length
 from .table import EventRowsTable, Table
 
 STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
-# a plain "Input Shapes" string (digits , ; only, never escaped) in flat args JSON
-_INPUT_SHAPES_RE = re.compile(r'"Input Shapes":\s*"([0-9,; ]*)"')
 STEP_TRACE_COLUMNS = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                       "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
 OP_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
@@ -86,16 +82,7 @@ def _parsed_args(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list
     uniq = np.flatnonzero(np.bincount(codes))
     lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
     lut[uniq] = np.arange(len(uniq))
-    parsed = []
-    for code in uniq.tolist():
-        text = events.strings[code] if code else ""
-        obj: Any = {}
-        if text.startswith("{"):
-            try:
-                obj = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                obj = {}
-        parsed.append(obj if isinstance(obj, dict) else {})
+    parsed = events.args_objects(uniq)
     return lut[codes], parsed
 
 
@@ -700,10 +687,6 @@ def host_usage(events: EventTable) -> Table:
 def input_shapes_text(args: str) -> Optional[str]:
     """The Ascend ``Input Shapes`` text (``"8,64;128,64"``) of an event's args JSON, or None.
 
-    Takes ``"Input Shapes"`` when the parser stored it, else builds it from
-    torch's ``"Input Dims"`` (one entry per input; a list of entries for a
-    tensor list): dims joined by ``,``, tensors by ``;``.
-
     Example::
 
         >>> input_shapes_text('{"Input Dims": [[8, 64], [128, 64]]}')
@@ -711,19 +694,17 @@ def input_shapes_text(args: str) -> Optional[str]:
         >>> input_shapes_text('{"file": "a.py"}') is None
         True
     """
-    if not args.startswith("{") or '"Input ' not in args:
-        return None
-    m = _INPUT_SHAPES_RE.search(args)
-    if m:   # the common case (CANN/MindSpore kernels, one args text per launch): no JSON parse
-        return m.group(1)
-    try:
-        obj = json.loads(args)
-    except ValueError:
-        return None
-    text = obj.get("Input Shapes") if isinstance(obj, dict) else None
+    return input_shapes_of(parse_args_text(args))
+
+
+def input_shapes_of(obj: dict) -> Optional[str]:
+    """:func:`input_shapes_text` of parsed args: ``"Input Shapes"`` when the parser
+    stored it, else built from torch's ``"Input Dims"`` (one entry per input; a
+    list of entries for a tensor list): dims joined by ``,``, tensors by ``;``."""
+    text = obj.get("Input Shapes")
     if isinstance(text, str):
         return text
-    dims = obj.get("Input Dims") if isinstance(obj, dict) else None
+    dims = obj.get("Input Dims")
     if not isinstance(dims, list):
         return None
 
@@ -767,7 +748,7 @@ def _shaped_rows(events: EventTable, *kinds: EventKind) -> tuple:
     shape_of = np.zeros(len(uniq), dtype=np.int64)   # 0: no shapes in these args
     seen: dict = {}
     for i, c in enumerate(uniq.tolist()):
-        text = input_shapes_text(events.strings[c])
+        text = input_shapes_of(events.args_object(c))
         if text is not None:
             if text not in seen:
                 seen[text] = len(shapes)

@@ -55,7 +55,6 @@ Example::
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -78,16 +77,6 @@ LARGE_PACKET_MB = {"RDMA": 0.5, "HCCS": 32, "PCIE": 32, "SIO": 32}
 MATRIX_OP_TYPE = re.compile(r"send|reduce|invalid|broadcast|allreduce|receive|allgather|reducescatter|scatter|"
                             r"alltoall|alltoallv|alltoallvc|batchsendrecv")
 TORCH_P2P_PREFIXES = ("hcom_send", "hcom_receive", "hcom_batchsendrecv")
-
-
-def _parse_args(text: str) -> dict:
-    if not text or not text.startswith("{"):
-        return {}
-    try:
-        val = json.loads(text)
-    except ValueError:
-        return {}
-    return val if isinstance(val, dict) else {}
 
 
 def _int_or(v: Any, default: int) -> int:
@@ -126,7 +115,7 @@ def comm_events(events: EventTable) -> CommEvents:
     comm = events.of_kind(EventKind.COMM)
     codes = comm["args"]
     uniq, inv = np.unique(codes, return_inverse=True) if len(comm) else (np.zeros(0, np.int32), np.zeros(0, int))
-    parsed = [_parse_args(comm.strings[c]) for c in uniq.tolist()]
+    parsed = comm.args_objects(uniq)
     group = np.array([str(p.get("group", p.get("group_name", "default"))) for p in parsed] or [""], dtype=object)
     src = np.array([_int_or(p.get("src_rank"), -1) for p in parsed] or [-1], dtype=np.int64)
     dst = np.array([_int_or(p.get("dst_rank"), -1) for p in parsed] or [-1], dtype=np.int64)

@@ -177,12 +177,6 @@ def write_ascend_db(result: AnalysisResult, out_dir: Path) -> Path:
     return path
 
 
-def _parse(text: str) -> dict:
-    from ..analysis.communication import _parse_args   # one args parser for the communication numbers and the db
-
-    return _parse_args(text)
-
-
 def _first(obj: dict, keys: tuple) -> Any:
     for k in keys:
         v = obj.get(k)
@@ -278,7 +272,6 @@ class _AscendDbWriter:
         self.ev: EventTable = result.events
         self.strings = _Strings(self.ev.strings, np.zeros(len(self.ev.strings), dtype=bool))
         self.created: set = set()
-        self.args_cache: dict[int, dict] = {}
         self.task_id = 0
         self.conn_index = 0
         corr = self.ev["corr"]
@@ -298,14 +291,7 @@ class _AscendDbWriter:
         insert_rows(self.con, table, len(TABLES[table]), rows)
 
     def _args(self, codes: np.ndarray) -> list[dict]:
-        cache, pool = self.args_cache, self.ev.strings
-        out = []
-        for c in codes.tolist():
-            d = cache.get(c)
-            if d is None:
-                d = cache[c] = _parse(pool[c])
-            out.append(d)
-        return out
+        return self.ev.args_objects(codes)
 
     def _text_id(self, obj: dict, keys: tuple, default: str = "N/A") -> int:
         v = _first(obj, keys)

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
-import orjson
 
 from ..analysis.analyzers import comm_op_mask, compute_rows, step_windows
 from ..analysis.intervals import union
@@ -76,13 +75,8 @@ def comm_thread_name(group: str) -> str:
     return f"Group {group} Communication" if group else "Communication"
 
 
-def _group_of(args: str) -> str:
-    if not args.startswith("{"):
-        return ""
-    try:
-        group = orjson.loads(args).get("group", "")
-    except (orjson.JSONDecodeError, AttributeError):
-        return ""
+def _group_of(args: dict) -> str:
+    group = args.get("group", "")
     return group if isinstance(group, str) else str(group)
 
 
@@ -107,7 +101,7 @@ def ascend_layout(events: EventTable) -> tuple[EventTable, dict[int, str]]:
     # msprof-analyze compare takes communication ops only from HCCL threads named "... Communication" that have a
     # thread_sort_index; the host thread that issued them is not a group, so the tid becomes the group's index
     codes, inverse = np.unique(events["args"][rows], return_inverse=True)
-    group_of_code = [_group_of(events.strings[c]) for c in codes.tolist()]
+    group_of_code = [_group_of(a) for a in events.args_objects(codes)]
     groups = sorted(set(group_of_code))
     index = np.array([groups.index(g) for g in group_of_code], dtype=np.int64)
     tid = events["tid"].copy()
