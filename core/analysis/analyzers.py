@@ -78,9 +78,11 @@ def _parsed_args(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list
     """
     codes = events["args"][rows]
     if not len(codes):
-        return np.zeros(0, np.int64), []
+        return np.zeros(0, np.int32), []
     uniq = np.flatnonzero(np.bincount(codes))
-    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+    if len(uniq) == 1:      # one args text for every row (host operators, synthetic data): no per-row index
+        return np.broadcast_to(np.int32(0), (len(codes),)), events.args_objects(uniq)
+    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int32)    # int32: one per row, and pools stay far below 2**31
     lut[uniq] = np.arange(len(uniq))
     parsed = events.args_objects(uniq)
     return lut[codes], parsed
@@ -95,17 +97,18 @@ def _first_of(obj: dict, keys: tuple) -> Optional[str]:
     return None
 
 
-def _text_codes(which: np.ndarray, parsed: list[dict], keys: tuple, default: str) -> tuple[np.ndarray, list]:
-    """Per row, the text of the first of ``keys`` in its args (``default`` when none), as codes into a pool."""
+def _text_codes(parsed: list[dict], keys: tuple, default: str) -> tuple[np.ndarray, list]:
+    """Per parsed args object, the text of the first of ``keys`` (``default`` when none), as
+    codes into a pool; ``codes[which]`` gives them per row (see :func:`_parsed_args`)."""
     pool, index = [default], {default: 0}
-    per_args = np.zeros(len(parsed), dtype=np.int64)
+    per_args = np.zeros(len(parsed), dtype=np.int32)
     for i, obj in enumerate(parsed):
         text = _first_of(obj, keys)
         if text is not None:
             per_args[i] = index.setdefault(text, len(pool))
             if per_args[i] == len(pool):
                 pool.append(text)
-    return per_args[which] if len(which) else np.zeros(0, np.int64), pool
+    return per_args, pool
 
 
 def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
@@ -123,14 +126,15 @@ def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
         ['AI_VECTOR_CORE', 'N/A', 'HOST_CPU']
     """
     which, parsed = _parsed_args(events, rows)
-    codes, pool = _text_codes(which, parsed, CORE_TYPE_KEYS, "N/A")
+    per_args, pool = _text_codes(parsed, CORE_TYPE_KEYS, "N/A")
+    codes = per_args[which]
     kind = events["kind"][rows]
     for fixed_kind, text in ((_OP, "HOST_CPU"), (_COMM, "HCCL")):
         sel = (kind == fixed_kind) & (codes == 0) if fixed_kind == _COMM else kind == fixed_kind
         if sel.any():
             if text not in pool:
                 pool.append(text)
-            codes = np.where(sel, pool.index(text), codes)
+            codes[sel] = pool.index(text)
     return codes, pool
 
 
@@ -252,8 +256,10 @@ def step_windows(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray
         return numbers, starts, ends
     kind = events["kind"]
     comm = comm_op_mask(events)
-    busy = _compute_mask(events) | comm
     device = (kind == np.uint8(EventKind.KERNEL)) | (comm & (events["device"] >= 0))
+    if not device.any():      # a host run: the ProfilerStep ranges themselves
+        return numbers, starts, ends
+    busy = _compute_mask(events) | comm
     rows = np.flatnonzero(busy)
     t = events["ts"][rows]
     e = t + events["dur"][rows]
@@ -394,8 +400,12 @@ def op_statistic(events: EventTable) -> Table:
         return Table("op_statistic", OP_STATISTIC_COLUMNS, {c: [] for c in OP_STATISTIC_COLUMNS})
     rows = np.flatnonzero(mask)
     codes, cores = core_types(events, rows)
-    core_col = np.zeros(len(events), dtype=np.int32)
-    core_col[rows] = codes
+    if len(codes) and codes.min() == codes.max():     # one core type (a host run): no per-row column
+        core_col = np.broadcast_to(np.int32(codes[0]), (len(events),))
+    else:
+        core_col = np.zeros(len(events), dtype=np.int32)
+        core_col[rows] = codes
+    del codes
     uniq, count, total, mn, mx, _ = _stats(mask, events, ("type", core_col, "kind", "device"))
     pool = np.asarray(events.strings, dtype=object)
     is_kernel = uniq[:, 2] == _KERNEL
@@ -476,13 +486,13 @@ class KernelDetailsTable(EventRowsTable):
     ``Wait Time(us)``, tensor and PMU columns ...) come from the events' args
     as written; ``Wait Time(us)`` is computed only where the data has none."""
 
-    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray, texts: dict) -> None:
-        extra = [c for c in texts if c not in _COLUMN_KEYS]
+    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray, texts: "_ArgsColumns") -> None:
+        extra = [c for c in texts.columns if c not in _COLUMN_KEYS]
         super().__init__("kernel_details", KERNEL_DETAILS_COLUMNS + extra, len(rows))
         self.events = events
         self.index = rows
         self.wait = wait
-        self.texts = texts            # column -> (codes per row, pool)
+        self.texts = texts
         self.cores = core_types(events, rows)
 
     def block(self, lo: int, hi: int) -> dict:
@@ -497,9 +507,21 @@ class KernelDetailsTable(EventRowsTable):
             "Start Time(us)": _Fixed3(ev["ts"][idx], strip=False),
             "Duration(us)": _Fixed3(ev["dur"][idx], strip=True),
             "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True)}
-        for col, (codes, pool) in self.texts.items():
-            out[col] = _Codes(codes[lo:hi], pool)
+        which = self.texts.which[lo:hi]
+        for col, (per_args, pool) in self.texts.columns.items():
+            out[col] = _Codes(per_args[which], pool)
         return out
+
+
+class _ArgsColumns:
+    """Columns taken from the rows' args: one per-row index into the parsed args
+    (``which``) and, per column, the small ``(codes per parsed args, pool)`` lookup,
+    so a column costs no per-row array until a block is rendered."""
+
+    __slots__ = ("which", "columns")
+
+    def __init__(self, which: np.ndarray, columns: dict) -> None:
+        self.which, self.columns = which, columns
 
 
 class _StreamIds:
@@ -514,8 +536,9 @@ class _StreamIds:
         return [v if v >= 0 else "N/A" for v in self.values.tolist()]
 
 
-def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarray, np.ndarray]:
-    """The kernel_details columns kept in the rows' args: ``({column: (codes, pool)}, wait ns, has wait)``.
+def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple["_ArgsColumns", np.ndarray]:
+    """The kernel_details columns kept in the rows' args, and the ``Wait Time`` (ns, -1 where
+    none) of each parsed args object (index it with the columns' ``which``).
 
     ``Model ID``/``Task ID``/``Block Dim`` always ("N/A" where absent); the
     other columns of a kernel_details row (args holding ``Accelerator Core``:
@@ -523,7 +546,7 @@ def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarra
     and op_summary's tensor columns wherever kernels carry them.
     """
     which, parsed = _parsed_args(events, rows)
-    texts = {col: _text_codes(which, parsed, keys, "N/A") for col, keys in _COLUMN_KEYS.items()}
+    texts = {col: _text_codes(parsed, keys, "N/A") for col, keys in _COLUMN_KEYS.items()}
     extra: dict[str, None] = {}
     for obj in parsed:
         from_file = "Accelerator Core" in obj
@@ -537,7 +560,7 @@ def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarra
         rest = [k for k in columns if k not in KERNEL_TENSOR_COLUMNS]
         columns = rest[:tensors[0]] + list(KERNEL_TENSOR_COLUMNS) + rest[tensors[0]:]
     for k in columns:
-        texts[k] = _text_codes(which, parsed, (k,), "N/A")
+        texts[k] = _text_codes(parsed, (k,), "N/A")
     wait_of = np.full(len(parsed), -1, dtype=np.int64)
     for i, obj in enumerate(parsed):
         text = _first_of(obj, ("Wait Time(us)",))
@@ -546,8 +569,7 @@ def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple[dict, np.ndarra
                 wait_of[i] = int(round(float(text) * 1000))
             except ValueError:
                 pass
-    wait = wait_of[which] if len(which) else np.zeros(0, np.int64)
-    return texts, np.maximum(wait, 0), wait >= 0
+    return _ArgsColumns(which, texts), wait_of
 
 
 class _Codes:
@@ -653,8 +675,11 @@ def kernel_details(events: EventTable) -> Table:
         order = np.argsort(ts, kind="stable")
         rows, ts = rows[order], ts[order]
         wait = _wait_times(ts, ts + all_dur[rows], queue_of(0, len(rows)))
-    texts, read_wait, has_wait = _kernel_texts(events, rows)
-    return KernelDetailsTable(events, rows, np.where(has_wait, read_wait, wait), texts)
+    texts, wait_of = _kernel_texts(events, rows)
+    if (wait_of >= 0).any():    # the data's own Wait Time where it has one
+        read = wait_of[texts.which]
+        np.copyto(wait, read, where=read >= 0)
+    return KernelDetailsTable(events, rows, wait, texts)
 
 
 def range_statistic(events: EventTable) -> Table:
