@@ -270,11 +270,18 @@ def _analysed_steps(run_dir: str) -> list:
 def test_numpy_loop_with_init_and_step(tmp_path):
     job = RunningJob("numpy", tmp_path / "cfg", tmp_path / "job")
     st, a, b = _two_captures(job, lambda start, tag: _config(start_step=start, warmup=1, active=2,
-                                                             prof_dir=str(tmp_path / tag)))
+                                                             prof_dir=str(tmp_path / tag), analyse=tag == "b",
+                                                             async_mode=tag == "b"))
     for cap, start, tag in zip(st["captures"], (a, b), "ab"):
         assert cap["recorded_steps"] == [start + 1, start + 2]
         (run_dir,) = cap["run_dirs"]
         assert Path(run_dir).parent == tmp_path / tag
+        own = Path(run_dir) / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+        if tag == "a":
+            assert not own.exists()           # analyse false: raw data only
+        else:                                 # analysed in a child process, joined before the job exited
+            assert [line.split(",")[0] for line in own.read_text().splitlines()[1:]] == [str(start + 1),
+                                                                                           str(start + 2)]
         steps, res = _analysed_steps(run_dir)
         assert steps == [start + 1, start + 2]
         assert res.tables["range_statistic"].records()[0]["Name"] == "train_step"
