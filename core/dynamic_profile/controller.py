@@ -143,7 +143,7 @@ class DynamicController:
         except Exception as e:   # never into the training loop
             self._on_error(f"dynamic profiling stopped a capture: {type(e).__name__}: {e}")
             self._capture = None
-            self._wake_at = 0 if self._offered is not None else _IDLE
+            self._sleep_until(_IDLE)
 
     def _advance_unsafe(self, at_start: bool) -> None:
         n = self.step_num
@@ -160,13 +160,21 @@ class DynamicController:
             self._schedule(offered, n)
         request = self._scheduled
         if request is None:
-            self._wake_at = _IDLE
+            self._sleep_until(_IDLE)
             return
         if n < self._scheduled_start:
-            self._wake_at = self._scheduled_start
+            self._sleep_until(self._scheduled_start)
             return
         self._scheduled = None
         self._begin_capture(request, n)
+
+    def _sleep_until(self, step: int) -> None:
+        """Take the slow path again at ``step``, or at once if a config arrived meanwhile:
+        the watcher sets ``_offered`` then ``_wake_at``, this sets ``_wake_at`` then reads
+        ``_offered``, so a config arriving in between is never left waiting."""
+        self._wake_at = step
+        if self._offered is not None:
+            self._wake_at = 0
 
     def _schedule(self, request: CaptureRequest, n: int) -> None:
         self._scheduled = None
@@ -221,7 +229,7 @@ class DynamicController:
             record.state, record.error = "failed", f"{type(e).__name__}: {e}"
             self.status.state = "idle"
             self._on_error(f"config {request.digest}: the capture at step {n} could not start: {e}")
-            self._wake_at = 0 if self._offered is not None else _IDLE
+            self._sleep_until(_IDLE)
             return
         self._capture = prof
         self._capture_status = record
@@ -247,7 +255,7 @@ class DynamicController:
                 record.run_dirs = [str(p) for p in prof.saved_runs]
             self.status.state = "idle"
             self._write_status()
-            self._wake_at = 0 if self._offered is not None else _IDLE
+            self._sleep_until(_IDLE)
 
     # -- files -----------------------------------------------------------------------------------
     def _prepare_file(self, template: Optional[dict]) -> Optional[str]:
