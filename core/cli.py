@@ -18,6 +18,7 @@ Example::
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
+    npuprof memory -dir ./torch_run/rank0_ascend_pt
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
 """
 from __future__ import annotations
@@ -168,6 +169,52 @@ def cmd_show(args: argparse.Namespace) -> int:
     return _report_problems(results)
 
 
+def cmd_memory(args: argparse.Namespace) -> int:
+    """The memory peak of each run: when, in which step, what was alive, and every memory series'
+    range; reads, writes nothing."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    from .analysis.memory import memory_summary
+
+    results = _read(args.dir)
+    summaries = [(res, memory_summary(res.events, top=args.top)) for res in results]
+    if args.json:
+        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s)} for res, s in summaries], indent=2))
+        return _report_problems(results)
+    console = Console()
+    for res, s in summaries:
+        console.rule(f"{res.run_dir.name}  (memory)")
+        if s.peak_mb is None:
+            console.print("no allocation data (operator_memory) in this run" +
+                          (f"; {s.allocations} allocations without totals" if s.allocations else ""))
+        else:
+            step = "outside any step" if s.peak_step is None else f"step {s.peak_step}"
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB at {s.peak_ns / 1000.0:.3f} us ({step}); "
+                          f"{s.allocations} allocations recorded")
+            live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
+            for col in ("Operator", "Size(KB)", "Allocated at(us)", "Released at(us)"):
+                live.add_column(col)
+            for a in s.live:
+                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", f"{a.allocated_ns / 1000.0:.3f}",
+                             "-" if a.released_ns is None else f"{a.released_ns / 1000.0:.3f}")
+            console.print(live)
+            per_op = RichTable(title="alive at the peak, per operator")
+            for col in ("Operator", "Allocations", "Size(KB)"):
+                per_op.add_column(col)
+            for name, count, size in s.live_by_operator:
+                per_op.add_row(name, str(count), f"{size / 1024:,.1f}")
+            console.print(per_op)
+        if s.series:
+            series = RichTable(title="memory series over the run")
+            for col in ("Series", "Samples", "First", "Peak", "Last"):
+                series.add_column(col)
+            for r in s.series:
+                series.add_row(r.name, str(r.samples), f"{r.first:,.3f}", f"{r.peak:,.3f}", f"{r.last:,.3f}")
+            console.print(series)
+    return _report_problems(results)
+
+
 def _print_table(console: object, table: object, limit: int) -> None:
     from rich.table import Table as RichTable
 
@@ -241,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
     s.set_defaults(func=cmd_show)
+
+    m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing")
+    m.add_argument("-dir", "--dir", required=True)
+    m.add_argument("--top", type=int, default=10, help="allocations listed (default 10)")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=cmd_memory)
 
     pl = sub.add_parser("plugins", help="list loaded and available plugins")
     pl.add_argument("--json", action="store_true")

@@ -25,6 +25,8 @@ Both tools write the same file kinds (msprof's analysis underneath):
 ``memory_record.csv``, ``npu_module_mem.csv``
     memory series; their ``Device Type``/``Device`` column (``NPU:1``) names
     the device.
+``operator_memory.csv``
+    one row per tensor allocation an operator made (``profile_memory``).
 
 How each file becomes events (one source per fact, nothing counted twice):
 
@@ -42,6 +44,13 @@ How each file becomes events (one source per fact, nothing counted twice):
 * the group of an operator is the one the tool names it by in the run's own
   ``communication.json`` (``op@group``): the text outputs record a group's
   name nowhere else; without that file, the lane's ``Group <n>``;
+* memory: ``memory_record.csv`` rows become COUNTER series
+  ``<Component> <Device> Total ...(MB)`` (type ``memory``),
+  ``npu_module_mem.csv`` rows series ``<Component> <Device> Total Reserved(MB)``
+  (type ``npu_module_mem``), ``operator_memory.csv`` rows MEMORY events (one
+  per allocation: ``ts`` the allocation, ``dur`` its lifetime, 0 when the file
+  records no release; ``value`` the bytes; every other column kept in args
+  as written; type ``operator_memory``);
 * the device id is read from the data: a process label ``NPU <n>``, the
   memory files' ``NPU:<n>``, or msprof's device process ids (``host pid <<
   10 | sort index << 5 | device id``, used only where the sort index in the
@@ -79,6 +88,7 @@ TRACE_VIEW = "trace_view.json"
 KERNEL_DETAILS = "kernel_details.csv"
 MEMORY_RECORD = "memory_record.csv"
 NPU_MODULE_MEM = "npu_module_mem.csv"
+OPERATOR_MEMORY = "operator_memory.csv"
 COMMUNICATION = "communication.json"
 INFO_GLOB = "profiler_info*.json"
 
@@ -297,6 +307,11 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     mem = out_dir / MEMORY_RECORD
     if mem.is_file():
         tables.append(_read_memory_record(mem, pid, problems, source))
+    if (out_dir / NPU_MODULE_MEM).is_file():
+        tables.append(_read_memory_record(out_dir / NPU_MODULE_MEM, pid, problems, source, device_col="Device",
+                                          type_="npu_module_mem"))
+    if (out_dir / OPERATOR_MEMORY).is_file():
+        tables.append(_read_operator_memory(out_dir / OPERATOR_MEMORY, pid, problems, source))
     return EventTable.concat(tables), problems
 
 
@@ -711,7 +726,8 @@ def hccl_task_args(raw: dict, group: str) -> dict:
 
 
 # -- memory_record.csv --------------------------------------------------------------------------------
-def _read_memory_record(path: Path, pid: int, problems: list[str], source: str) -> EventTable:
+def _read_memory_record(path: Path, pid: int, problems: list[str], source: str, device_col: str = "Device Type",
+                        type_: str = "memory") -> EventTable:
     check_input_file(path)
     cols = _Columns(source)
     reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig", errors="replace")))
@@ -722,11 +738,36 @@ def _read_memory_record(path: Path, pid: int, problems: list[str], source: str) 
         except (KeyError, ValueError, TypeError):
             problems.append(f"{path}:{lineno}: unreadable timestamp, row skipped")
             continue
-        who = f"{row.get('Component', '')} {row.get('Device Type', '')}".strip()
+        who = f"{row.get('Component', '')} {row.get(device_col, '')}".strip()
         for s in series:
             try:
                 val = float(row[s])
             except (TypeError, ValueError):
                 continue
-            cols.add(ts, 0, EventKind.COUNTER, f"{who} {s}".strip(), "memory", pid=pid, value=val)
+            cols.add(ts, 0, EventKind.COUNTER, f"{who} {s}".strip(), type_, pid=pid, value=val)
+    return cols.table()
+
+
+def _read_operator_memory(path: Path, pid: int, problems: list[str], source: str) -> EventTable:
+    """operator_memory.csv -> one MEMORY event per allocation (see module doc)."""
+    check_input_file(path)
+    cols = _Columns(source)
+    reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig", errors="replace")))
+    for lineno, row in enumerate(reader, 2):
+        row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
+        try:
+            ts = us_text_to_ns(row["Allocation Time(us)"])
+            size_kb = float(row["Size(KB)"])
+        except (KeyError, ValueError, TypeError):
+            problems.append(f"{path}:{lineno}: unreadable Allocation Time(us) or Size(KB), row skipped")
+            continue
+        released = row.get("Release Time(us)", "")
+        try:
+            dur = us_text_to_ns(released) - ts if released else 0
+        except (ValueError, TypeError):
+            dur = 0
+        m = _DEVICE_RE.search(row.get("Device Type", ""))
+        args = {k: v for k, v in row.items() if k != "Name" and v != ""}   # times as written (float64 µs lose them)
+        cols.add(ts, max(dur, 0), EventKind.MEMORY, row.get("Name", ""), "operator_memory", pid=pid,
+                 device=int(m.group(1)) if m else -1, value=size_kb * 1024.0, args=_args_text(args))
     return cols.table()

@@ -1,0 +1,105 @@
+"""Memory files of real torch_npu runs (profile_memory=True; ../shared/realdata/msinsight, see its README):
+operator_memory.csv read row for row and given back as the tool wrote it, npu_module_mem.csv and
+memory_record.csv as series, and the peak with what was alive then - checked against the files themselves,
+by the definition, not by npuprof's own code."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from realdata import realdata, tree_digest
+
+from npuprof.analysis.memory import OPERATOR_MEMORY_COLUMNS, memory_summary, operator_memory
+from npuprof.analysis.pipeline import load_events
+from npuprof.events import EventKind
+
+LEVELS = tuple(f"msinsight/test/data/pytorch/text/level{n}" for n in (0, 1, 2))
+
+
+def _csv(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        return [{k.strip(): (v or "").strip() for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+@pytest.fixture(scope="module", params=[(lv, r) for lv in LEVELS for r in (0, 1)],
+                ids=[f"{lv.rpartition('/')[2]}-rank{r}" for lv in LEVELS for r in (0, 1)])
+def run(request):
+    level, rank = request.param
+    run_dir = realdata(f"{level}/rank{rank}_ascend_pt")
+    out = run_dir / "ASCEND_PROFILER_OUTPUT"
+    if not (out / "operator_memory.csv").is_file():
+        pytest.skip(f"{run_dir.name}: the tool wrote no operator_memory.csv at this level (profile_memory off)")
+    events, _, warnings = load_events(run_dir)
+    assert warnings == []
+    return run_dir, out, events
+
+
+def test_operator_memory_row_for_row_as_the_tool_wrote_it(run):
+    _, out, events = run
+    tool = _csv(out / "operator_memory.csv")
+    assert list(tool[0]) == OPERATOR_MEMORY_COLUMNS            # the exact header
+    ours = operator_memory(events).records()
+    assert len(ours) == len(tool)
+    key = lambda r: (r["Allocation Time(us)"], r["Name"], float(r["Size(KB)"]))   # noqa: E731
+    for t, o in zip(sorted(tool, key=key), sorted(ours, key=key)):
+        for col in OPERATOR_MEMORY_COLUMNS:
+            if col == "Size(KB)":
+                assert abs(float(t[col]) - o[col]) <= 1e-6, (t["Name"], col)
+            else:
+                assert str(o[col]) == t[col], (t["Name"], col, t[col], o[col])
+
+
+def test_every_memory_series_row_is_read(run):
+    _, out, events = run
+    counters = events.select(events["kind"] == int(EventKind.COUNTER))
+    types = Counter(counters.column_strings("type"))
+    module_rows = [r for r in _csv(out / "npu_module_mem.csv") if r["Total Reserved(MB)"] != ""]
+    assert types["npu_module_mem"] == len(module_rows)
+    record = _csv(out / "memory_record.csv")
+    assert types["memory"] == sum(1 for r in record for c in ("Total Allocated(MB)", "Total Reserved(MB)",
+                                                             "Total Active(MB)") if r[c] != "")
+    (device,) = {r["Device Type"] for r in record}
+    assert set(events["device"][events["kind"] == int(EventKind.MEMORY)].tolist()) == {int(device.split(":")[1])}
+
+
+def test_the_peak_and_what_was_alive_then_by_the_files_own_numbers(run):
+    _, out, events = run
+    tool = _csv(out / "operator_memory.csv")
+    totals = [(float(r["Allocation Total Allocated(MB)"]), r["Allocation Time(us)"]) for r in tool
+              if r["Allocation Total Allocated(MB)"]]
+    totals += [(float(r["Release Total Allocated(MB)"]), r["Release Time(us)"]) for r in tool
+               if r["Release Total Allocated(MB)"]]
+    peak_mb, at_text = max(totals, key=lambda x: x[0])
+    s = memory_summary(events, top=len(tool))
+    assert s.peak_mb == peak_mb and s.allocations == len(tool)
+    assert abs(s.peak_ns / 1000.0 - float(at_text)) <= 0.25            # float64 epoch µs resolution
+    at = float(at_text)
+    alive = [r for r in tool if float(r["Allocation Time(us)"]) <= at
+             and (not r["Release Time(us)"] or float(r["Release Time(us)"]) > at)]
+    assert sorted(a.size_bytes for a in s.live) == sorted(float(r["Size(KB)"]) * 1024 for r in alive)
+    by_name = Counter(r["Name"] for r in alive)
+    assert {name: count for name, count, _ in s.live_by_operator} == dict(by_name)
+    steps = _csv(out / "step_trace_time.csv")
+    assert s.peak_step in {int(float(r["Step"])) for r in steps}
+    record_peak = max(float(r["Total Allocated(MB)"]) for r in _csv(out / "memory_record.csv")
+                      if r["Component"] == "PTA" and r["Total Allocated(MB)"])
+    assert s.peak_mb == record_peak                                      # the allocator's own series agrees
+
+
+def test_npuprof_memory_answers_and_writes_nothing(run):
+    run_dir, _, events = run
+    before = tree_digest(run_dir)
+    done = subprocess.run([sys.executable, "-m", "npuprof", "memory", "-dir", str(run_dir), "--json", "--top", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (doc,) = json.loads(done.stdout)
+    assert doc["peak_mb"] == memory_summary(events).peak_mb and len(doc["live"]) == 3
+    text = subprocess.run([sys.executable, "-m", "npuprof", "memory", "-dir", str(run_dir)], capture_output=True,
+                          text=True)
+    assert text.returncode == 0 and "peak allocated" in text.stdout and "aten::" in text.stdout
+    assert tree_digest(run_dir) == before
