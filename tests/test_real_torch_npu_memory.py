@@ -103,3 +103,30 @@ def test_npuprof_memory_answers_and_writes_nothing(run):
                           text=True)
     assert text.returncode == 0 and "peak allocated" in text.stdout and "aten::" in text.stdout
     assert tree_digest(run_dir) == before
+
+
+DB_LEVELS = tuple(f"msinsight/test/data/pytorch/db/level{n}" for n in (0, 1, 2))
+
+
+@pytest.mark.parametrize("level, rank", [(lv, r) for lv in DB_LEVELS for r in (0, 1)],
+                         ids=[f"db-{lv.rpartition('/')[2]}-rank{r}" for lv in DB_LEVELS for r in (0, 1)])
+def test_op_memory_of_the_database_gives_the_same_answers_by_its_own_numbers(level, rank):
+    import sqlite3
+
+    run_dir = realdata(f"{level}/rank{rank}_ascend_pt")
+    (db,) = (run_dir / "ASCEND_PROFILER_OUTPUT").glob("ascend_pytorch_profiler_*.db")
+    con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    if not con.execute("SELECT count(*) FROM sqlite_master WHERE name='OP_MEMORY'").fetchone()[0]:
+        pytest.skip(f"{run_dir.name}: no OP_MEMORY table (profile_memory off)")
+    rows = con.execute("SELECT size, allocationTime, releaseTime, allocationTotalAllocated, releaseTotalAllocated "
+                       "FROM OP_MEMORY").fetchall()
+    con.close()
+    events, _, warnings = load_events(run_dir)
+    assert warnings == []
+    s = memory_summary(events, top=len(rows))
+    totals = [(a_tot, t) for _, t, _, a_tot, _ in rows if a_tot is not None]
+    totals += [(r_tot, rel) for _, _, rel, _, r_tot in rows if r_tot is not None and rel is not None]
+    peak_bytes, at = max(totals, key=lambda x: x[0])
+    assert s.allocations == len(rows) and s.peak_mb == peak_bytes / 2**20 and s.peak_ns == at
+    alive = sorted(size for size, t, rel, _, _ in rows if t <= at and (rel is None or rel > at))
+    assert sorted(a.size_bytes for a in s.live) == alive

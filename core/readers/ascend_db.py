@@ -41,6 +41,7 @@ other ``TASK`` rows            RANGE ``device_task`` on its device and stream (e
                                ``deviceId`` column from schema 1.2, else its tasks' device)
 ``MSTX_EVENTS``                MARK (``marker``) or RANGE, type ``mstx``
 ``MEMORY_RECORD``              COUNTER series ``<component> NPU:<d> Total ...(MB)``
+``OP_MEMORY``                  MEMORY, one per allocation (as operator_memory.csv rows)
 =============================  ==============================================================
 
 Launch links: ``TASK.connectionId`` is the ``corr`` of a task and of the
@@ -61,7 +62,7 @@ sqlite writes no journal or lock file beside it. ``analysis.db`` (the tools'
 StepTraceTime / CommAnalyzer* summaries) is the tool's result, not events; it is
 not read here. Not read either: PMU tables (``TASK_PMU_INFO``, ``SAMPLE_PMU_*``),
 hardware counters (``HBM``, ``LLC``, ``ACC_PMU``, ``NPU_MEM`` ...),
-``OP_MEMORY``/``NPU_OP_MEM``, call stacks, and ``PYTORCH_API``'s input
+``NPU_OP_MEM``, ``NPU_MODULE_MEM``, call stacks, and ``PYTORCH_API``'s input
 shapes/types (in torch_npu's schema 1.0.0 the column named ``inputShapes``
 holds the types and ``inputDtypes`` the dims).
 
@@ -468,6 +469,7 @@ class _DbReader:
         self.read_framework_api(tasks, cann_links, steps_from_table)
         self.read_mstx()
         self.read_memory_record()
+        self.read_op_memory()
         return AscendDbRead(self.out.table(), facts, dict(self.rows_read))
 
     def facts(self) -> AscendDbFacts:
@@ -900,6 +902,48 @@ class _DbReader:
             sel = np.array(idx, dtype=np.int64)
             self.out.add(EventKind.COUNTER, ts[sel], np.zeros(len(idx), np.int64), [f"{who[i]} {series}" for i in idx],
                          "memory", value=np.array([vals[i] / MB for i in idx], np.float64))
+
+
+    def read_op_memory(self) -> None:
+        """OP_MEMORY -> one MEMORY event per allocation, as operator_memory.csv rows are read
+        (``dur`` the lifetime, 0 with no release; the totals in args under the csv's names, in MB)."""
+        rows = self.select("OP_MEMORY", ("name", "size", "allocationTime"), _OP_MEMORY_OPTIONAL)
+        if rows is None:
+            return
+        ts, bad_ts = _ints(rows.get("allocationTime"), "allocationTime")
+        ok = self.skip_bad(rows, bad_ts)
+        idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(rows.cols["size"][i], (int, float))]
+        if not idx:
+            return
+        names = self.texts(rows.get("name"))
+        released = rows.cols.get("releaseTime") or [None] * rows.n
+        devices = rows.cols.get("deviceId") or [-1] * rows.n
+        args, dur = [], []
+        for i in idx:
+            a: dict[str, Any] = {}
+            for col, csv_name in _OP_MEMORY_TOTALS:
+                v = rows.cols.get(col, [None] * rows.n)[i]
+                if isinstance(v, (int, float)):
+                    a[csv_name] = str(v / MB)
+            rel = released[i]
+            if type(rel) is int and rel >= ts[i]:
+                a["Release Time(us)"] = f"{rel / 1000.0:.3f}"
+            dur.append(rel - int(ts[i]) if "Release Time(us)" in a else 0)
+            args.append(_args_text(a))
+        sel = np.array(idx, dtype=np.int64)
+        self.out.add(EventKind.MEMORY, ts[sel], np.array(dur, np.int64), [names[i] for i in idx], "operator_memory",
+                     device=np.array([d if type(d) is int and d >= 0 else -1 for d in (devices[i] for i in idx)],
+                                     np.int16),
+                     value=np.array([float(rows.cols["size"][i]) for i in idx], np.float64), args=args)
+
+
+_OP_MEMORY_TOTALS = (("allocationTotalAllocated", "Allocation Total Allocated(MB)"),
+                     ("allocationTotalReserved", "Allocation Total Reserved(MB)"),
+                     ("allocationTotalActive", "Allocation Total Active(MB)"),
+                     ("releaseTotalAllocated", "Release Total Allocated(MB)"),
+                     ("releaseTotalReserved", "Release Total Reserved(MB)"),
+                     ("releaseTotalActive", "Release Total Active(MB)"))
+_OP_MEMORY_OPTIONAL = ("releaseTime", "deviceId") + tuple(col for col, _ in _OP_MEMORY_TOTALS)
 
 
 @dataclass
