@@ -30,14 +30,22 @@ class SignalSafeLock:
         self._lock = threading.Lock()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        got = self._lock.acquire(blocking, timeout)
-        if got:
-            _state.depth = getattr(_state, "depth", 0) + 1
+        # Marked before the lock is taken and unmarked after it is released: a signal arriving
+        # between the two steps (Python runs handlers between any two bytecodes of the main
+        # thread, and inside a blocking acquire) must find the thread marked while it holds,
+        # or waits for, the lock. Marked one step too long is harmless: the handler postpones.
+        _state.depth = getattr(_state, "depth", 0) + 1
+        got = False
+        try:
+            got = self._lock.acquire(blocking, timeout)
+        finally:
+            if not got:
+                _state.depth -= 1
         return got
 
     def release(self) -> None:
-        _state.depth = getattr(_state, "depth", 1) - 1
         self._lock.release()
+        _state.depth = getattr(_state, "depth", 1) - 1
 
     def locked(self) -> bool:
         return self._lock.locked()

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -27,6 +28,38 @@ def test_a_signal_safe_lock_marks_its_holder_thread_only():
         t.join()
         assert seen == [False]
     assert not held_here()
+
+
+def test_a_signal_arriving_while_the_lock_is_taken_or_awaited_finds_the_thread_marked():
+    """The handler runs between bytecodes and inside a blocking acquire: the mark must already be set
+    (found by the SIGINT reliability test: the mark came one step after the lock, a handler arriving
+    in between stopped the profiler and joined a flusher waiting for that very lock)."""
+    import signal
+    import threading
+
+    lock = SignalSafeLock()
+    holder_in, seen = threading.Event(), []
+
+    def hold() -> None:
+        with lock:
+            holder_in.set()
+            time.sleep(0.4)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    holder_in.wait()
+    old = signal.signal(signal.SIGALRM, lambda *_: seen.append(held_here()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with lock:                       # blocks ~0.3 s: the alarm's handler runs inside this acquire
+            pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        t.join()
+    assert seen == [True]
+    assert not held_here()
+    assert lock.acquire(timeout=0.01) and (lock.release() or True) and not held_here()
 
 
 def test_the_plugin_hosts_lock_is_one_of_them():
