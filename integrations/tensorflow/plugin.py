@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import sys
 import threading
 from pathlib import Path
@@ -54,11 +55,32 @@ def npuprof_configure(config: Any) -> None:
     if not acts & {"CPU", "GPU"}:
         raise BackendUnavailable("tensorflow: neither CPU nor GPU activity requested")
     if tensorflow_imported():
+        if config.profile_memory:
+            _allocator_events_on()
         return
     # A TensorFlow profiler built before `import tensorflow` (or under `npuprof collect`)
     # starts TF's profiler at the first step after TensorFlow appears.
     if str(config.framework) != "tf" or not tensorflow_installed():
         raise BackendUnavailable("tensorflow is not imported in this process")
+    if config.profile_memory:
+        _allocator_events_on()     # only where this backend runs: nobody else's allocator is changed
+
+
+CPU_BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
+
+
+def _allocator_events_on() -> None:
+    """profile_memory: TensorFlow records its allocator events (MemoryAllocation/Deallocation) on CPU
+    only with its BFC allocator there, chosen when TensorFlow creates the CPU allocator. Before
+    ``import tensorflow`` npuprof turns it on; after, it can only say so (once)."""
+    if os.environ.get(CPU_BFC_ENV, "").lower() in ("1", "true"):
+        return
+    if not tensorflow_imported():
+        os.environ[CPU_BFC_ENV] = "true"
+        return
+    log.warning("npuprof: profile_memory: TensorFlow is already imported and %s is not set, so its CPU "
+                "allocator records no allocations; set %s=true before TensorFlow starts (GPU allocations "
+                "are recorded either way)", CPU_BFC_ENV, CPU_BFC_ENV)
 
 
 def _start_tf(session: Any) -> None:

@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import json
 import importlib.util
 import logging
 import re
@@ -185,6 +186,7 @@ def xspace_to_table(space: Any, pid: int = 0, step_kind: EventKind = EventKind.R
         dev = _DEVICE_RE.match(plane.name)
         if plane.name.startswith("/host:"):
             parts.append(_host_plane(plane, start_ns, pid, step_kind, warn))
+            parts.append(_memory_events(plane, start_ns, pid))
         elif dev is not None and int(dev.group("id")) > _INT16_MAX:
             warn(f"plane {plane.name}: device id out of range, plane skipped")
         elif dev is not None:
@@ -284,6 +286,75 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
                                 count=len(ts)) if len(marker_keys) else np.zeros(len(ts), bool)
         table = EventTable.concat([table.select(~is_marker), markers])
     return table
+
+
+_MB = 1024.0 * 1024.0
+MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
+
+
+def _stat_value(stat: Any, ref_names: dict) -> Any:
+    which = stat.WhichOneof("value")
+    if which == "ref_value":
+        return ref_names.get(stat.ref_value, "")
+    return getattr(stat, which) if which else None
+
+
+def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
+    """TF's allocator events (``MemoryAllocation``/``MemoryDeallocation`` TraceMes, recorded on CPU
+    when TensorFlow uses its BFC allocator there) -> one MEMORY event per allocation, as an
+    operator_memory row: ``ts`` the allocation, ``dur`` until its deallocation (paired by
+    allocator and address; 0 when the window holds none), ``value`` the bytes, name the TF op;
+    args: the allocator's totals after each (``Allocation/Release Total Allocated(MB)``,
+    ``... Reserved(MB)``), ``Release Time(us)``, allocator, requested bytes, peak in use, shape.
+    Plus one COUNTER series per allocator, ``<allocator> Total Allocated(MB)`` (type ``memory``)."""
+    mem_ids = {k: md.name for k, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES}
+    if not mem_ids:
+        return EventTable.empty()
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    records = []
+    for line in plane.lines:
+        base_ns = _line_base_ns(line, start_ns)
+        for e in line.events:
+            kind = mem_ids.get(e.metadata_id)
+            if kind is None:
+                continue
+            st = {stat_names.get(x.metadata_id, ""): _stat_value(x, stat_names) for x in e.stats}
+            records.append((base_ns + e.offset_ps // 1000, kind == "MemoryAllocation", st))
+    records.sort(key=lambda r: r[0])
+    open_allocs: dict[tuple, int] = {}
+    rows: list[dict] = []
+    series: list[tuple[int, str, float]] = []
+    for t, is_alloc, st in records:
+        allocator = str(st.get("allocator_name") or "allocator")
+        in_use = st.get("bytes_allocated")
+        if isinstance(in_use, int):
+            series.append((t, allocator, in_use / _MB))
+        key = (allocator, st.get("addr"))
+        if is_alloc:
+            args = {"allocator": allocator, "Allocation Total Allocated(MB)": _mb(in_use),
+                    "Allocation Total Reserved(MB)": _mb(st.get("bytes_reserved")),
+                    "requested_bytes": st.get("requested_bytes"), "peak_bytes_in_use": st.get("peak_bytes_in_use"),
+                    "region_type": st.get("region_type"), "shape": st.get("shape")}
+            open_allocs[key] = len(rows)
+            rows.append({"ts": t, "dur": 0, "bytes": st.get("allocation_bytes") or st.get("requested_bytes") or 0,
+                         "name": str(st.get("tf_op") or "(unknown op)"), "args": args})
+        elif key in open_allocs:
+            row = rows[open_allocs.pop(key)]
+            row["dur"] = t - row["ts"]
+            row["args"].update({"Release Time(us)": f"{t / 1000.0:.3f}", "Release Total Allocated(MB)": _mb(in_use),
+                                "Release Total Reserved(MB)": _mb(st.get("bytes_reserved"))})
+    allocs = EventTable.from_records(
+        ts=[r["ts"] for r in rows], dur=[r["dur"] for r in rows], kind=int(EventKind.MEMORY), pid=pid,
+        value=[float(r["bytes"]) for r in rows], name=[r["name"] for r in rows], type="operator_memory",
+        source=SOURCE, args=[json.dumps({k: v for k, v in r["args"].items() if v not in (None, "")}) for r in rows])
+    counters = EventTable.from_records(
+        ts=[x[0] for x in series], dur=0, kind=int(EventKind.COUNTER), pid=pid, value=[x[2] for x in series],
+        name=[f"{x[1]} Total Allocated(MB)" for x in series], type="memory", source=SOURCE)
+    return EventTable.concat([allocs, counters])
+
+
+def _mb(value: Any) -> Optional[str]:
+    return str(value / _MB) if isinstance(value, int) else None
 
 
 def _known_ids(ids: np.ndarray, mids: np.ndarray) -> np.ndarray:
