@@ -8,7 +8,8 @@ Pure functions over :class:`~npuprof.events.EventTable` (they write nothing):
 * :func:`memory_summary` - the peak of allocated memory (when, in which step),
   the allocations alive at that instant (largest first, and per operator), and
   each memory series' range over the run (``memory_record`` components,
-  ``npu_module_mem`` modules, host RSS).
+  ``npu_module_mem`` modules, a TF allocator's total, the process RSS and host
+  memory use npuprof samples).
 
 The peak is the largest ``Total Allocated(MB)`` the data records at an
 allocation or a release (``operator_memory``'s ``Allocation/Release Total
@@ -41,7 +42,8 @@ OPERATOR_MEMORY_COLUMNS = [
     "Active Duration(us)", "Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)",
     "Allocation Total Active(MB)", "Release Total Allocated(MB)", "Release Total Reserved(MB)",
     "Release Total Active(MB)", "Stream Ptr", "Device Type"]
-_MEMORY_SERIES_TYPES = ("memory", "npu_module_mem", "host")
+_MEMORY_SERIES_TYPES = ("memory", "npu_module_mem")
+_HOST_MEMORY_SERIES = ("Process RSS(B)", "Memory Usage(%)")    # npuprof's host sampler (type host_sys)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,10 @@ def _series_ranges(events: EventTable) -> list[SeriesRange]:
     if not len(events):
         return []
     codes = [c for c in (events.code_of(t) for t in _MEMORY_SERIES_TYPES) if c >= 0]
-    rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & np.isin(events["type"], codes))
+    host = [c for c in (events.code_of(n) for n in _HOST_MEMORY_SERIES) if c >= 0]
+    wanted = np.isin(events["type"], codes) | ((events["type"] == events.code_of("host_sys")) &
+                                               np.isin(events["name"], host))
+    rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & wanted)
     if not len(rows):
         return []
     rows = rows[np.argsort(events["ts"][rows], kind="stable")]
