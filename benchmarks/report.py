@@ -204,6 +204,15 @@ def build_rows(results: dict) -> list[dict]:
                          f"torch trace {torch_b:.0f} B (plain)" if torch_b else "",
                          f"gzip {a1['trace_bytes_per_event'] / a1['gzip_bytes_per_event']:.1f}x smaller", "",
                          None, "output_size", a1["trace_bytes_per_event"]))
+    db = results.get("db", {})
+    if "events_per_s" in db:
+        rate, rss = db["events_per_s"], db["peak_rss_bytes"]
+        rows.append(_row("Analysis", f"Ascend profiler database (ascend_*_profiler_0.db + analysis.db), "
+                                     f"{db['events']:,} events written",
+                         f"{_s(db['seconds'])}, peak RSS {_mb(rss)}", "", f"{rate / 1e6:.2f}M events/s",
+                         ">= 1M events/s, peak RSS < 1 GB", rate >= 1e6 and rss < 1 << 30, "db_write", rate))
+    elif "error" in db:
+        rows.append(_err("Analysis", "Ascend profiler database write", db, "db_write"))
     return rows
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from harness import run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
-SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory")
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -171,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         if "analysis" in only:
             sizes = {"1M": 100_000 if q else 1_000_000, "10M": 300_000 if q else 10_000_000}
             run_analysis(results, work / "analysis", sizes, {"1M": 2 if q else 3, "10M": 1 if q else 3})
+        if "db" in only:
+            n_db = 100_000 if q else 10_000_000
+            log(f"Ascend profiler database: writing {n_db:,} synthetic events")
+            gen = run_child("bench_db", {"mode": "generate", "n": n_db, "parent": str(work / "db")})
+            results["db"] = gen if "error" in gen else run_child("bench_db", {"mode": "write",
+                                                                                "run_dir": gen["run_dir"]})
+            shutil.rmtree(work / "db", ignore_errors=True)
         if "memory" in only:
             log("collection memory: recording 10M events")
             results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,
