@@ -374,7 +374,7 @@ def test_zero_code_hook_with_an_unusable_directory_warns_once_and_training_goes_
         for _ in range(3):
             autostart._step_hooked()          # a framework step ends
     assert sum("cannot be watched" in r.message for r in caplog.records) == 1
-    assert npuprof.dynamic_profile.controller() is None
+    assert npuprof.dynamic_profile.active_controller() is None
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -37,7 +37,7 @@ from ..validate import check_number
 from .controller import DynamicController
 from .request import CONFIG_NAME, TEMPLATE, CaptureRequest, parse_config_text
 
-__all__ = ["CONFIG_NAME", "CaptureRequest", "DynamicController", "TEMPLATE", "controller", "finalize", "init",
+__all__ = ["CONFIG_NAME", "CaptureRequest", "DynamicController", "TEMPLATE", "active_controller", "finalize", "init",
            "parse_config_text", "start", "step"]
 
 _controller: Optional[DynamicController] = None
@@ -95,7 +95,7 @@ def start(config_path: Optional[Union[str, "Path"]] = None) -> None:
     ctl.trigger(None if config_path is None else Path(config_path))
 
 
-def controller() -> Optional[DynamicController]:
+def active_controller() -> Optional[DynamicController]:
     """The process's controller (None before :func:`init`)."""
     return _controller
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
-from . import controller, init, step
+from . import active_controller, init, step
 
 log = logging.getLogger("npuprof")
 
@@ -51,7 +51,7 @@ PTH_LINE = (f"import os; os.environ.get({ENV_VAR!r}) and "
 def _step_hooked() -> None:
     """One framework step ended: watch from the first one on."""
     global _gave_up
-    if controller() is None:
+    if active_controller() is None:
         if _gave_up:
             return
         try:
