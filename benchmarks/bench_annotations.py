@@ -84,6 +84,21 @@ def loop_with_empty(n: int) -> None:
             pass
 
 
+def loop_record_function(n: int) -> None:
+    from npuprof import record_function
+
+    for _ in range(n):
+        with record_function("step_part"):
+            pass
+
+
+def loop_mstx_mark(n: int) -> None:
+    from npuprof import mstx
+
+    for _ in range(n):
+        mstx.mark("tick")
+
+
 WINDOW = 50_000
 
 
@@ -92,22 +107,12 @@ def sustained(out: Path, n: int) -> dict:
     conversion and writes run in the same process under the GIL): one figure per
     50,000-event window; the median and the worst window per annotation."""
     import npuprof
-    from npuprof import record_function
 
     mstx = npuprof.mstx
 
     @npuprof.trace_api
     def traced() -> None:
         return None
-
-    def rf(k: int) -> None:
-        for _ in range(k):
-            with record_function("step_part"):
-                pass
-
-    def mark(k: int) -> None:
-        for _ in range(k):
-            mstx.mark("tick")
 
     def mstx_range(k: int) -> None:
         start, end = mstx.range_start, mstx.range_end
@@ -119,7 +124,8 @@ def sustained(out: Path, n: int) -> dict:
             traced()
 
     results = {}
-    for name, loop in (("record_function", rf), ("mstx_mark", mark), ("mstx_range", mstx_range),
+    for name, loop in (("record_function", loop_record_function), ("mstx_mark", loop_mstx_mark),
+                       ("mstx_range", mstx_range),
                        ("trace_api", api)):
         prof = npuprof.Profiler(output_path=str(out / name), activities=["CPU"])
         try:
@@ -136,23 +142,13 @@ def sustained(out: Path, n: int) -> dict:
 
 def run(params: dict) -> dict:
     import npuprof
-    from npuprof import record_function
     from npuprof import recorder as rec_mod
 
     reps = int(params.get("reps", 7))
     n = int(params.get("n", 25_000))          # under PENDING_FLUSH_THRESHOLD: buffered, as torch does
     n_torch = int(params.get("n_torch", 20_000))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
-    mstx = npuprof.mstx
-
-    def rf_loop(k: int) -> None:
-        for _ in range(k):
-            with record_function("step_part"):
-                pass
-
-    def mark_loop(k: int) -> None:
-        for _ in range(k):
-            mstx.mark("tick")
+    rf_loop, mark_loop = loop_record_function, loop_mstx_mark
 
     amortised: dict = {"record_function": [], "mstx_mark": [], "torch_record_function": []}
 

@@ -91,38 +91,48 @@ def _append(given: Any, callback: Any) -> list:
     return [given, callback]
 
 
-def _patch_mindspore(module: ModuleType) -> None:
-    original = module.Model.train
+def _add_step_callback(cls: type, method: str, position: int, callback_class: Callable[[], type]) -> None:
+    """Wrap ``cls.method`` (``Model.train``, ``fit``) so that each call gets one more callback, an
+    instance of ``callback_class()``, whose step end is a dynamic step. ``callbacks`` is the
+    method's argument at ``position`` (after self) or its keyword."""
+    original = getattr(cls, method)
 
     @functools.wraps(original)
-    def train(self: Any, *args: Any, **kwargs: Any) -> Any:
-        from mindspore.train import Callback
-
-        class _DynamicStep(Callback):
-            def on_train_step_end(self, run_context: Any) -> None:
-                _step_hooked()
-
-        args, kwargs = _with_callback(args, kwargs, 2, _DynamicStep())
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = _with_callback(args, kwargs, position, callback_class()())
         return original(self, *args, **kwargs)
 
-    module.Model.train = train
+    setattr(cls, method, wrapped)
+
+
+@functools.lru_cache(maxsize=None)
+def _mindspore_step_callback() -> type:
+    from mindspore.train import Callback
+
+    class _DynamicStep(Callback):
+        def on_train_step_end(self, run_context: Any) -> None:
+            _step_hooked()
+
+    return _DynamicStep
+
+
+@functools.lru_cache(maxsize=None)
+def _keras_step_callback() -> type:
+    import keras     # at fit time: when the hook runs, keras itself is still being imported
+
+    class _DynamicStep(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            _step_hooked()
+
+    return _DynamicStep
+
+
+def _patch_mindspore(module: ModuleType) -> None:
+    _add_step_callback(module.Model, "train", 2, _mindspore_step_callback)
 
 
 def _patch_keras(module: ModuleType) -> None:
-    original = module.TensorFlowTrainer.fit
-
-    @functools.wraps(original)
-    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
-        import keras     # at fit time: when the hook runs, keras itself is still being imported
-
-        class _DynamicStep(keras.callbacks.Callback):
-            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-                _step_hooked()
-
-        args, kwargs = _with_callback(args, kwargs, 5, _DynamicStep())
-        return original(self, *args, **kwargs)
-
-    module.TensorFlowTrainer.fit = fit
+    _add_step_callback(module.TensorFlowTrainer, "fit", 5, _keras_step_callback)
 
 
 def _patch_monitored_session(module: ModuleType) -> None:
