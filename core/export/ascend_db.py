@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Optional
 
@@ -146,6 +147,8 @@ LINK_TRANSPORT = {"HCCS": 0, "PCIE": 0, "SIO": 0, "HCCS_SW": 0, "ON_CHIP": 0, "R
 DATA_TYPES = {name: i for i, name in ENUM_HCCL_DATA_TYPE.items()}
 DATA_TYPES.update({"BF16": 11, "FLOAT16": 3, "FLOAT32": 4, "FLOAT": 4, "FP64": 10, "DOUBLE": 10})
 _KIND = {k: np.uint8(k) for k in EventKind}
+SHAPE_KEYS = ("Input Shapes", "input_shapes", "inputShapes")
+VALUES_ROWS = 200        # rows per INSERT statement (one multi-row VALUES list)
 
 
 def db_framework(result: AnalysisResult) -> str:
@@ -245,6 +248,13 @@ class _Strings:
 
 
 @dataclass
+class _Nullable:
+    """A column of ints where -1 stands for NULL (ids the writer gives: connection, string)."""
+
+    values: np.ndarray
+
+
+@dataclass
 class _CommOps:
     """The run's communication operators, for the tasks that belong to them (by group and span)."""
 
@@ -280,15 +290,64 @@ class _AscendDbWriter:
         self.comm_task = comm_task_mask(self.ev) if len(self.ev) else np.zeros(0, bool)
         self.comm_ops = _CommOps()
         self.op_id = 0
+        self.max_vars = con.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
     # -- plumbing ---------------------------------------------------------------------------------------------
-    def _insert(self, table: str, rows: list) -> None:
-        if not rows:
-            return
+    def _create(self, table: str) -> None:
         if table not in self.created:
             create_table(self.con, table, TABLES[table])
             self.created.add(table)
-        insert_rows(self.con, table, len(TABLES[table]), rows)
+
+    def _insert(self, table: str, rows: list) -> None:
+        """Rows given as tuples (small tables, and those built from each row's args)."""
+        if not rows:
+            return
+        self._create(table)
+        width = len(TABLES[table])
+        self._insert_flat(table, "(" + ",".join("?" * width) + ")", width, len(rows), list(chain.from_iterable(rows)))
+
+    def _insert_cols(self, table: str, cols: list) -> None:
+        """Rows given as columns: a numpy array or list per column, :class:`_Nullable` (-1 is NULL), or a
+        constant (None or an int) written into the statement itself, not bound once per row."""
+        n = next((len(c.values if isinstance(c, _Nullable) else c) for c in cols
+                  if c is not None and not isinstance(c, (int, np.integer))), 0)
+        if not n:
+            return
+        self._create(table)
+        exprs, bound = [], []
+        for c in cols:
+            if c is None:
+                exprs.append("NULL")
+            elif isinstance(c, (int, np.integer)):
+                exprs.append(str(int(c)))
+            elif isinstance(c, _Nullable):
+                exprs.append("NULLIF(?,-1)")
+                bound.append(c.values)
+            else:
+                exprs.append("?")
+                bound.append(c)
+        if all(isinstance(b, np.ndarray) and b.dtype.kind in "iub" for b in bound):
+            flat = np.stack([b.astype(np.int64, copy=False) for b in bound], axis=1).ravel().tolist()
+        else:
+            flat = list(chain.from_iterable(zip(*(b.tolist() if isinstance(b, np.ndarray) else b for b in bound))))
+        self._insert_flat(table, "(" + ",".join(exprs) + ")", len(bound), n, flat)
+
+    def _insert_flat(self, table: str, one: str, width: int, n: int, flat: list) -> None:
+        """``n`` rows of ``width`` bound values each (``flat``, row after row): many rows per INSERT
+        statement (one VALUES list), which costs SQLite and the sqlite3 module far less per row than
+        one statement execution per row."""
+        per = max(1, min(VALUES_ROWS, self.max_vars // max(width, 1)))
+        full = n // per
+        if full:
+            sql = f"INSERT INTO {table} VALUES " + ",".join([one] * per)
+            step = per * width
+            if width:
+                self.con.executemany(sql, (flat[i:i + step] for i in range(0, full * step, step)))
+            else:
+                self.con.executemany(sql, ((),) * full)
+        rest = n - full * per
+        if rest:
+            self.con.execute(f"INSERT INTO {table} VALUES " + ",".join([one] * rest), flat[full * per * width:])
 
     def _args(self, codes: np.ndarray) -> list[dict]:
         return self.ev.args_objects(codes)
@@ -389,35 +448,55 @@ class _AscendDbWriter:
         event_type = np.where(kind == _KIND[EventKind.MARK], MSTX_MARK, MSTX_RANGE)
         message = self.strings.mark(ev["name"][rows])
         domain = self.strings.mark(ev["type"][rows])
-        n = len(rows)
-        self._insert("MSTX_EVENTS", list(zip(
-            ts.tolist(), end.tolist(), event_type.tolist(), [INVALID] * n, [INVALID] * n, message.tolist(),
-            gtid.tolist(), gtid.tolist(), domain.tolist(), self._links(rows).tolist())))
+        self._insert_cols("MSTX_EVENTS", [ts, end, event_type, INVALID, INVALID, message, gtid, gtid, domain,
+                                          self._links(rows)])
 
     def _framework_rows(self, rows: np.ndarray, api_type: int) -> None:
+        """PYTORCH_API rows; a row's links (its ``corr``, then its args' ``connection_ids``) get one
+        ``connectionId`` (numbered in row order) and their CONNECTION_IDS rows. Args are looked at
+        once per distinct args text."""
         ev = self.ev
+        n = len(rows)
         ts = ev["ts"][rows]
         corr = ev["corr"][rows]
         codes = ev["args"][rows]
-        args = self._args(codes) if (codes != 0).any() else [{}] * len(rows)
-        conn: list = [None] * len(rows)
-        links = []
-        for i, (c, a) in enumerate(zip(corr.tolist(), args)):
-            own = ([c] if c >= 0 else []) + [int(x) for x in a.get("connection_ids", ())]
-            if own:
-                conn[i] = self.conn_index
-                links += [(self.conn_index, x) for x in own]
-                self.conn_index += 1
-        self._insert("CONNECTION_IDS", links)
-        shapes: list = [None] * len(rows)
-        if api_type == API_OP:
-            shapes = [None if (v := _first(a, ("Input Shapes", "input_shapes", "inputShapes"))) is None
-                      else self.strings.id(str(v)) for a in args]
-        n = len(rows)
-        self._insert("PYTORCH_API", list(zip(
-            ts.tolist(), (ts + ev["dur"][rows]).tolist(), global_tid(ev["pid"][rows], ev["tid"][rows]).tolist(),
-            conn, self.strings.mark(ev["name"][rows]).tolist(), [None] * n, [None] * n, [None] * n, shapes,
-            [None] * n, [api_type] * n)))
+        extra_links: Optional[list] = None
+        shapes: Any = None
+        if (codes != 0).any():
+            uniq, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+            args = self._args(uniq)
+            extra = [[int(x) for x in a.get("connection_ids", ())] for a in args]
+            if any(extra):
+                extra_links = [extra[j] for j in inv.tolist()]
+            if api_type == API_OP:
+                shape_id = np.full(len(uniq), -1, np.int64)
+                for j in np.argsort(first, kind="stable").tolist():   # new string ids in the order rows use them
+                    v = _first(args[j], SHAPE_KEYS)
+                    if v is not None:
+                        shape_id[j] = self.strings.id(str(v))
+                if (shape_id >= 0).any():
+                    shapes = _Nullable(shape_id[inv])
+        linked = corr >= 0
+        own = linked if extra_links is None else linked | np.array([bool(x) for x in extra_links], dtype=bool)
+        count = int(own.sum())
+        conn: Any = None
+        if count:
+            conn_ids = np.full(n, -1, np.int64)
+            conn_ids[own] = np.arange(self.conn_index, self.conn_index + count, dtype=np.int64)
+            self.conn_index += count
+            if extra_links is None:
+                self._insert_cols("CONNECTION_IDS", [conn_ids[linked], corr[linked]])
+            else:
+                links = []
+                for i in np.flatnonzero(own).tolist():
+                    c, cid = int(corr[i]), int(conn_ids[i])
+                    links += [(cid, x) for x in ([c] if c >= 0 else []) + extra_links[i]]
+                self._insert("CONNECTION_IDS", links)
+            conn = _Nullable(conn_ids)
+        self._insert_cols("PYTORCH_API", [
+            ts, ts + ev["dur"][rows], global_tid(ev["pid"][rows], ev["tid"][rows]), conn,
+            self.strings.mark(ev["name"][rows]), None, None, None, shapes, None, api_type])
 
     def _framework_ops(self, rows: np.ndarray) -> None:
         self._framework_rows(rows, API_OP)
@@ -442,9 +521,8 @@ class _AscendDbWriter:
             self.cann_ids.add(c)
             ids.append(c)
         ts = ev["ts"][rows]
-        self._insert("CANN_API", list(zip(
-            ts.tolist(), (ts + ev["dur"][rows]).tolist(), level.tolist(),
-            global_tid(ev["pid"][rows], ev["tid"][rows]).tolist(), ids, self.strings.mark(ev["name"][rows]).tolist())))
+        self._insert_cols("CANN_API", [ts, ts + ev["dur"][rows], level, global_tid(ev["pid"][rows], ev["tid"][rows]),
+                                       np.array(ids, dtype=np.int64), self.strings.mark(ev["name"][rows])])
 
     def _new_task_ids(self, n: int) -> list:
         ids = list(range(self.task_id, self.task_id + n))
