@@ -171,14 +171,31 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_memory(args: argparse.Namespace) -> int:
     """The memory peak of each run: when, in which step, what was alive, and every memory series'
-    range; reads, writes nothing."""
+    range; reads, writes nothing but the -o timeline file (outside -dir)."""
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    from .analysis.memory import memory_summary
+    from .analysis.memory import check_memory_device, memory_of_device, memory_summary, memory_timeline
+    from .export.memory_timeline import TIMELINE_SUFFIXES, timeline_form, write_memory_timeline
+    from .validate import check_output_path
 
+    target = None
+    if args.output is not None:
+        target = check_output_path("-o", args.output, file=True)
+        if not timeline_form(target):
+            raise ProfilerConfigError("-o", args.output, f"a file name ending in {', '.join(TIMELINE_SUFFIXES)}")
+        if Path(args.dir).resolve() in (target.resolve(), *target.resolve().parents):
+            raise ProfilerConfigError("-o", args.output, "a file outside -dir (the runs read are never written)")
+    check_memory_device(args.device)
     results = _read(args.dir)
-    summaries = [(res, memory_summary(res.events, top=args.top)) for res in results]
+    if target is not None and len(results) != 1:
+        raise ProfilerConfigError("-o", args.output, f"one run in -dir (it holds {len(results)}): point -dir at one")
+    events = [memory_of_device(res.events, args.device) for res in results]
+    summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
+    if target is not None:
+        written = write_memory_timeline(memory_timeline(events[0], top=args.top), target,
+                                        f"npuprof memory: {results[0].run_dir.name}")
+        print(f"memory timeline: {written}", file=sys.stderr)
     if args.json:
         print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s)} for res, s in summaries], indent=2))
         return _report_problems(results)
@@ -289,9 +306,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
     s.set_defaults(func=cmd_show)
 
-    m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing")
+    m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing "
+                                      "unless -o")
     m.add_argument("-dir", "--dir", required=True)
     m.add_argument("--top", type=int, default=10, help="allocations listed (default 10)")
+    m.add_argument("-o", "--output", default=None,
+                   help="also write the memory timeline of the run: FILE.html (a page with the plot), .json or "
+                        ".json.gz (its data); outside -dir")
+    m.add_argument("--device", default=None, help='only this device\'s memory data: "cpu", "npu" or "npu:N"')
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_memory)
 

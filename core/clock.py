@@ -43,3 +43,17 @@ class ClockAnchor:
         r = time.time_ns()
         m1 = time.perf_counter_ns()
         return cls(monotonic_ns=(m0 + m1) // 2, realtime_ns=r, uncertainty_ns=m1 - m0)
+
+
+def ns_to_us_text(ns: int) -> str:
+    """Integer ns -> microseconds with three decimals, exactly (a float loses the ns at epoch magnitudes).
+
+    Example::
+
+        >>> ns_to_us_text(1795306209649981618)
+        '1795306209649981.618'
+        >>> ns_to_us_text(-1500)
+        '-1.500'
+    """
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    return f"{sign}{ns // 1000}.{ns % 1000:03d}"

@@ -56,6 +56,7 @@ class ProfilerConfig:
     storage_limit: Optional[int]
     framework: str
     l2_cache: bool = False
+    python_memory: bool = False
     profile_rank_ids: Optional[tuple[int, ...]] = None
     extra: tuple[tuple[str, Any], ...] = ()
 
@@ -131,6 +132,7 @@ def build_config(
     storage_limit: Any = None,
     framework: Any = "ms",
     l2_cache: Any = False,
+    python_memory: Any = False,
     experimental_config: Any = None,
     profile_rank_ids: Any = None,
     **extra: Any,
@@ -229,6 +231,7 @@ def build_config(
         framework=v.check_str("framework", framework, max_len=16, pattern=r"[a-z0-9]+",
                               allowed="a short lowercase tag such as 'ms', 'pt', 'tf'"),
         l2_cache=v.check_bool("l2_cache", l2_cache),
+        python_memory=v.check_bool("python_memory", python_memory),
         profile_rank_ids=_rank_ids(profile_rank_ids),
     )
 

@@ -84,7 +84,10 @@ class Profiler:
     Hz, ``mstx``, ``data_simplification``, ``export_type`` (text, db),
     ``start_profile`` (start in the constructor), ``worker_name``, ``rank``.
     Also ``flush_interval`` (s, raw-data durability), ``storage_limit``
-    ("200MB"), ``world_size``, ``device_id``, ``experimental_config``.
+    ("200MB"), ``world_size``, ``device_id``, ``experimental_config``, and
+    ``python_memory`` (Python allocations by the line that made them, with
+    ``tracemalloc``: costly, see README's bench table; the plugin
+    :mod:`npuprof.plugins.python_memory`).
 
     Every invalid argument raises :class:`ProfilerConfigError` here, before
     anything starts. Failures while collecting never reach the training:
@@ -372,6 +375,33 @@ class Profiler:
 
             return write_trace_file(target, copy)
         return write_trace(result.events, target, **trace_settings(result))
+
+    def export_memory_timeline(self, path: PathLike, device: Optional[str] = None) -> Path:
+        """Write the last saved window's memory over time to ``path`` (torch.profiler's method).
+
+        ``.html``: a self-contained page - the peak (MB, when, in which step), the allocations alive over
+        time stacked by operator, every memory series, what was alive at the peak; ``.json`` /
+        ``.json.gz``: the same data. ``device`` (``"cpu"``, ``"npu"`` or ``"npu:N"``; default all) keeps the
+        memory data of that device. Needs ``profile_memory=True``; call it after ``stop()`` or in an
+        ``on_trace_ready`` handler. Returns the path written.
+
+        Example::
+
+            with Profiler(profile_memory=True) as prof:
+                train()
+            prof.export_memory_timeline("memory.html")
+        """
+        from .analysis.memory import check_memory_device, memory_of_device, memory_timeline
+        from .export.memory_timeline import TIMELINE_SUFFIXES, timeline_form, write_memory_timeline
+        from .validate import check_output_path
+
+        target = check_output_path("path", path, file=True)
+        if not timeline_form(target):
+            raise ProfilerConfigError("path", os.fspath(path), f"a file name ending in {', '.join(TIMELINE_SUFFIXES)}")
+        check_memory_device(device)             # before any analysis
+        result = self._latest_result("export_memory_timeline")
+        return write_memory_timeline(memory_timeline(memory_of_device(result.events, device)), target,
+                                     f"npuprof memory: {result.run_dir.name}")
 
     def _latest_result(self, caller: str) -> "AnalysisResult":
         """The analysis of the last saved window (analysed now, writing nothing, if needed)."""

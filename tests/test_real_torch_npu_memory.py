@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from realdata import realdata, tree_digest
 
-from npuprof.analysis.memory import OPERATOR_MEMORY_COLUMNS, memory_summary, operator_memory
+from npuprof.analysis.memory import (OPERATOR_MEMORY_COLUMNS, memory_record, memory_summary, npu_module_mem,
+                                     operator_memory)
 from npuprof.analysis.pipeline import load_events
 from npuprof.events import EventKind
 
@@ -130,3 +131,19 @@ def test_op_memory_of_the_database_gives_the_same_answers_by_its_own_numbers(lev
     assert s.allocations == len(rows) and s.peak_mb == peak_bytes / 2**20 and s.peak_ns == at
     alive = sorted(size for size, t, rel, _, _ in rows if t <= at and (rel is None or rel > at))
     assert sorted(a.size_bytes for a in s.live) == alive
+
+
+@pytest.mark.parametrize("file_name, table", [("memory_record.csv", memory_record), ("npu_module_mem.csv", npu_module_mem)])
+def test_memory_series_files_given_back_row_for_row(run, file_name, table):
+    _, out, events = run
+    tool = _csv(out / file_name)
+    ours = table(events)
+    assert ours.columns == list(tool[0])                      # the exact header, in the tool's order
+    numeric = [c for c in ours.columns if c.endswith("(MB)")]
+    # a row with no value at all is not a sample (npu_module_mem writes some): nothing to give back
+    tool = [r for r in tool if any(r[c] != "" for c in numeric)]
+
+    def key(r):
+        return tuple(str(r[c]) for c in ours.columns if c not in numeric) + tuple(
+            "" if r[c] == "" else float(r[c]) for c in numeric)
+    assert sorted(map(key, tool)) == sorted(map(key, ours.records()))

@@ -19,17 +19,17 @@ Example::
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import numpy as np
 
 from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, parse_args_text
+from . import memory
 from .grouping import group_by, small_unique
+from .steps import STEP_RE, step_spans
 from .intervals import BLOCK, bucket_index, covered_per_bucket, per_bucket_length
 from .table import EventRowsTable, Table
 
-STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 STEP_TRACE_COLUMNS = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
                       "Stage", "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
 OP_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
@@ -157,31 +157,6 @@ def comm_op_mask(events: EventTable) -> np.ndarray:
     if not len(events):
         return np.zeros(0, bool)
     return (events["kind"] == np.uint8(EventKind.COMM)) & ~comm_task_mask(events)
-
-
-def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(step numbers, starts, ends) of the ProfilerStep ranges, sorted by start.
-
-    With no step ranges the whole run is one step numbered 0.
-    """
-    idx = _rows_of(events, EventKind.STEP) if len(events) else np.zeros(0, np.int64)
-    if len(idx):
-        codes = events["name"][idx]
-        uniq, inv = np.unique(codes, return_inverse=True)
-        num_of = np.array([int(m.group(1)) if (m := STEP_RE.search(events.strings[c])) else -1
-                           for c in uniq.tolist()], dtype=np.int32)
-        own = events["step"][idx]          # a reader that knows the number (CANN's "Iteration N") sets it
-        numbers = np.where(own >= 0, own, num_of[inv.reshape(-1)]).astype(np.int32)
-        ts = events["ts"][idx]
-        ends = ts + events["dur"][idx]
-        order = np.argsort(ts, kind="stable")
-        return numbers[order], ts[order], ends[order]
-    if not len(events):
-        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ts = events["ts"]
-    start = int(ts.min())
-    end = int((ts + events["dur"]).max())
-    return np.zeros(1, np.int32), np.array([start]), np.array([max(end, start + 1)])
 
 
 def assign_steps(events: EventTable) -> EventTable:
@@ -853,5 +828,8 @@ ANALYZERS = {
     "host_usage": host_usage,
     "operator_details": operator_details,
     "op_shape_statistic": op_shape_statistic,
+    "operator_memory": memory.operator_memory,
+    "memory_record": memory.memory_record,
+    "npu_module_mem": memory.npu_module_mem,
 }
 

@@ -5,6 +5,15 @@ Pure functions over :class:`~npuprof.events.EventTable` (they write nothing):
 * :func:`operator_memory` - ``operator_memory.csv`` as torch_npu / MindSpore
   write it (its exact header), one row per allocation (MEMORY events of type
   ``operator_memory``), in allocation order;
+* :func:`memory_record` / :func:`npu_module_mem` - ``memory_record.csv`` and
+  ``npu_module_mem.csv`` (exact headers): one row per component, device and
+  instant of the memory series (COUNTER events of type ``memory`` /
+  ``npu_module_mem``; a series in bytes, such as MindSpore's CPU record, is
+  given in MB);
+* :func:`memory_timeline` - memory over time: the bytes of the allocations
+  alive at each allocation and release, stacked by operator, and every memory
+  series in MB (what ``Profiler.export_memory_timeline`` and
+  ``npuprof memory -o`` draw and write);
 * :func:`memory_summary` - the peak of allocated memory (when, in which step),
   the allocations alive at that instant (largest first, and per operator), and
   each memory series' range over the run (``memory_record`` components,
@@ -27,13 +36,16 @@ Example::
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
+from ..clock import ns_to_us_text
+from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
-from .analyzers import step_spans
+from .steps import step_spans
 from .table import Table
 
 OPERATOR_MEMORY_TYPE = "operator_memory"
@@ -42,7 +54,15 @@ OPERATOR_MEMORY_COLUMNS = [
     "Active Duration(us)", "Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)",
     "Allocation Total Active(MB)", "Release Total Allocated(MB)", "Release Total Reserved(MB)",
     "Release Total Active(MB)", "Stream Ptr", "Device Type"]
+MEMORY_RECORD_COLUMNS = ["Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)",
+                         "Stream Ptr", "Device Type"]
+NPU_MODULE_MEM_COLUMNS = ["Component", "Timestamp(us)", "Total Reserved(MB)", "Device"]
 _MEMORY_SERIES_TYPES = ("memory", "npu_module_mem")
+# "<component> [<device>] Total Allocated(MB)": how readers name one metric of a memory series
+_SERIES_NAME_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>Total (?:Allocated|Reserved|Active))\((?P<unit>MB|Byte)\)$")
+_MB = 1024.0 * 1024.0
+_BYTE_UNITS = ("(Byte)", "(B)")
+OTHER_OPERATORS = "other"
 _HOST_MEMORY_SERIES = ("Process RSS(B)", "Memory Usage(%)")    # npuprof's host sampler (type host_sys)
 
 
@@ -103,10 +123,53 @@ def operator_memory(events: EventTable) -> Table:
         args = events.args_object(int(events["args"][r]))
         out["Name"].append(events.strings[int(events["name"][r])])
         out["Size(KB)"].append(round(float(events["value"][r]) / 1024.0, 6))
-        out["Allocation Time(us)"].append(args.get("Allocation Time(us)") or f"{int(events['ts'][r]) / 1000.0:.3f}")
+        out["Allocation Time(us)"].append(args.get("Allocation Time(us)") or ns_to_us_text(int(events["ts"][r])))
         for col in OPERATOR_MEMORY_COLUMNS[3:]:
             out[col].append(args.get(col, ""))
     return Table("operator_memory", OPERATOR_MEMORY_COLUMNS, out)
+
+
+def memory_record(events: EventTable) -> Table:
+    """``memory_record.csv`` rows from the ``memory`` series (empty without any)."""
+    return _series_rows(events, "memory", "memory_record", MEMORY_RECORD_COLUMNS, "Device Type")
+
+
+def npu_module_mem(events: EventTable) -> Table:
+    """``npu_module_mem.csv`` rows from the ``npu_module_mem`` series (empty without any)."""
+    return _series_rows(events, "npu_module_mem", "npu_module_mem", NPU_MODULE_MEM_COLUMNS, "Device")
+
+
+def _series_rows(events: EventTable, series_type: str, table: str, columns: list[str], device_col: str) -> Table:
+    # A file row is one instant of one component: its metrics arrive as one COUNTER event each.
+    out: dict[str, list] = {c: [] for c in columns}
+    code = events.code_of(series_type) if len(events) else -1
+    if code < 0:
+        return Table(table, columns, out)
+    rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & (events["type"] == code))
+    rows = rows[np.argsort(events["ts"][rows], kind="stable")]
+    open_rows: dict[tuple, int] = {}
+    args = events.args_objects(events["args"][rows])
+    for r, a in zip(rows.tolist(), args):
+        m = _SERIES_NAME_RE.match(events.strings[int(events["name"][r])])
+        if m is None:
+            continue
+        metric = f"{m.group('metric')}(MB)"
+        if metric not in out:
+            continue
+        ts = int(events["ts"][r])
+        key = (ts, a.get("Component", m.group("who")), a.get(device_col, ""), a.get("Stream Ptr", ""))
+        i = open_rows.get(key)
+        if i is None or out[metric][i] != "":
+            i = open_rows[key] = len(out["Component"])
+            for col, v in zip(("Component", "Timestamp(us)", device_col), (key[1], ns_to_us_text(ts),
+                                                                             key[2])):
+                out[col].append(v)
+            for col in columns:
+                if col not in ("Component", "Timestamp(us)", device_col):
+                    out[col].append(key[3] if col == "Stream Ptr" else "")
+        value = float(events["value"][r])
+        out[metric][i] = value / _MB if m.group("unit") == "Byte" else value
+    return Table(table, columns, out)
 
 
 def memory_summary(events: EventTable, top: int = 10) -> MemorySummary:
@@ -149,20 +212,149 @@ def _step_at(events: EventTable, t: int) -> Optional[int]:
     return int(numbers[hit[0]]) if len(hit) else None
 
 
-def _series_ranges(events: EventTable) -> list[SeriesRange]:
+def _series_rows_of(events: EventTable) -> np.ndarray:
+    """The memory series' COUNTER rows (and npuprof's host memory samples), in time order."""
     if not len(events):
-        return []
+        return np.zeros(0, np.int64)
     codes = [c for c in (events.code_of(t) for t in _MEMORY_SERIES_TYPES) if c >= 0]
     host = [c for c in (events.code_of(n) for n in _HOST_MEMORY_SERIES) if c >= 0]
     wanted = np.isin(events["type"], codes) | ((events["type"] == events.code_of("host_sys")) &
                                                np.isin(events["name"], host))
     rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & wanted)
+    return rows[np.argsort(events["ts"][rows], kind="stable")]
+
+
+def _series_ranges(events: EventTable) -> list[SeriesRange]:
+    rows = _series_rows_of(events)
     if not len(rows):
         return []
-    rows = rows[np.argsort(events["ts"][rows], kind="stable")]
     names, values = events["name"][rows], events["value"][rows]
     out = []
     for code in np.unique(names).tolist():
         v = values[names == code]
         out.append(SeriesRange(events.strings[code], len(v), float(v[0]), float(v.max()), float(v[-1])))
     return sorted(out, key=lambda s: -s.peak)
+
+
+@dataclass(frozen=True)
+class MemoryTimeline:
+    """Memory over time (see :func:`memory_timeline`).
+
+    ``live_bytes[category][i]`` is the bytes alive at ``times_ns[i]`` of the allocations of that operator
+    (``other`` for the rest); ``series[name] = (times_ns, MB)`` for each memory series.
+    """
+
+    times_ns: np.ndarray
+    live_bytes: dict[str, np.ndarray]
+    series: dict[str, tuple[np.ndarray, np.ndarray]]
+    summary: MemorySummary
+
+    def to_json(self) -> dict:
+        """Plain data: times in µs since the epoch, bytes per operator category, series in MB."""
+        return {"times_us": (self.times_ns / 1000.0).tolist(),
+                "live_bytes": {k: v.tolist() for k, v in self.live_bytes.items()},
+                "series_mb": {k: {"times_us": (t / 1000.0).tolist(), "values": v.tolist()}
+                              for k, (t, v) in self.series.items()},
+                "peak": {"allocated_mb": self.summary.peak_mb, "time_us": None if self.summary.peak_ns is None
+                         else self.summary.peak_ns / 1000.0, "step": self.summary.peak_step,
+                         "live": [{"name": a.name, "bytes": a.size_bytes, "allocated_us": a.allocated_ns / 1000.0}
+                                  for a in self.summary.live]}}
+
+
+def memory_timeline(events: EventTable, top: int = 8) -> MemoryTimeline:
+    """Memory over time: the allocations alive at each allocation and release, stacked by operator (the
+    ``top`` operators holding most at the peak; the rest is ``other``), and each memory series in MB
+    (bytes series such as ``Process RSS(B)`` converted).
+
+    Example::
+
+        >>> ev = EventTable.from_records(ts=[0, 10], dur=[50, 0], kind=int(EventKind.MEMORY), value=[2048.0, 1024.0],
+        ...     name=["aten::empty", "aten::mm"], type="operator_memory",
+        ...     args=['{"Release Time(us)": "0.050"}', ""])
+        >>> t = memory_timeline(ev)
+        >>> t.times_ns.tolist(), {k: v.tolist() for k, v in t.live_bytes.items()}
+        ([0, 10, 50], {'aten::empty': [2048.0, 2048.0, 0.0], 'aten::mm': [0.0, 1024.0, 1024.0]})
+    """
+    summary = memory_summary(events, top=top)
+    rows = _allocation_rows(events)
+    series = _memory_series(events)
+    if not len(rows):
+        return MemoryTimeline(np.zeros(0, np.int64), {}, series, summary)
+    ts = events["ts"][rows].astype(np.int64)
+    end = ts + events["dur"][rows].astype(np.int64)
+    size = events["value"][rows].astype(np.float64)
+    released = np.array(["Release Time(us)" in a for a in events.args_objects(events["args"][rows])], dtype=bool)
+    names = events["name"][rows]
+    chosen = [n for n, _, _ in summary.live_by_operator][:top]
+    if not chosen:      # nothing alive at the peak (or no peak): the operators that allocated most
+        by_op: dict[int, float] = {}
+        for code, b in zip(names.tolist(), size.tolist()):
+            by_op[code] = by_op.get(code, 0.0) + b
+        chosen = [events.strings[c] for c, _ in sorted(by_op.items(), key=lambda x: -x[1])[:top]]
+    category = np.full(len(rows), len(chosen), np.int64)
+    for i, name in enumerate(chosen):
+        category[names == events.code_of(name)] = i
+    # one +size at each allocation, one -size at each recorded release; releases first at equal times
+    times = np.concatenate([end[released], ts])
+    delta = np.concatenate([-size[released], size])
+    cats = np.concatenate([category[released], category])
+    order = np.argsort(times, kind="stable")
+    times, delta, cats = times[order], delta[order], cats[order]
+    last_of_time = np.append(times[1:] != times[:-1], True)
+    labels = chosen + [OTHER_OPERATORS]
+    live = {}
+    for i, label in enumerate(labels):
+        curve = np.cumsum(np.where(cats == i, delta, 0.0))[last_of_time]
+        if label != OTHER_OPERATORS or curve.any():
+            live[label] = curve
+    return MemoryTimeline(times[last_of_time], live, series, summary)
+
+
+def _memory_series(events: EventTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rows = _series_rows_of(events)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if not len(rows):
+        return out
+    names = events["name"][rows]
+    for code in np.unique(names).tolist():
+        name = events.strings[code]
+        if name.endswith("(%)"):
+            continue
+        sel = rows[names == code]
+        values = events["value"][sel].astype(np.float64)
+        for unit in _BYTE_UNITS:
+            if name.endswith(unit):
+                name, values = name[: -len(unit)] + "(MB)", values / _MB
+        out[name] = (events["ts"][sel].astype(np.int64), values)
+    return out
+
+
+_DEVICE_RE = re.compile(r"(cpu|npu)(?::(\d+))?")
+
+
+def check_memory_device(device: Optional[str]) -> Optional[re.Match]:
+    """``device`` checked: None (all devices) or its parts (``"cpu"``, ``"npu"``, ``"npu:N"``).
+
+    Example::
+
+        >>> check_memory_device("gpu:0")
+        Traceback (most recent call last):
+        ...
+        npuprof.errors.ProfilerConfigError: invalid device='gpu:0': expected None, "cpu", "npu" or "npu:N"
+    """
+    m = _DEVICE_RE.fullmatch(device.strip().lower()) if isinstance(device, str) else None
+    if device is not None and (m is None or (m.group(1) == "cpu" and m.group(2))):
+        raise ProfilerConfigError("device", device, 'None, "cpu", "npu" or "npu:N"')
+    return m
+
+
+def memory_of_device(events: EventTable, device: Optional[str]) -> EventTable:
+    """``events`` with only ``device``'s memory data (see :func:`check_memory_device`; None keeps all);
+    the other events stay."""
+    m = check_memory_device(device)
+    if m is None:
+        return events
+    dev = events["device"]
+    wanted = dev < 0 if m.group(1) == "cpu" else (dev >= 0 if m.group(2) is None else dev == int(m.group(2)))
+    memory = np.isin(events["kind"], np.array([int(EventKind.MEMORY), int(EventKind.COUNTER)], np.uint8))
+    return events.select(~memory | wanted)

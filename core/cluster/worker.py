@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
+from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
@@ -65,6 +66,7 @@ class RankSummary:
     traces: list
     warnings: list = field(default_factory=list)
     parallel_groups: dict = field(default_factory=dict)   # group id -> its global ranks (profiler_metadata)
+    memory: Optional[MemoryTimeline] = None              # None: the rank recorded no memory data
 
 
 def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list]:
@@ -128,6 +130,8 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
             a[1] += float(c.links["dur"][i]) / 1e6
             a[2] += float(c.links["size"][i]) / MB
     keys, a_start, a_end = alignment_keys(c)
+    timeline = memory_timeline(events)
+    has_memory = timeline.summary.peak_mb is not None or bool(timeline.live_bytes) or bool(timeline.series)
     ctr = events.of_kind(EventKind.COUNTER)
     series = {}
     if len(ctr):
@@ -142,6 +146,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
         communication=communication_json(c), communication_matrix=communication_matrix_json(c),
         align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
+        memory=timeline if has_memory else None,
         t0_ns=int(events["ts"].min()) if len(events) else 0,
         t1_ns=int((events["ts"] + events["dur"]).max()) if len(events) else 0)
 

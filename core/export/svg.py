@@ -1,4 +1,5 @@
-"""Inline SVG charts for the HTML report (no JavaScript, no network).
+"""Inline SVG charts and the page style of npuprof's HTML pages (the report, the memory timeline):
+no JavaScript, no network.
 
 Each function returns an ``<svg>`` string; values are escaped; every bar and
 point has a ``<title>`` tooltip.
@@ -17,6 +18,17 @@ from typing import Optional, Sequence
 
 PALETTE = ["#3b7dd8", "#e8833a", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#9c755f", "#bab0ac",
            "#4e79a7"]
+# the style every npuprof page embeds
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:960px;color:#1d232b}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;
+padding-bottom:4px}.meta{color:#5b6776}.chart{display:block;margin:6px 0;background:#fbfcfd;border:1px solid #e3e8ee}
+.chart .grid{stroke:#e3e8ee}.chart .tick{font-size:11px;fill:#5b6776}.chart .legend{font-size:12px;fill:#1d232b}
+.chart .unit,.chart .axis{font-size:11px;fill:#5b6776}.chart .slow{fill:none;stroke:#d62728;stroke-width:2}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}td,th{border:1px solid #dde3ea;padding:3px 8px;
+text-align:right}th{background:#f1f4f7}td.l,th.l{text-align:left}.bad{color:#d62728;font-weight:600}
+.note{color:#5b6776;font-size:12px}ul.links li{margin:2px 0}code{background:#f1f4f7;padding:0 3px}
+"""
 SERIES_COLORS = {"Computing": "#3b7dd8", "Communication(Not Overlapped)": "#e8833a", "Overlapped": "#76b7b2",
                  "Free": "#bab0ac"}
 
@@ -167,4 +179,77 @@ def line_chart(series: dict, unit: str, width: int = 900, height: int = 240, y_m
                         f'fill="{color}"><title>{_e(name)}</title></circle>')
         body.append(f'<polyline class="line" points="{pts}" fill="none" stroke="{color}" stroke-width="1.8">'
                     f'<title>{_e(name)}</title></polyline>')
+    return _frame(width, height, f"{unit} over time", body, legend)
+
+
+def thin_indices(totals: Sequence[float], max_points: int) -> list[int]:
+    """At most ``max_points`` indices of a long curve, keeping each bucket's highest point (and the last),
+    so a peak is never thinned away.
+
+    Example::
+
+        >>> thin_indices([1, 5, 2, 3, 9, 4], 3)
+        [1, 3, 4, 5]
+    """
+    n = len(totals)
+    if n <= max_points:
+        return list(range(n))
+    size = n / max_points
+    keep = {n - 1}
+    for b in range(max_points):
+        lo, hi = int(b * size), max(int((b + 1) * size), int(b * size) + 1)
+        keep.add(max(range(lo, min(hi, n)), key=lambda i: totals[i]))
+    return sorted(keep)
+
+
+def stacked_area(xs: Sequence[float], layers: dict, unit: str, width: int = 900, height: int = 280,
+                 marker: Optional[tuple] = None, max_points: int = 1500) -> str:
+    """Layers stacked over time (``layers[name]`` = values at ``xs``, seconds), as step curves;
+    ``marker = (x, label)`` draws a vertical line (the peak)."""
+    left, right, top, bottom = 64, 16, 40, 40
+    names = list(layers)
+    totals = [sum(float(layers[k][i]) for k in names) for i in range(len(xs))]
+    keep = thin_indices(totals, max_points)
+    xs = [float(xs[i]) for i in keep]
+    x_ticks = nice_ticks(max(xs) if xs else 0.0, 8)
+    y_ticks = nice_ticks(max(totals) if totals else 0.0)
+    xs_span, ys_span = x_ticks[-1] or 1.0, y_ticks[-1] or 1.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x_of(v: float) -> float:
+        return left + plot_w * v / xs_span
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - v / ys_span)
+
+    body = _y_axis(y_ticks, left, width - right, y_of, unit)
+    for t in x_ticks:
+        body.append(f'<text x="{x_of(t):.1f}" y="{height - bottom + 16}" class="tick" '
+                    f'text-anchor="middle">{_fmt(t)}</text>')
+    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="axis" '
+                f'text-anchor="middle">time since start (s)</text>')
+    base = [0.0] * len(keep)
+    legend = []
+    for j, name in enumerate(names):
+        color = PALETTE[j % len(PALETTE)]
+        legend.append((name, color))
+        upper = [b + float(layers[name][i]) for b, i in zip(base, keep)]
+        pts = []
+        for k, x in enumerate(xs):       # a step curve: the value holds until the next change
+            if k:
+                pts.append(f"{x_of(x):.1f},{y_of(upper[k - 1]):.1f}")
+            pts.append(f"{x_of(x):.1f},{y_of(upper[k]):.1f}")
+        back = []
+        for k in range(len(xs) - 1, -1, -1):
+            back.append(f"{x_of(xs[k]):.1f},{y_of(base[k]):.1f}")
+            if k:
+                back.append(f"{x_of(xs[k]):.1f},{y_of(base[k - 1]):.1f}")
+        body.append(f'<polygon class="area" points="{" ".join(pts + back)}" fill="{color}" fill-opacity="0.85">'
+                    f'<title>{_e(name)}</title></polygon>')
+        base = upper
+    if marker is not None:
+        x = x_of(float(marker[0]))
+        body.append(f'<line class="marker" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{height - bottom}" '
+                    f'stroke="#d62728" stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{top + 12}" class="tick" '
+                    f'fill="#d62728">{_e(marker[1])}</text>')
     return _frame(width, height, f"{unit} over time", body, legend)

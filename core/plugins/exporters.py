@@ -4,6 +4,8 @@ text: trace_view.json (Kineto object form), kernel_details.csv,
 op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
 range_statistic.csv and host_usage.csv; with recorded shapes also
 operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
+with memory data operator_memory.csv, memory_record.csv, npu_module_mem.csv
+(:mod:`npuprof.analysis.memory`);
 db: the Ascend profiler database ``ascend_{pytorch|mindspore}_profiler_{rank}.db``
 (:mod:`npuprof.export.ascend_db`) and its ``analysis.db`` / ``communication_analyzer.db``
 (:mod:`npuprof.export.analysis_db`).
@@ -26,6 +28,7 @@ from ..hookspecs import hookimpl
 
 CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
 SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
+MEMORY_TABLES = ("operator_memory", "memory_record", "npu_module_mem")   # written only with memory data
 
 
 @hookimpl
@@ -38,7 +41,7 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
-        for name in SHAPE_TABLES:
+        for name in SHAPE_TABLES + MEMORY_TABLES:
             table = result.tables.get(name)
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")

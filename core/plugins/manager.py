@@ -42,6 +42,7 @@ BUILTIN_PLUGINS = {
     "ascend": "npuprof.plugins.ascend",
     "ascend_db": "npuprof.plugins.ascend_db",
     "kineto": "npuprof.plugins.kineto",
+    "python_memory": "npuprof.plugins.python_memory",
 }
 
 

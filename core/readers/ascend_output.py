@@ -739,12 +739,15 @@ def _read_memory_record(path: Path, pid: int, problems: list[str], source: str, 
             problems.append(f"{path}:{lineno}: unreadable timestamp, row skipped")
             continue
         who = f"{row.get('Component', '')} {row.get(device_col, '')}".strip()
+        # the row's identity, so memory_record.csv / npu_module_mem.csv can be given back row for row
+        args = _args_text({k: (row.get(k) or "").strip() for k in ("Component", device_col, "Stream Ptr")
+                           if (row.get(k) or "").strip()})
         for s in series:
             try:
                 val = float(row[s])
             except (TypeError, ValueError):
                 continue
-            cols.add(ts, 0, EventKind.COUNTER, f"{who} {s}".strip(), type_, pid=pid, value=val)
+            cols.add(ts, 0, EventKind.COUNTER, f"{who} {s}".strip(), type_, pid=pid, value=val, args=args)
     return cols.table()
 
 

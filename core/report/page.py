@@ -3,6 +3,7 @@
 The page embeds everything (CSS and SVG charts inline, no script, no font or
 image from the network): step-time breakdown per step and per rank, slow
 ranks and the rule used, top operators by time, host CPU/memory over time,
+memory (each rank's peak, and the timeline of the rank with the highest) when recorded,
 the communication matrix when there is one, and relative links to every
 trace file and cluster table. Numbers come from :func:`npuprof.cluster.
 cluster_analyse` (one rank works too), which also writes the tables linked
@@ -23,23 +24,15 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ..fileio import atomic_write
-from . import svg
+from ..export import svg
+from ..export.memory_page import memory_section
+from ..export.svg import CSS
 
 REPORT_NAME = "npuprof_report.html"
 HOST_SERIES = ("CPU Usage(%)", "Memory Usage(%)")
 MAX_HOST_LINES = 8
 TOP_OPS = 15
 
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:960px;color:#1d232b}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;
-padding-bottom:4px}.meta{color:#5b6776}.chart{display:block;margin:6px 0;background:#fbfcfd;border:1px solid #e3e8ee}
-.chart .grid{stroke:#e3e8ee}.chart .tick{font-size:11px;fill:#5b6776}.chart .legend{font-size:12px;fill:#1d232b}
-.chart .unit,.chart .axis{font-size:11px;fill:#5b6776}.chart .slow{fill:none;stroke:#d62728;stroke-width:2}
-table{border-collapse:collapse;margin:6px 0;font-size:13px}td,th{border:1px solid #dde3ea;padding:3px 8px;
-text-align:right}th{background:#f1f4f7}td.l,th.l{text-align:left}.bad{color:#d62728;font-weight:600}
-.note{color:#5b6776;font-size:12px}ul.links li{margin:2px 0}code{background:#f1f4f7;padding:0 3px}
-"""
 
 
 def _e(x: Any) -> str:
@@ -63,6 +56,21 @@ def _table(headers: list, rows: list, left: int = 1) -> str:
 
 def _num(v: float) -> str:
     return f"{v:,.1f}"
+
+
+def _memory_part(summaries: list, t0: int) -> str:
+    """Each rank's peak, then the memory timeline of the rank with the highest."""
+    peaks = sorted(summaries, key=lambda s: -(s.memory.summary.peak_mb or 0.0))
+    rows = []
+    for s in sorted(summaries, key=lambda x: x.rank):
+        m = s.memory.summary
+        rows.append([_e(s.rank), "-" if m.peak_mb is None else f"{m.peak_mb:,.3f}",
+                     "-" if m.peak_step is None else _e(m.peak_step),
+                     "-" if m.peak_ns is None else f"{(m.peak_ns - t0) / 1e9:.6f}", f"{m.allocations:,}"])
+    top = peaks[0]
+    return "\n".join(["<h2 id='memory-peaks'>Memory peak per rank</h2>",
+                      _table(["Rank", "Peak allocated (MB)", "Step", "At (s)", "Allocations"], rows),
+                      memory_section(top.memory, heading=f"Memory over time, rank {top.rank}")])
 
 
 def render(res: Any, page_dir: Path, title: str) -> str:
@@ -146,6 +154,11 @@ def render(res: Any, page_dir: Path, title: str) -> str:
             parts.append(svg.line_chart(lines, "%", y_max=100.0))
     if not any_host:
         parts.append("<p class='note'>No host usage was sampled (Profiler(host_sys=['cpu', 'mem'])).</p>")
+
+    # -- memory
+    with_memory = [s for s in summaries if s.memory is not None]
+    if with_memory:
+        parts.append(_memory_part(with_memory, t0))
 
     # -- communication matrix
     matrix = res.tables["cluster_communication_matrix"].records()

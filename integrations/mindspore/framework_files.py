@@ -127,7 +127,7 @@ def _read_memory(path: Path, pid: int, problems: list[str]) -> EventTable:
     return EventTable.from_records(
         ts=np.tile(ts, len(series)), kind=int(EventKind.COUNTER), pid=pid,
         value=values.T.reshape(-1), name=[f"MindSpore {s}" for s in series for _ in range(n)],
-        type="memory", source=SOURCE)
+        type="memory", source=SOURCE, args='{"Device Type": "CPU"}')
 
 
 def _rank_of(path: Path) -> Optional[str]:

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 
+from npuprof.clock import ns_to_us_text
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, StringPool
 
@@ -306,7 +307,8 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
     allocator and address; 0 when the window holds none), ``value`` the bytes, name the TF op;
     args: the allocator's totals after each (``Allocation/Release Total Allocated(MB)``,
     ``... Reserved(MB)``), ``Release Time(us)``, allocator, requested bytes, peak in use, shape.
-    Plus one COUNTER series per allocator, ``<allocator> Total Allocated(MB)`` (type ``memory``)."""
+    Plus the allocator's series ``<allocator> Total Allocated(MB)`` / ``Total Reserved(MB)`` (COUNTER, type
+    ``memory``: ``memory_record.csv``'s rows, component = the allocator)."""
     mem_ids = {k: md.name for k, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES}
     if not mem_ids:
         return EventTable.empty()
@@ -328,10 +330,12 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
         allocator = str(st.get("allocator_name") or "allocator")
         in_use = st.get("bytes_allocated")
         if isinstance(in_use, int):
-            series.append((t, allocator, in_use / _MB))
+            series.append((t, f"{allocator} Total Allocated(MB)", in_use / _MB))
+        if isinstance(st.get("bytes_reserved"), int):
+            series.append((t, f"{allocator} Total Reserved(MB)", st["bytes_reserved"] / _MB))
         key = (allocator, st.get("addr"))
         if is_alloc:
-            args = {"allocator": allocator, "Allocation Total Allocated(MB)": _mb(in_use),
+            args = {"allocator": allocator, "Device Type": "CPU", "Allocation Total Allocated(MB)": _mb(in_use),
                     "Allocation Total Reserved(MB)": _mb(st.get("bytes_reserved")),
                     "requested_bytes": st.get("requested_bytes"), "peak_bytes_in_use": st.get("peak_bytes_in_use"),
                     "region_type": st.get("region_type"), "shape": st.get("shape")}
@@ -341,7 +345,8 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
         elif key in open_allocs:
             row = rows[open_allocs.pop(key)]
             row["dur"] = t - row["ts"]
-            row["args"].update({"Release Time(us)": f"{t / 1000.0:.3f}", "Release Total Allocated(MB)": _mb(in_use),
+            row["args"].update({"Release Time(us)": ns_to_us_text(t), "Duration(us)": ns_to_us_text(row["dur"]),
+                                "Release Total Allocated(MB)": _mb(in_use),
                                 "Release Total Reserved(MB)": _mb(st.get("bytes_reserved"))})
     allocs = EventTable.from_records(
         ts=[r["ts"] for r in rows], dur=[r["dur"] for r in rows], kind=int(EventKind.MEMORY), pid=pid,
@@ -349,8 +354,11 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
         source=SOURCE, args=[json.dumps({k: v for k, v in r["args"].items() if v not in (None, "")}) for r in rows])
     counters = EventTable.from_records(
         ts=[x[0] for x in series], dur=0, kind=int(EventKind.COUNTER), pid=pid, value=[x[2] for x in series],
-        name=[f"{x[1]} Total Allocated(MB)" for x in series], type="memory", source=SOURCE)
+        name=[x[1] for x in series], type="memory", source=SOURCE, args=_CPU_DEVICE_ARGS)
     return EventTable.concat([allocs, counters])
+
+
+_CPU_DEVICE_ARGS = json.dumps({"Device Type": "CPU"})
 
 
 def _mb(value: Any) -> Optional[str]:
