@@ -6,6 +6,7 @@ analysed here with npuprof, as a user would after the fact.
 """
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 import npuprof
 from npuprof.events import EventKind
+from npuprof.readers.ascend_output import us_text_to_ns
 
 from ms_support import run_scenario
 
@@ -316,6 +318,16 @@ def test_mindspore_enums_and_experimental_config_map_and_record(tmp_path):
     # profile_memory: MindSpore's own CPU memory record arrives as counter series
     series = {r["Series"]: r for r in res.tables["host_usage"].records()}
     assert series["MindSpore Total Allocated(Byte)"]["Max"] > 0
+    # ... and as memory_record.csv rows: every row of MindSpore's file, its totals in MB
+    (ms_file,) = Path(facts["saved_runs"][0]).rglob("cpu_ms_memory_record_*.txt")
+    with open(ms_file, newline="") as fh:
+        theirs = [(int(r["Timestamp(ns)"]), *(float(r[c]) / 2**20 for c in ("Total Allocated(Byte)",
+                   "Total Reserved(Byte)", "Total Active(Byte)"))) for r in csv.DictReader(fh)]
+    out = Path(facts["saved_runs"][0]) / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv"
+    with open(out, newline="") as fh:
+        ours = [(us_text_to_ns(r["Timestamp(us)"]), float(r["Total Allocated(MB)"]), float(r["Total Reserved(MB)"]),
+                 float(r["Total Active(MB)"])) for r in csv.DictReader(fh) if r["Component"] == "MindSpore"]
+    assert len(theirs) > 0 and sorted(ours) == sorted(theirs)
 
 
 # -- the demo ---------------------------------------------------------------------------------------------------

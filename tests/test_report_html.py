@@ -233,3 +233,22 @@ def test_real_run_report_renders_in_headless_chromium(real_report, tmp_path):
     assert "MatMul" in text and "Slow-rank test not applied" in text
     assert "Communication matrix" in text and "TCP" in text
     assert _png_size(png)[0] == 1000
+
+
+def test_report_memory_section_renders_in_headless_chromium(tmp_path):
+    """A run with memory data: the report shows each rank's peak and the memory timeline of the highest."""
+    from npuprof import Profiler
+
+    kept = []
+    with Profiler(output_path=tmp_path / "prof", python_memory=True) as prof:
+        for _ in range(6):
+            kept.append(bytearray(512 * 1024))
+            prof.step()
+    run = prof.saved_runs[0]
+    page = _report(run)
+    got = render_page(page, screenshot_dir(tmp_path) / "report_memory.png", tmp_path)
+    assert got["problems"] == [], got["problems"]
+    f = got["facts"]
+    assert "Memory peak per rank" in f["h2"] and "Memory over time, rank 0" in f["h2"]
+    text = page.read_text()
+    assert text.count("<polygon") >= 1 and "Alive at the peak" in text and "test_report_html.py:" in text

@@ -2,6 +2,7 @@
 allocation events, and npuprof's peak equals TensorFlow's own ``get_memory_info`` peak for that window."""
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 import npuprof
-from npuprof.analysis.memory import memory_summary
+from npuprof.analysis.memory import MEMORY_RECORD_COLUMNS, OPERATOR_MEMORY_COLUMNS, memory_summary
 
 CHILD = textwrap.dedent('''
     import json, sys
@@ -32,13 +33,19 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.slow
-def test_keras_peak_equals_tensorflows_own_peak(tmp_path):
+@pytest.fixture(scope="module")
+def keras_run(tmp_path_factory):
     pytest.importorskip("tensorflow", reason="TensorFlow is an extra (make test installs it)")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "prof")], capture_output=True, text=True,
+    out = tmp_path_factory.mktemp("tfmem")
+    done = subprocess.run([sys.executable, "-c", CHILD, str(out / "prof")], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
-    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_keras_peak_equals_tensorflows_own_peak(keras_run):
+    facts = keras_run
     (res,) = npuprof.analyse(facts["runs"][0])
     s = memory_summary(res.events, top=10_000)
     assert s.allocations > 100                                   # real allocations of the training steps
@@ -60,3 +67,56 @@ def test_only_a_tensorflow_profiler_changes_tensorflows_allocator(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stdout.strip() == "None", done.stderr        # a MindSpore or host profiler leaves it alone
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.slow
+def test_keras_memory_files_in_the_anchors_layout_add_up_to_the_allocators_totals(keras_run, tmp_path):
+    run = facts_run = keras_run["runs"][0]
+    assert subprocess.run([sys.executable, "-m", "npuprof", "analyse", run, "--quiet"]).returncode == 0
+    out = f"{facts_run}/ASCEND_PROFILER_OUTPUT"
+    ops, record = _rows(f"{out}/operator_memory.csv"), _rows(f"{out}/memory_record.csv")
+    assert list(ops[0]) == OPERATOR_MEMORY_COLUMNS and list(record[0]) == MEMORY_RECORD_COLUMNS
+    assert {r["Device Type"] for r in ops} == {"CPU"} and {r["Device Type"] for r in record} == {"CPU"}
+    # The allocator's own total after each allocation and release, minus the bytes of npuprof's allocations
+    # alive then, is what was allocated before the window: it never grows (it falls when such memory is
+    # freed); so every byte the allocator adds in the window is an allocation npuprof recorded.
+    changes = []
+    for r in ops:
+        size = float(r["Size(KB)"]) * 1024
+        changes.append((r["Allocation Time(us)"], 1, size, float(r["Allocation Total Allocated(MB)"]) * 2**20))
+        if r["Release Time(us)"]:
+            changes.append((r["Release Time(us)"], 0, -size, float(r["Release Total Allocated(MB)"]) * 2**20))
+            assert float(r["Duration(us)"]) >= 0
+    changes.sort(key=lambda c: (float(c[0]), c[1]))
+    alive, before = 0.0, []
+    for _, _, delta, total in changes:
+        alive += delta
+        before.append(total - alive)
+    assert len(ops) > 100 and before[0] >= 0
+    assert all(b <= a for a, b in zip(before, before[1:])), "the allocator counted bytes npuprof did not record"
+    # memory_record: the allocator's totals over time, the same numbers as its allocation rows
+    allocated = {float(r["Total Allocated(MB)"]) for r in record if r["Total Allocated(MB)"]}
+    assert {float(r["Allocation Total Allocated(MB)"]) for r in ops} <= allocated
+    assert max(allocated) * 2**20 == keras_run["tf_peak"]
+
+
+@pytest.mark.slow
+def test_keras_memory_timeline_page_renders_in_chromium(keras_run, tmp_path):
+    from test_report_html import render_page, screenshot_dir
+
+    page = tmp_path / "memory.html"
+    done = subprocess.run([sys.executable, "-m", "npuprof", "memory", "-dir", keras_run["runs"][0], "-o", str(page)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shown = render_page(page, screenshot_dir(tmp_path) / "memory_timeline.png", tmp_path)
+    assert shown["problems"] == [] and shown["requests"] == [page.resolve().as_uri()]
+    facts = shown["facts"]
+    assert facts["charts"] == 3 and facts["scripts"] == 0   # allocations by operator, allocator series, process RSS
+    assert all(w > 300 and h > 100 for w, h in facts["chartBoxes"])
+    text = page.read_text()
+    assert text.count("<polygon") >= 2 and "peak" in text

@@ -20,6 +20,12 @@ from . import svg
 from .svg import CSS
 
 TOP_ROWS = 20
+_PROCESS = "Process RSS"
+
+
+def _short(name: str, width: int = 48) -> str:
+    """A legend label: the end of a long name (an op's path ends in what it is)."""
+    return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
 def _e(x: Any) -> str:
@@ -51,16 +57,19 @@ def memory_section(timeline: MemoryTimeline, heading: str = "Memory") -> str:
         parts.append("<p class='note'>This run holds no memory data (profile_memory=True records it).</p>")
     if timeline.live_bytes:
         xs = [(t - t0) / 1e9 for t in timeline.times_ns.tolist()]
-        layers = {k: (v / (1024.0 * 1024.0)).tolist() for k, v in timeline.live_bytes.items()}
+        layers = {_short(k): (v / (1024.0 * 1024.0)).tolist() for k, v in timeline.live_bytes.items()}
         marker = None if s.peak_ns is None else ((s.peak_ns - t0) / 1e9, "peak")
         parts.append("<p class='note'>Allocations alive over time by operator (MB), the operators holding the "
                      "most at the peak; memory allocated before the window is not in it.</p>")
         parts.append(svg.stacked_area(xs, layers, "MB", marker=marker))
-    if timeline.series:
-        lines = {name: ([(t - t0) / 1e9 for t in ts.tolist()], v.tolist())
-                 for name, (ts, v) in list(timeline.series.items())[:len(svg.PALETTE)]}
-        parts.append("<p class='note'>Memory series (MB).</p>")
-        parts.append(svg.line_chart(lines, "MB"))
+    # the process's resident memory is orders above an allocator's: its own chart keeps both readable
+    for note, pick in (("Memory series (MB): allocators and components.", lambda n: not n.startswith(_PROCESS)),
+                       ("The process's resident memory (MB), sampled by npuprof.", lambda n: n.startswith(_PROCESS))):
+        lines = {_short(name): ([(t - t0) / 1e9 for t in ts.tolist()], v.tolist())
+                 for name, (ts, v) in timeline.series.items() if pick(name)}
+        if lines:
+            parts.append(f"<p class='note'>{_e(note)}</p>")
+            parts.append(svg.line_chart(dict(list(lines.items())[:len(svg.PALETTE)]), "MB"))
     if s.live:
         parts.append("<h3>Alive at the peak, largest first</h3>")
         parts.append(_rows(["Operator", "Size (KB)", "Allocated at (s)", "Released at (s)"],
