@@ -213,6 +213,52 @@ def build_rows(results: dict) -> list[dict]:
                          ">= 1M events/s, peak RSS < 1 GB", rate >= 1e6 and rss < 1 << 30, "db_write", rate))
     elif "error" in db:
         rows.append(_err("Analysis", "Ascend profiler database write", db, "db_write"))
+    rows += cluster_rows(results.get("cluster", {}))
+    return rows
+
+
+def _tables_equal(res: dict) -> Optional[bool]:
+    """True when every table the bench compared was equal, None when nothing was compared."""
+    eq = {k: v for k, v in res.get("equal", {}).items() if not k.endswith("_note")}
+    return all(v == "equal" for v in eq.values()) if eq else None
+
+
+def cluster_rows(cl: dict) -> list[dict]:
+    """`npuprof cluster` vs msprof-analyze `cluster` rows (benchmarks/bench_cluster.py)."""
+    if not cl:
+        return []
+    if "error" in cl:
+        return [_err("Analysis", "`npuprof cluster` vs msprof-analyze `cluster`", cl, "cluster_vs_msprof")]
+    rows = []
+    ver = cl.get("msprof_version", "")
+    for key, what in (("real", "real {ranks}-rank torch_npu job (Ascend910B text export, {mb:.1f} MB)"),
+                      ("scaled", "{ranks}-rank job made of {copies} copies of each of its ranks ({mb:.0f} MB; rank ids "
+                                 "rewritten in profiler_info, directory names and communication peers; every "
+                                 "timestamp shifted by one offset per rank{shift})")):
+        r = cl.get(key)
+        if not r:
+            continue
+        shifts = cl.get("gen", {}).get("shift_us_range")
+        label = what.format(ranks=r["ranks"], mb=r["bytes"] / 2**20, copies=cl.get("gen", {}).get("copies", "?"),
+                            shift=f", {shifts[0]:+d}…{shifts[1]:+d} µs" if shifts else "")
+        np_ = r["npuprof"]
+        ours = (f"{_rng(np_['seconds'], _s)}, peak PSS {_mb(np_['tree_pss_bytes']['max'])} "
+                f"({np_['processes']} processes)")
+        name = (f"`npuprof cluster` vs msprof-analyze `cluster -m all`, {label}, whole processes "
+                "(peak PSS: the process tree's, sampled every 20 ms)")
+        if "msprof" not in r:
+            rows.append(_row("Analysis", name, ours, cl.get("msprof_missing", "msprof-analyze not available"),
+                             "", ">= 3x faster at equal tables", None, f"cluster_vs_msprof_{key}"))
+            continue
+        ms, sp, eq = r["msprof"], r["speedup"], _tables_equal(r)
+        theirs = (f"msprof-analyze {ver} {_rng(ms['seconds'], _s)}, peak PSS "
+                  f"{_mb(ms['tree_pss_bytes']['max'])} ({ms['processes']} processes)")
+        compared = ", ".join(k for k in r.get("equal", {}) if not k.endswith("_note"))
+        name += f"; equal tables: {'yes' if eq else 'NO'} ({compared}, checked in this run)"
+        met = bool(eq) and sp["median"] >= 3
+        rows.append(_row("Analysis", name, ours, theirs,
+                         _ratio(sp) + (" faster" if sp["median"] >= 1 else " the speed (npuprof slower)"),
+                         ">= 3x faster at equal tables", met, f"cluster_vs_msprof_{key}", sp["median"]))
     return rows
 
 
@@ -230,6 +276,17 @@ def bounds(results: dict) -> list[str]:
         out.append(f"JSON encoding: trace_view.json alone {a1['trace_json_events_per_s'] / 1e6:.2f}M events/s "
                    f"({a1['trace_json_bytes_per_s'] / 1e6:.0f} MB/s, writes included); phases at 1M: "
                    + ", ".join(f"{k} {v:.2f} s" for k, v in a1.get("phases_s", {}).items()))
+    cl = results.get("cluster", {})
+    for key in ("real", "scaled"):
+        r = cl.get(key, {}) if isinstance(cl, dict) else {}
+        if "speedup" in r and r["speedup"]["median"] < 3:
+            out.append(f"cluster ({r['ranks']} ranks): npuprof parses every rank's events (the whole "
+                       f"{r['bytes'] / 2**20:,.0f} MB: trace_view.json, kernel_details.csv, memory CSVs; "
+                       f"{r['npuprof']['cpu_seconds']['median']:.1f} CPU s) with its default "
+                       f"{r.get('npuprof_backend', '?')} on {cl.get('cpus', '?')} CPUs and writes CSV, JSON and "
+                       f"Parquet; msprof-analyze's cluster only aggregates each rank's precomputed "
+                       f"step_trace_time.csv and communication*.json ({r['precomputed_bytes'] / 2**10:,.0f} kB; "
+                       f"{r['msprof']['cpu_seconds']['median']:.1f} CPU s, {r['msprof']['processes']} processes)")
     if "disk_write_bytes_per_s" in a1:
         out.append(f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output "
                    "directory")

@@ -4,7 +4,8 @@ Runs every benchmark, each in a fresh interpreter (so imports, allocator
 state and peak RSS of one do not leak into another): annotation cost, host
 run overhead, MindSpore and TensorFlow run overhead and analysis against
 their own profilers, analysis throughput at 1M and 10M synthetic events,
-collection memory while recording 10M events, output size. Inside each
+collection memory while recording 10M events, output size, ``npuprof cluster``
+against msprof-analyze on a real 2-rank job and a 64-rank copy of it. Inside each
 child, variants alternate repetition by repetition.
 
 Writes ``benchmarks/results/latest.json`` and ``benchmarks/results/latest.md``, prints the table, and with ``--readme``
@@ -35,7 +36,7 @@ sys.path.insert(0, str(HERE))
 from harness import run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
-SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db")
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -178,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             results["db"] = gen if "error" in gen else run_child("bench_db", {"mode": "write",
                                                                                 "run_dir": gen["run_dir"]})
             shutil.rmtree(work / "db", ignore_errors=True)
+        if "cluster" in only:
+            log("cluster: npuprof cluster vs msprof-analyze cluster, real 2-rank job and a 64-rank copy of it")
+            results["cluster"] = run_child("bench_cluster", {
+                "reps": 3 if q else 5, "reps_64": 3 if q else 5, "copies": 4 if q else 32,
+                "out": str(work / "cluster")}, timeout=3600)
         if "memory" in only:
             log("collection memory: recording 10M events")
             results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,

@@ -1,0 +1,363 @@
+"""``npuprof cluster`` against msprof-analyze ``cluster -m all`` on real torch_npu data, whole processes.
+
+Two jobs:
+
+* the real 2-rank torch_npu job (Ascend910B, text export) in ``../shared/realdata`` that
+  ``tests/test_interop_cluster_real.py`` runs both tools on; before anything is timed, the two tools'
+  ``cluster_step_trace_time``, ``cluster_communication`` and ``cluster_communication_matrix`` are
+  compared with that test's own checks (imported, not copied); the row says "equal tables: yes" only
+  when they passed in this run;
+* a 64-rank job generated here from those two ranks (:func:`make_job`): each real rank directory copied
+  32 times as ranks 0..63, never committed (a temporary directory, removed afterwards).
+
+Each tool runs on its own copy of the job in a temporary directory (msprof-analyze writes
+``cluster_analysis_output`` into its input; npuprof writes to ``-o``); the outputs are removed before
+every run. Both are timed as whole processes (interpreter start, imports, every output), alternating
+run by run in balanced orders (``harness.interleave``); one untimed run of each comes first.
+
+Peak memory of a process *tree* (both tools start worker processes: npuprof a spawn pool,
+msprof-analyze a forked multiprocessing pool): a thread samples every ``period`` s (20 ms) the sum of
+PSS (``/proc/<pid>/smaps_rollup``: each page shared by k processes counted 1/k) over the tool's process
+and all its descendants (``/proc/<pid>/task/*/children``, recursively) - the memory the tree holds. A
+plain RSS sum (also recorded, ``tree_rss_bytes``) would count the pages a forked pool shares with its
+parent once per worker (for msprof-analyze's 8 processes here: a 675 MB RSS sum, 527 MB of PSS). The exact
+largest single process comes from ``os.wait4``'s ``ru_maxrss`` (the child and its reaped descendants,
+a max not a sum). The sampled sum can miss a peak shorter than the period.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from harness import child_main, interleave, paired_ratio, summary
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+REALDATA = REPO.parent / "shared" / "realdata"      # as tests/realdata.py
+MSPROF = REPO / ".venv-interop" / "bin" / "msprof-analyze"
+OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+INVALID_RANK = 4294967295            # msprof's "no peer"
+GROUP_SIZE = 8                       # the real job's world: its matrices name ranks 0..7
+
+# epoch timestamps in the Ascend text files: µs (16 digits, ``1736408883709301.270``) and ns
+# (19 digits: profiler_info's collectionTimeEnd, the trace's flow ids made of ns times)
+_US_RE = re.compile(rb"(?<![\d.])1[6-9]\d{14}(?![\d])")
+_NS_RE = re.compile(rb"(?<![\d.])1[6-9]\d{17}(?![\d])")
+_TRACE_RANK_RE = re.compile(rb'("(?:src|dst) rank": )(\d+)')
+_LINK_RE = re.compile(rb'"(\d+)-(\d+)"(\s*:)')
+
+
+def real_job() -> tuple[Optional[Path], str]:
+    """The real 2-rank job of tests/test_interop_cluster_real.py, or None and why not."""
+    sys.path.insert(0, str(TESTS))
+    try:
+        from test_interop_cluster_real import JOB
+    except Exception as e:   # the test module needs pytest and numpy (the dev extras)
+        return None, f"tests/test_interop_cluster_real.py not importable: {type(e).__name__}: {e}"
+    path = REALDATA / JOB
+    if not path.is_dir():
+        return None, f"real job {JOB} not found under {REALDATA}"
+    return path, ""
+
+
+# -- the 64-rank job --------------------------------------------------------------------------------
+
+def _peer(x: int, src: int, new: int) -> int:
+    """The real job's rank ``x`` seen from rank ``src``, for the copy of ``src`` that is rank ``new``:
+    rotated into ``new``'s block of 8 (``src`` itself becomes ``new``), msprof's "no peer" kept."""
+    if x == INVALID_RANK or x >= GROUP_SIZE:
+        return x
+    block = new - new % GROUP_SIZE
+    return block + (new % GROUP_SIZE + x - src) % GROUP_SIZE
+
+
+def rewrite_rank(data: bytes, src: int, new: int, shift_us: int, links: bool) -> bytes:
+    """One file of rank ``src`` as the copy that is rank ``new``, its clock shifted by ``shift_us``."""
+    data = _US_RE.sub(lambda m: str(int(m.group()) + shift_us).encode(), data)
+    data = _NS_RE.sub(lambda m: str(int(m.group()) + shift_us * 1000).encode(), data)
+    data = _TRACE_RANK_RE.sub(lambda m: m.group(1) + str(_peer(int(m.group(2)), src, new)).encode(), data)
+    if links:   # communication_matrix.json: "src-dst" link keys
+        data = _LINK_RE.sub(lambda m: b'"%d-%d"%s' % (_peer(int(m.group(1)), src, new),
+                                                       _peer(int(m.group(2)), src, new), m.group(3)), data)
+    return data
+
+
+def make_job(src_job: Path, dest: Path, copies: int = 32, seed: int = 0, jitter_us: int = 500) -> dict:
+    """Write ``copies`` copies of each real rank directory under ``dest`` as ranks 0..(copies * ranks - 1).
+
+    Copy ``k`` of real rank ``r`` (of ``R``) is rank ``k * R + r``: directory ``rank{n}_ascend_pt``,
+    ``profiler_info_{n}.json`` with ``"rank_id": n``; the peer ranks of its communication (the matrix's
+    ``"src-dst"`` link keys, the trace's ``src rank``/``dst rank``) rotated into the new rank's block of 8
+    (see :func:`_peer`). Every epoch timestamp of every text file of the copy (µs and ns: trace_view.json,
+    kernel_details.csv, the memory CSVs, communication.json's start times, profiler_info's end time) is
+    shifted by one random offset per rank, whole µs in ``[-jitter_us, jitter_us]`` (a per-host clock
+    offset: durations and the order of a rank's events are unchanged). Not rewritten: the device ids
+    (``NPU:1``) and the communication group (one group for all ranks, as the tools group ranks by it).
+    Returns ``{"ranks", "bytes", "shift_us": {rank: µs}}``.
+    """
+    rng = random.Random(seed)
+    real = sorted((p for p in src_job.iterdir() if p.is_dir() and p.name.endswith("_ascend_pt")),
+                  key=lambda p: _real_rank(p))
+    ranks = [_real_rank(p) for p in real]
+    assert ranks == list(range(len(ranks))), ranks
+    dest.mkdir(parents=True, exist_ok=True)
+    shifts, total = {}, 0
+    for k in range(copies):
+        for r, run in zip(ranks, real):
+            n = k * len(ranks) + r
+            shift = rng.randint(-jitter_us, jitter_us)
+            shifts[n] = shift
+            out = dest / f"rank{n}_ascend_pt"
+            for path in sorted(run.rglob("*")):
+                rel = path.relative_to(run)
+                if path.is_dir():
+                    (out / rel).mkdir(parents=True, exist_ok=True)
+                    continue
+                target = out / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if path.name == f"profiler_info_{r}.json":
+                    info = json.loads(path.read_text(encoding="utf-8"))
+                    info["rank_id"] = n
+                    end = info.get("end_info") or {}
+                    if isinstance(end.get("collectionTimeEnd"), int):
+                        end["collectionTimeEnd"] += shift * 1000
+                    target = out / f"profiler_info_{n}.json"
+                    data = json.dumps(info, indent=4).encode()
+                elif path.suffix in (".json", ".csv"):
+                    data = rewrite_rank(path.read_bytes(), r, n, shift,
+                                        links=path.name == "communication_matrix.json")
+                else:
+                    data = path.read_bytes()
+                target.write_bytes(data)
+                total += len(data)
+    return {"ranks": copies * len(ranks), "bytes": total, "shift_us": shifts}
+
+
+def _real_rank(run: Path) -> int:
+    (info,) = run.glob("profiler_info_*.json")
+    return int(json.loads(info.read_text(encoding="utf-8"))["rank_id"])
+
+
+# -- running a tool -------------------------------------------------------------------------------
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo += [int(c) for c in fh.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _rss_pss(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) bytes of one process, (0, 0) once it is gone."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith(b"Pss:"):
+                    pss = int(line.split()[1]) * 1024
+                    break
+    except (OSError, IndexError, ValueError):
+        pass
+    return rss, pss
+
+
+def run_tree(cmd: list[str], cwd: Path, log: Path, env: Optional[dict] = None, period: float = 0.02,
+             timeout: float = 1800) -> dict:
+    """Run ``cmd`` to its end: wall s, CPU s (user+sys, reaped descendants included), peak RSS of the
+    process tree (sampled sums of RSS and of PSS), the largest single process's peak RSS (``ru_maxrss``),
+    the number of processes seen."""
+    peak, seen = [0, 0], set()
+    done = threading.Event()
+    with open(log, "wb") as fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+
+        def sample() -> None:
+            while not done.is_set():
+                pids = _tree(proc.pid)
+                seen.update(pids)
+                mem = [_rss_pss(p) for p in pids]
+                peak[0] = max(peak[0], sum(m[0] for m in mem))
+                peak[1] = max(peak[1], sum(m[1] for m in mem))
+                done.wait(period)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        timer.cancel()
+        done.set()
+        sampler.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {proc.returncode}: "
+                           f"{log.read_text(errors='replace')[-2000:]}")
+    return {"seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "tree_rss_bytes": peak[0], "tree_pss_bytes": peak[1],
+            "max_process_rss_bytes": usage.ru_maxrss * 1024, "processes": len(seen)}
+
+
+class Tools:
+    """The two commands on one job, each on its own copy under ``root``."""
+
+    def __init__(self, job: Path, root: Path, msprof: bool) -> None:
+        self.root = root
+        self.ms_job, self.np_job, self.np_out = root / "ms" / "job", root / "np" / "job", root / "np" / "out"
+        shutil.copytree(job, self.np_job)
+        self.msprof = msprof
+        if msprof:
+            shutil.copytree(job, self.ms_job)
+        self.env = dict(os.environ, PYTHONWARNINGS="ignore")
+        self.runs: dict[str, list] = {"npuprof": [], "msprof": []}
+
+    def npuprof(self) -> float:
+        shutil.rmtree(self.np_out, ignore_errors=True)
+        res = run_tree([sys.executable, "-m", "npuprof", "cluster", str(self.np_job), "-o", str(self.np_out),
+                        "--quiet"], cwd=self.np_job.parent, log=self.root / "np.log", env=self.env)
+        self.runs["npuprof"].append(res)
+        return res["seconds"]
+
+    def msprof_analyze(self) -> float:
+        shutil.rmtree(self.ms_job / "cluster_analysis_output", ignore_errors=True)
+        res = run_tree([str(MSPROF), "cluster", "-d", str(self.ms_job), "-m", "all"], cwd=self.ms_job.parent,
+                       log=self.root / "ms.log", env=self.env)
+        self.runs["msprof"].append(res)
+        return res["seconds"]
+
+    def outputs(self) -> tuple[Path, Path]:
+        return self.ms_job / "cluster_analysis_output", self.np_out
+
+
+def compare(outputs: tuple[Path, Path], comm: bool = True) -> dict:
+    """tests/test_interop_cluster_real.py's checks on the two outputs: {table: "equal" or the failure}."""
+    import test_interop_cluster_real as t
+
+    checks = {"cluster_step_trace_time": lambda: t.test_cluster_step_trace_time_equal(outputs)}
+    if comm:
+        for name in ("cluster_communication.json", "cluster_communication_matrix.json"):
+            checks[name.rsplit(".", 1)[0]] = lambda name=name: t.test_cluster_communication_files_equal(outputs,
+                                                                                                      name)
+    out = {}
+    for table, check in checks.items():
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text):
+                check()
+            out[table] = "equal"
+        except (AssertionError, OSError, KeyError, ValueError) as e:
+            out[table] = f"differ: {type(e).__name__}: {str(e)[:300]}"
+        if text.getvalue().strip():
+            out[f"{table}_note"] = text.getvalue().strip()[:600]
+    return out
+
+
+def _mem(runs: list, key: str) -> dict:
+    return summary([r[key] for r in runs])
+
+
+# what msprof-analyze's cluster reads of a text export: each rank's own precomputed tables
+PRECOMPUTED = ("step_trace_time.csv", "communication.json", "communication_matrix.json")
+
+
+def job_bytes(job: Path) -> dict:
+    """Bytes of the job: all of it, and the per-rank precomputed tables msprof-analyze aggregates."""
+    files = [p for p in job.rglob("*") if p.is_file()]
+    return {"bytes": sum(p.stat().st_size for p in files),
+            "precomputed_bytes": sum(p.stat().st_size for p in files
+                                     if p.name in PRECOMPUTED and p.parent.name == OUTPUT_DIR),
+            "ranks": sum(1 for p in job.iterdir() if p.is_dir() and p.name.endswith("_ascend_pt"))}
+
+
+def measure(job: Path, root: Path, reps: int, msprof: bool, comm_check: bool) -> dict:
+    sizes = job_bytes(job)
+    tools = Tools(job, root, msprof)
+    variants = {"npuprof": tools.npuprof}
+    if msprof:
+        variants["msprof"] = tools.msprof_analyze
+    for v in variants.values():     # untimed first run of each; its outputs are compared
+        v()
+    res: dict = dict(sizes)
+    try:
+        res["npuprof_backend"] = json.loads((tools.np_out / "cluster_summary.json").read_text())["backend"]
+    except (OSError, ValueError, KeyError):
+        res["npuprof_backend"] = "?"
+    if msprof:
+        res["equal"] = compare(tools.outputs(), comm=comm_check)
+    for k in tools.runs:
+        tools.runs[k].clear()
+    samples = interleave(variants, reps)
+    for name, runs in tools.runs.items():
+        if not runs:
+            continue
+        res[name] = {"seconds": summary(samples[name]), "cpu_seconds": _mem(runs, "cpu_seconds"),
+                     "tree_rss_bytes": _mem(runs, "tree_rss_bytes"),
+                     "tree_pss_bytes": _mem(runs, "tree_pss_bytes"),
+                     "max_process_rss_bytes": _mem(runs, "max_process_rss_bytes"),
+                     "processes": max(r["processes"] for r in runs)}
+    if msprof:
+        res["speedup"] = paired_ratio(samples["msprof"], samples["npuprof"])
+    shutil.rmtree(root, ignore_errors=True)
+    return res
+
+
+def msprof_version() -> str:
+    try:
+        out = subprocess.run([str(MSPROF.parent / "python"), "-c",
+                              "import importlib.metadata as m; print(m.version('msprof-analyze'))"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+        return out or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def run(params: dict) -> dict:
+    reps = int(params.get("reps", 5))
+    reps_64 = int(params.get("reps_64", 3))
+    copies = int(params.get("copies", 32))
+    work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
+    job, why = real_job()
+    if job is None:
+        return {"error": why}
+    msprof = MSPROF.exists()
+    res: dict = {"job": str(job.relative_to(REALDATA)), "cpus": os.cpu_count(), "msprof_available": msprof,
+                 "reps": reps, "reps_64": reps_64,
+                 "msprof_missing": "" if msprof else f"msprof-analyze not available: no {MSPROF} "
+                                                      "(`make interop` creates .venv-interop)"}
+    if msprof:
+        res["msprof_version"] = msprof_version()
+    try:
+        res["real"] = measure(job, work / "real", reps, msprof, comm_check=True)
+        gen = make_job(job, work / "gen64", copies=copies)
+        res["gen"] = {"ranks": gen["ranks"], "copies": copies, "bytes": gen["bytes"],
+                      "shift_us_range": [min(gen["shift_us"].values()), max(gen["shift_us"].values())]}
+        res["scaled"] = measure(work / "gen64", work / "scaled", reps_64, msprof, comm_check=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+if __name__ == "__main__":
+    child_main(run)
