@@ -636,3 +636,72 @@ def test_xplane_command_writes_the_tensorboard_layout(real2, tmp_path, capsys):
     (pb,) = (tmp_path / "tb" / "plugins" / "profile" / "r1").glob("*.xplane.pb")
     assert pb.name == f"{socket.gethostname()}_rank1.xplane.pb" and str(pb) in out and pb.stat().st_size > 1000
     assert main(["xplane", str(real2 / "rank1"), "--logdir", str(tmp_path / "tb"), "--run", "bad/name"]) == 2
+
+
+# msprof-analyze compare's memory sheets: two TF 2.21 trainings with profile_memory (Dense 128 vs 512 units)
+TF_MEMORY_WORKLOAD = r"""
+import sys, numpy as np
+import npuprof
+from npuprof.integrations.tensorflow import Profiler   # before TensorFlow: its CPU allocator events on
+out, units = sys.argv[1], int(sys.argv[2])
+prof = Profiler(output_path=out, profile_memory=True, start_profile=False)
+import tensorflow as tf
+model = tf.keras.Sequential([tf.keras.Input((64,)), tf.keras.layers.Dense(units, activation="relu"),
+                             tf.keras.layers.Dense(8)])
+opt = tf.keras.optimizers.SGD(0.01)
+x = tf.constant(np.random.rand(32, 64).astype("float32")); y = tf.constant(np.random.rand(32, 8).astype("float32"))
+@tf.function
+def step():
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    g = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(g, model.trainable_variables))
+    return loss
+step()
+prof.start()
+for _ in range(4):
+    step().numpy(); prof.step()
+prof.stop()
+"""
+_DETAIL_RE = r"(.+?), \(([\d.]+), ([\d.]+)\), \[duration: [\d.]+\], \[size: ([\d.]+)\]"
+
+
+def test_msprof_analyze_compare_fills_its_memory_sheets_from_two_npuprof_runs(tools, tmp_path):
+    """Each allocation compare lists under an operator is a row of the copy's operator_memory.csv (allocation
+    and release time, size: compare names it after the innermost operator running at its allocation), each
+    operator's Size(KB) is the sum of its allocations, they cover most of the window's allocations (those made
+    inside the operators compare reads), and the larger model allocates more."""
+    import re
+
+    from npuprof.cli import main
+
+    script = tmp_path / "train_tf_memory.py"
+    script.write_text(TF_MEMORY_WORKLOAD)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    copies = {}
+    for units in ("128", "512"):
+        proc = subprocess.run([sys.executable, str(script), str(tmp_path / f"p{units}"), units], capture_output=True,
+                              text=True, timeout=600, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert main(["analyse", str(tmp_path / f"p{units}"), "--quiet"]) == 0
+        assert main(["export", "ascend", "-dir", str(tmp_path / f"p{units}"), "-o", str(tmp_path / f"a{units}")]) == 0
+        (copies[units],) = (tmp_path / f"a{units}").glob("*_ascend_ms")
+    sheets, log = _compare(tools, copies["128"], copies["512"], tmp_path)
+    rows = sheets["MemoryCompare"][2:]
+    totals = {}
+    for side, (detail_col, size_col) in (("128", (4, 5)), ("512", (9, 10))):
+        ours = {(r["Allocation Time(us)"], r["Release Time(us)"] or "0", float(r["Size(KB)"]))
+                for r in _csv(copies[side] / "ASCEND_PROFILER_OUTPUT" / "operator_memory.csv")}
+        listed = 0.0
+        for r in rows:
+            details = re.findall(_DETAIL_RE, r[detail_col] or "")
+            sizes = [float(d[3]) for d in details]
+            assert sum(sizes) == pytest.approx(r[size_col]), r[1]
+            for _, alloc, release, size in details:
+                assert (alloc, release, float(size)) in ours
+            listed += sum(sizes)
+        totals[side] = listed
+        assert listed > 0.5 * sum(s for *_, s in ours)       # most of the window's allocations
+    assert totals["512"] > totals["128"]
+    stats = _rows(sheets["MemoryCompareStatistic"])
+    assert sum(r[3] for r in stats.values()) == pytest.approx(totals["128"] / 1024)   # MB

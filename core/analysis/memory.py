@@ -45,6 +45,7 @@ import numpy as np
 from ..clock import ns_to_us_text
 from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
+from ..readers.ascend_output import us_text_to_ns
 from .steps import step_spans
 from .table import Table
 
@@ -115,31 +116,43 @@ def _number(obj: dict, key: str) -> Optional[float]:
         return None
 
 
-def operator_memory(events: EventTable) -> Table:
-    """``operator_memory.csv`` rows from the allocation events (empty without any)."""
+def operator_memory(events: EventTable, base_ns: int = 0) -> Table:
+    """``operator_memory.csv`` rows from the allocation events (empty without any).
+
+    Times as the data wrote them; with ``base_ns``, relative to it (the base of a trace whose ``ts`` are
+    relative, so a tool matching allocations to that trace's operators finds them)."""
     rows = _allocation_rows(events)
     out: dict[str, list] = {c: [] for c in OPERATOR_MEMORY_COLUMNS}
     for r in rows.tolist():
         args = events.args_object(int(events["args"][r]))
         out["Name"].append(events.strings[int(events["name"][r])])
         out["Size(KB)"].append(round(float(events["value"][r]) / 1024.0, 6))
-        out["Allocation Time(us)"].append(args.get("Allocation Time(us)") or ns_to_us_text(int(events["ts"][r])))
-        for col in OPERATOR_MEMORY_COLUMNS[3:]:
+        for col in OPERATOR_MEMORY_COLUMNS[2:]:
             out[col].append(args.get(col, ""))
+        ts = int(events["ts"][r])
+        if base_ns or not out["Allocation Time(us)"][-1]:
+            out["Allocation Time(us)"][-1] = ns_to_us_text(ts - base_ns)
+        if base_ns and out["Release Time(us)"][-1]:
+            out["Release Time(us)"][-1] = ns_to_us_text(ts + int(events["dur"][r]) - base_ns)
+        if base_ns and out["Active Release Time(us)"][-1]:
+            out["Active Release Time(us)"][-1] = ns_to_us_text(us_text_to_ns(out["Active Release Time(us)"][-1])
+                                                               - base_ns)
     return Table("operator_memory", OPERATOR_MEMORY_COLUMNS, out)
 
 
-def memory_record(events: EventTable) -> Table:
-    """``memory_record.csv`` rows from the ``memory`` series (empty without any)."""
-    return _series_rows(events, "memory", "memory_record", MEMORY_RECORD_COLUMNS, "Device Type")
+def memory_record(events: EventTable, base_ns: int = 0) -> Table:
+    """``memory_record.csv`` rows from the ``memory`` series (empty without any); ``base_ns`` as for
+    :func:`operator_memory`."""
+    return _series_rows(events, "memory", "memory_record", MEMORY_RECORD_COLUMNS, "Device Type", base_ns)
 
 
-def npu_module_mem(events: EventTable) -> Table:
+def npu_module_mem(events: EventTable, base_ns: int = 0) -> Table:
     """``npu_module_mem.csv`` rows from the ``npu_module_mem`` series (empty without any)."""
-    return _series_rows(events, "npu_module_mem", "npu_module_mem", NPU_MODULE_MEM_COLUMNS, "Device")
+    return _series_rows(events, "npu_module_mem", "npu_module_mem", NPU_MODULE_MEM_COLUMNS, "Device", base_ns)
 
 
-def _series_rows(events: EventTable, series_type: str, table: str, columns: list[str], device_col: str) -> Table:
+def _series_rows(events: EventTable, series_type: str, table: str, columns: list[str], device_col: str,
+                 base_ns: int) -> Table:
     # A file row is one instant of one component: its metrics arrive as one COUNTER event each.
     out: dict[str, list] = {c: [] for c in columns}
     code = events.code_of(series_type) if len(events) else -1
@@ -161,7 +174,7 @@ def _series_rows(events: EventTable, series_type: str, table: str, columns: list
         i = open_rows.get(key)
         if i is None or out[metric][i] != "":
             i = open_rows[key] = len(out["Component"])
-            for col, v in zip(("Component", "Timestamp(us)", device_col), (key[1], ns_to_us_text(ts),
+            for col, v in zip(("Component", "Timestamp(us)", device_col), (key[1], ns_to_us_text(ts - base_ns),
                                                                              key[2])):
                 out[col].append(v)
             for col in columns:

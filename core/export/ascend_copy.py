@@ -7,7 +7,8 @@ Perfetto). The copy holds what those tools read: ``profiler_info*.json`` and
 ``profiler_metadata.json`` as they are in the run, and in
 ``ASCEND_PROFILER_OUTPUT`` npuprof's text outputs (CSVs,
 ``communication*.json``, ``analyse.done``) with ``trace_view.json`` in the
-array form (:mod:`npuprof.export.trace_array`). For another tool's run
+array form (:mod:`npuprof.export.trace_array`) and the memory files' times
+on that trace's base (relative to its UTC day). For another tool's run
 (torch_npu, MindSpore) the files that tool wrote into its
 ``ASCEND_PROFILER_OUTPUT`` are copied as they are and take precedence over
 npuprof's. Raw data (``NPUPROF/``, native files) is not copied.
@@ -35,13 +36,16 @@ import shutil
 from pathlib import Path
 from typing import IO, Sequence, Union
 
+from ..analysis.memory import memory_record, npu_module_mem, operator_memory
 from ..analysis.pipeline import find_runs
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..fileio import atomic_write, secure_mkdir
 from ..runinfo import OUTPUT_DIR, RUN_DIR_RE
+from .csvfiles import write_csv
 from .trace_array import write_trace_array
+from .trace_json import base_time_ns
 from .writer import ExportTarget, write_outputs
 
 TRACE_NAMES = ("trace_view.json", "trace_view.json.gz")
@@ -154,11 +158,22 @@ def write_ascend_copy(run: Path, copy: Path, result: AnalysisResult) -> Path:
             for name in TRACE_NAMES:
                 (out_dir / name).unlink(missing_ok=True)
             write_trace_array(result.events, out_dir / "trace_view.json", host_pid=result.info.pid)
+            _memory_files_on_the_trace_base(result, out_dir)
         os.rename(staging, copy)   # a non-empty copy that appeared meanwhile makes this fail: never merged
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return copy
+
+
+def _memory_files_on_the_trace_base(result: AnalysisResult, out_dir: Path) -> None:
+    """The array trace's ``ts`` are relative to its base: the memory files' times follow it, so compare
+    can place each allocation in the operator that made it."""
+    base = base_time_ns(result.events)
+    for name, table in (("operator_memory", operator_memory), ("memory_record", memory_record),
+                        ("npu_module_mem", npu_module_mem)):
+        if (out_dir / f"{name}.csv").is_file():
+            write_csv(table(result.events, base_ns=base), out_dir / f"{name}.csv")
 
 
 def write_ascend_copies(plan: Sequence[tuple[Path, Path]], results: Sequence[AnalysisResult]) -> list[Path]:
