@@ -124,6 +124,7 @@ def test_every_table_row_is_one_event(rank, loaded):
     assert int((kind == EventKind.STACK).sum()) == n(
         "SELECT count(*) FROM PYTORCH_API p JOIN ENUM_API_TYPE e ON e.id = p.type WHERE e.name = 'trace'")
     series = n("SELECT count(totalAllocated) + count(totalReserved) + count(totalActive) FROM MEMORY_RECORD")
+    series += n("SELECT count(ddr) + count(hbm) FROM NPU_MEM") + n("SELECT count(totalReserved) FROM NPU_MODULE_MEM")
     assert int((kind == EventKind.COUNTER).sum()) == series
     steps = events.of_kind(EventKind.STEP)
     table = sql(db, "SELECT id, startNs, endNs FROM STEP_TIME ORDER BY startNs")

@@ -5,7 +5,8 @@ The schema is the one torch_npu writes with ``export_type=db`` (schema
 tables and the ``STRING_IDS`` scheme (every text column is an id into
 ``STRING_IDS``) of its files, so msprof-analyze's ``cluster -m`` recipes and
 MindStudio Insight read npuprof's runs as they read the tool's. Filled from
-the event table, one block of rows at a time (bounded memory):
+the event table, one block of rows at a time (bounded memory), many rows per
+INSERT statement:
 
 ==================  ==============================================================
 event               rows
@@ -27,6 +28,11 @@ COMM operator       ``COMMUNICATION_OP``; one run by the host (``device`` < 0,
                     with the operator's span and ``connectionId``
 COMM task / link    ``TASK`` + ``COMMUNICATION_TASK_INFO`` (``opId`` = the
                     operator of its group whose span holds its start)
+MEMORY              ``OP_MEMORY`` (type ``operator_memory``: operator_memory.csv's
+                    columns from args, µs and MB back to exact ns and bytes)
+COUNTER memory      ``MEMORY_RECORD`` (the metrics of one instant of a component
+                    are one row); ``npu_mem`` -> ``NPU_MEM``; ``npu_module_mem``
+                    -> ``NPU_MODULE_MEM`` + ``ENUM_MODULE``
 ==================  ==============================================================
 
 plus ``SESSION_TIME_INFO`` (first start, last end), ``RANK_DEVICE_MAP``,
@@ -46,6 +52,7 @@ Example::
 """
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from itertools import chain
@@ -57,6 +64,8 @@ import numpy as np
 from ..analysis.analyzers import STEP_RE, comm_task_mask
 from ..analysis.result import AnalysisResult
 from ..events import EventKind, EventTable
+from ..readers.ascend_db import MODULES
+from ..readers.ascend_output import us_text_to_ns
 from ..runinfo import NPUPROF_VERSION, RunOrigin
 from .sqlite_db import INSERT_ROWS, building_db, create_table, insert_rows
 
@@ -117,6 +126,22 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                                 ("transportType", "INTEGER"), ("size", "INTEGER"), ("dataType", "INTEGER"),
                                 ("linkType", "INTEGER"), ("opId", "INTEGER")],
 }
+TABLES.update({
+    "MEMORY_RECORD": [("component", "INTEGER"), ("timestamp", "INTEGER"), ("totalAllocated", "INTEGER"),
+                      ("totalReserved", "INTEGER"), ("totalActive", "INTEGER"), ("streamPtr", "INTEGER"),
+                      ("deviceId", "INTEGER")],
+    "OP_MEMORY": [("name", "INTEGER"), ("size", "INTEGER"), ("allocationTime", "INTEGER"), ("releaseTime", "INTEGER"),
+                  ("activeReleaseTime", "INTEGER"), ("duration", "INTEGER"), ("activeDuration", "INTEGER"),
+                  ("allocationTotalAllocated", "INTEGER"), ("allocationTotalReserved", "INTEGER"),
+                  ("allocationTotalActive", "INTEGER"), ("releaseTotalAllocated", "INTEGER"),
+                  ("releaseTotalReserved", "INTEGER"), ("releaseTotalActive", "INTEGER"), ("streamPtr", "INTEGER"),
+                  ("deviceId", "INTEGER")],
+    "NPU_MEM": [("type", "INTEGER"), ("ddr", "NUMERIC"), ("hbm", "NUMERIC"), ("timestampNs", "INTEGER"),
+                ("deviceId", "INTEGER")],
+    "NPU_MODULE_MEM": [("moduleId", "INTEGER"), ("timestampNs", "INTEGER"), ("totalReserved", "NUMERIC"),
+                       ("deviceId", "INTEGER")],
+    "ENUM_MODULE": [("id", "INTEGER PRIMARY KEY"), ("name", "TEXT")],
+})
 INDEXES = {"TASK": "CREATE INDEX TaskIndex ON TASK (startNs,globalTaskId)",
            "COMMUNICATION_TASK_INFO": "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId)"}
 
@@ -147,6 +172,16 @@ LINK_TRANSPORT = {"HCCS": 0, "PCIE": 0, "SIO": 0, "HCCS_SW": 0, "ON_CHIP": 0, "R
 DATA_TYPES = {name: i for i, name in ENUM_HCCL_DATA_TYPE.items()}
 DATA_TYPES.update({"BF16": 11, "FLOAT16": 3, "FLOAT32": 4, "FLOAT": 4, "FP64": 10, "DOUBLE": 10})
 _KIND = {k: np.uint8(k) for k in EventKind}
+MB = 1024.0 * 1024.0
+# memory: operator_memory.csv's columns (the readers' args keys) per OP_MEMORY column
+OP_MEMORY_TIMES = (("Release Time(us)", "releaseTime"), ("Active Release Time(us)", "activeReleaseTime"),
+                   ("Duration(us)", "duration"), ("Active Duration(us)", "activeDuration"))
+OP_MEMORY_TOTALS = ("Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)", "Allocation Total Active(MB)",
+                    "Release Total Allocated(MB)", "Release Total Reserved(MB)", "Release Total Active(MB)")
+# a memory series' name: "<component> [<device>] <metric>(<unit>)"
+MEMORY_SERIES_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>Total (?:Allocated|Reserved|Active))\((?P<unit>MB|Byte)\)$")
+NPU_MEM_SERIES_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>ddr|hbm)\(B\)$")
+DEVICE_RE = re.compile(r"(?:^|\s)NPU:(\d+)$")
 SHAPE_KEYS = ("Input Shapes", "input_shapes", "inputShapes")
 VALUES_ROWS = 200        # rows per INSERT statement (one multi-row VALUES list)
 
@@ -373,6 +408,7 @@ class _AscendDbWriter:
                 rows = np.flatnonzero(block == _KIND[kind])
                 if len(rows):
                     fn(rows + lo)
+        self._write_memory()
         self._write_run_tables()
         self._insert("STRING_IDS", list(self.strings.rows()))
         for table, sql in INDEXES.items():
@@ -639,3 +675,137 @@ class _AscendDbWriter:
                         link_id, op_id))
         self._insert("COMMUNICATION_TASK_INFO", out)
 
+    # -- memory ------------------------------------------------------------------------------------------------
+    def _rows_of(self, kind: EventKind, type_: str) -> np.ndarray:
+        code = self.ev.code_of(type_) if len(self.ev) else -1
+        if code < 0:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero((self.ev["kind"] == _KIND[kind]) & (self.ev["type"] == code))
+
+    def _write_memory(self) -> None:
+        """OP_MEMORY, MEMORY_RECORD, NPU_MEM and NPU_MODULE_MEM from the memory events the readers make
+        of torch_npu's files (see :mod:`npuprof.readers.ascend_db`), each only when the run has them."""
+        self._op_memory(self._rows_of(EventKind.MEMORY, "operator_memory"))
+        self._memory_record(self._rows_of(EventKind.COUNTER, "memory"))
+        self._npu_mem(self._rows_of(EventKind.COUNTER, "npu_mem"))
+        self._npu_module_mem(self._rows_of(EventKind.COUNTER, "npu_module_mem"))
+
+    def _device(self, row: int, text: Any) -> Optional[int]:
+        """A memory row's deviceId: the event's device, else the ``NPU:<n>`` its file names; NULL for others."""
+        d = int(self.ev["device"][row])
+        if d >= 0:
+            return d
+        m = DEVICE_RE.search(str(text or ""))
+        return int(m.group(1)) if m else None
+
+    def _op_memory(self, rows: np.ndarray) -> None:
+        """One row per allocation event, in torch_npu's order: the framework's allocations (those with a
+        stream) by allocation time, then GE's (no stream) by release time; all by allocation time when
+        no allocation records a stream."""
+        if not len(rows):
+            return
+        ev = self.ev
+        out, keys = [], []
+        for r, a in zip(rows.tolist(), self._args(ev["args"][rows])):
+            ts = int(ev["ts"][r])
+            times = {col: _us_ns(a.get(key)) for key, col in OP_MEMORY_TIMES}
+            stream = _int(a.get("Stream Ptr"), -1)
+            out.append((int(self.strings.mark(ev["name"][r:r + 1])[0]), int(round(float(ev["value"][r]))), ts,
+                        times["releaseTime"], times["activeReleaseTime"], times["duration"], times["activeDuration"],
+                        *(_mb_bytes(a.get(k)) for k in OP_MEMORY_TOTALS), stream if stream >= 0 else None,
+                        self._device(r, a.get("Device Type"))))
+            release = times["releaseTime"]
+            keys.append((0, ts) if stream >= 0 else (1, release if release is not None else ts))
+        if not any(k[0] == 0 for k in keys):     # no framework/GE split (not torch_npu's data): by allocation time
+            keys = [(0, row[2]) for row in out]
+        order = sorted(range(len(out)), key=keys.__getitem__)
+        self._insert("OP_MEMORY", [out[i] for i in order])
+
+    def _series_rows(self, rows: np.ndarray, pattern: re.Pattern, device_key: str) -> list:
+        """Memory series events -> file rows: the metrics of one instant of one component (and device,
+        stream) are one row. Each as (ts, component, device, stream, {metric: value}), in event order."""
+        ev = self.ev
+        found: list = []
+        open_rows: dict = {}
+        for r, a in zip(rows.tolist(), self._args(ev["args"][rows])):
+            m = pattern.match(ev.strings[int(ev["name"][r])])
+            if m is None:
+                continue
+            who = m.group("who")
+            device = self._device(r, a.get(device_key) or who)
+            component = a.get("Component") or DEVICE_RE.sub("", who).strip() or who
+            stream = _int(a.get("Stream Ptr"), -1)
+            key = (int(ev["ts"][r]), str(component), device, stream if stream >= 0 else None)
+            metric = m.group("metric")
+            i = open_rows.get(key)
+            if i is None or metric in found[i][4]:
+                i = open_rows[key] = len(found)
+                found.append(key + ({},))
+            value = float(ev["value"][r])
+            found[i][4][metric] = value * MB if m.groupdict().get("unit") == "MB" else value
+        return found
+
+    def _memory_record(self, rows: np.ndarray) -> None:
+        """MEMORY_RECORD: one row per instant of a component, by time then component (as torch_npu)."""
+        if not len(rows):
+            return
+        found = sorted(self._series_rows(rows, MEMORY_SERIES_RE, "Device Type"), key=lambda x: (x[0], x[1]))
+        self._insert("MEMORY_RECORD", [
+            (self.strings.id(comp), ts, *(_bytes(v.get(f"Total {m}")) for m in ("Allocated", "Reserved", "Active")),
+             stream, device) for ts, comp, device, stream, v in found])
+
+    def _npu_mem(self, rows: np.ndarray) -> None:
+        """NPU_MEM: one row per sample of a type (app, device), by type then time (as torch_npu)."""
+        if not len(rows):
+            return
+        found = sorted(self._series_rows(rows, NPU_MEM_SERIES_RE, "Device"), key=lambda x: (x[1], x[0]))
+        self._insert("NPU_MEM", [(self.strings.id(comp), _numeric(v.get("ddr")), _numeric(v.get("hbm")), ts, device)
+                                 for ts, comp, device, _, v in found])
+
+    def _npu_module_mem(self, rows: np.ndarray) -> None:
+        """NPU_MODULE_MEM: one row per sample of a module, by time then module id (as torch_npu), and
+        ENUM_MODULE (a module it does not list gets the next id)."""
+        if not len(rows):
+            return
+        modules = {name: i for i, name in MODULES.items()}
+        found = self._series_rows(rows, MEMORY_SERIES_RE, "Device")
+        out = []
+        for ts, comp, device, _, v in found:
+            if comp not in modules:
+                modules[comp] = max(modules.values()) + 1
+            out.append((modules[comp], ts, _numeric(v.get("Total Reserved")), device))
+        out.sort(key=lambda x: (x[1], x[0]))
+        create_table(self.con, "ENUM_MODULE", TABLES["ENUM_MODULE"])
+        insert_rows(self.con, "ENUM_MODULE", 2, sorted((i, name) for name, i in modules.items()))
+        self._insert("NPU_MODULE_MEM", out)
+
+
+def _us_ns(value: Any) -> Optional[int]:
+    """A µs cell as the files write it -> integer ns (None when empty or unreadable)."""
+    if value is None or value == "":
+        return None
+    try:
+        return us_text_to_ns(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _bytes(value: Optional[float]) -> Optional[int]:
+    return None if value is None or value != value else int(round(value))
+
+
+def _mb_bytes(value: Any) -> Optional[int]:
+    """An MB cell (the files' text, or a number) -> whole bytes, as the database stores them."""
+    if value is None or value == "":
+        return None
+    try:
+        return _bytes(float(value) * MB)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _numeric(value: Optional[float]) -> Any:
+    """A NUMERIC cell: whole numbers as integers (as sqlite itself stores them), others as they are."""
+    if value is None or value != value:
+        return None
+    return int(value) if float(value).is_integer() else value

@@ -40,8 +40,17 @@ other ``TASK`` rows            RANGE ``device_task`` on its device and stream (e
 ``COMMUNICATION_OP``           COMM operator: op type, ``group`` (see below), device (its
                                ``deviceId`` column from schema 1.2, else its tasks' device)
 ``MSTX_EVENTS``                MARK (``marker``) or RANGE, type ``mstx``
-``MEMORY_RECORD``              COUNTER series ``<component> NPU:<d> Total ...(MB)``
-``OP_MEMORY``                  MEMORY, one per allocation (as operator_memory.csv rows)
+``MEMORY_RECORD``              COUNTER series ``<component> NPU:<d> Total ...(MB)``, type
+                               ``memory`` (as memory_record.csv rows; args: ``Component``,
+                               ``Device Type``, ``Stream Ptr``)
+``OP_MEMORY``                  MEMORY, one per allocation, type ``operator_memory`` (as
+                               operator_memory.csv rows: its other columns in args under the
+                               csv's names, times as exact µs text)
+``NPU_MEM``                    COUNTER series ``<type> NPU:<d> ddr(B)`` / ``hbm(B)``, type
+                               ``npu_mem`` (args: ``Component`` = app/device, ``Device``)
+``NPU_MODULE_MEM``             COUNTER series ``<module> NPU:<d> Total Reserved(MB)``, type
+                               ``npu_module_mem`` (as npu_module_mem.csv rows; module names
+                               from ``ENUM_MODULE``)
 =============================  ==============================================================
 
 Launch links: ``TASK.connectionId`` is the ``corr`` of a task and of the
@@ -61,8 +70,8 @@ The database is opened read-only and immutable (``file:...?mode=ro&immutable=1``
 sqlite writes no journal or lock file beside it. ``analysis.db`` (the tools'
 StepTraceTime / CommAnalyzer* summaries) is the tool's result, not events; it is
 not read here. Not read either: PMU tables (``TASK_PMU_INFO``, ``SAMPLE_PMU_*``),
-hardware counters (``HBM``, ``LLC``, ``ACC_PMU``, ``NPU_MEM`` ...),
-``NPU_OP_MEM``, ``NPU_MODULE_MEM``, call stacks, and ``PYTORCH_API``'s input
+hardware counters (``HBM``, ``LLC``, ``ACC_PMU`` ...),
+``NPU_OP_MEM``, call stacks, and ``PYTORCH_API``'s input
 shapes/types (in torch_npu's schema 1.0.0 the column named ``inputShapes``
 holds the types and ``inputDtypes`` the dims).
 
@@ -104,6 +113,15 @@ MB = 1024.0 * 1024.0
 API_TYPES = {5000: "runtime", 5500: "hccl", 10000: "node", 15000: "model", 20000: "acl", 50001: "op",
              50002: "queue", 50003: "trace", 50004: "mstx"}
 MSTX_TYPES = {0: "marker", 1: "push/pop", 2: "start/end", 3: "marker_ex"}
+# ENUM_MODULE (the modules of NPU_MODULE_MEM) as torch_npu's files carry it
+MODULES = dict(enumerate((
+    "SLOG", "IDEDD", "IDEDH", "HCCL", "FMK", "HIAIENGINE", "DVPP", "RUNTIME", "CCE", "HDC", "DRV", "MDCFUSION",
+    "MDCLOCATION", "MDCPERCEPTION", "MDCFSM", "MDCCOMMON", "MDCMONITOR", "MDCBSWP", "MDCDEFAULT", "MDCSC", "MDCPNC",
+    "MLL", "DEVMM", "KERNEL", "LIBMEDIA", "CCECPU", "ASCENDDK", "ROS", "HCCP", "ROCE", "TEFUSION", "PROFILING", "DP",
+    "APP", "TS", "TSDUMP", "AICPU", "LP", "TDT", "FE", "MD", "MB", "ME", "IMU", "IMP", "GE", "MDCFUSA", "CAMERA",
+    "ASCENDCL", "TEEOS", "ISP", "SIS", "HSM", "DSS", "PROCMGR", "BBOX", "AIVECTOR", "TBE", "FV", "MDCMAP", "TUNE",
+    "HSS", "FFTS", "OP", "UDF", "HICAID", "TSYNC", "AUDIO", "TPRT", "ASCENDCKERNEL", "ASYS", "ATRACE", "RTC",
+    "SYSMONITOR", "AMP", "ADETECT", "MBUFF", "CUSTOM")))
 _STEP_RE = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
 _MAX_DEVICE = 32767                  # the event table's device column is int16
 Warn = Callable[[str], None]
@@ -470,6 +488,8 @@ class _DbReader:
         self.read_mstx()
         self.read_memory_record()
         self.read_op_memory()
+        self.read_npu_mem()
+        self.read_npu_module_mem()
         return AscendDbRead(self.out.table(), facts, dict(self.rows_read))
 
     def facts(self) -> AscendDbFacts:
@@ -883,9 +903,10 @@ class _DbReader:
                          args=[_args_text({"domain": domains[i]}) if domains[i] else "" for i in sel.tolist()])
 
     def read_memory_record(self) -> None:
-        """MEMORY_RECORD -> COUNTER series in MB, named as memory_record.csv names them."""
+        """MEMORY_RECORD -> COUNTER series in MB, named as memory_record.csv names them; args the row's
+        identity (``Component``, ``Device Type``, ``Stream Ptr``) as the text reader keeps it."""
         rows = self.select("MEMORY_RECORD", ("timestamp",),
-                           ("component", "totalAllocated", "totalReserved", "totalActive", "deviceId"))
+                           ("component", "totalAllocated", "totalReserved", "totalActive", "streamPtr", "deviceId"))
         if rows is None:
             return
         ts, bad_ts = _ints(rows.get("timestamp"), "timestamp")
@@ -893,6 +914,8 @@ class _DbReader:
         comps = self.texts(rows.get("component"))
         devs = rows.get("deviceId")
         who = [f"{c} NPU:{d}".strip() if type(d) is int and d >= 0 else c for c, d in zip(comps, devs)]
+        args = [_args_text({k: v for k, v in (("Component", c), ("Device Type", _npu(d)), ("Stream Ptr", _ptr(p)))
+                            if v}) for c, d, p in zip(comps, devs, rows.get("streamPtr"))]
         for col, series in (("totalAllocated", "Total Allocated(MB)"), ("totalReserved", "Total Reserved(MB)"),
                             ("totalActive", "Total Active(MB)")):
             if col not in rows.cols:
@@ -901,12 +924,13 @@ class _DbReader:
             idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
             sel = np.array(idx, dtype=np.int64)
             self.out.add(EventKind.COUNTER, ts[sel], np.zeros(len(idx), np.int64), [f"{who[i]} {series}" for i in idx],
-                         "memory", value=np.array([vals[i] / MB for i in idx], np.float64))
-
+                         "memory", value=np.array([vals[i] / MB for i in idx], np.float64),
+                         args=[args[i] for i in idx])
 
     def read_op_memory(self) -> None:
         """OP_MEMORY -> one MEMORY event per allocation, as operator_memory.csv rows are read
-        (``dur`` the lifetime, 0 with no release; the totals in args under the csv's names, in MB)."""
+        (``dur`` the lifetime, 0 with no release; the row's other cells in args under the csv's
+        names: times in exact µs text, totals in MB)."""
         rows = self.select("OP_MEMORY", ("name", "size", "allocationTime"), _OP_MEMORY_OPTIONAL)
         if rows is None:
             return
@@ -916,18 +940,27 @@ class _DbReader:
         if not idx:
             return
         names = self.texts(rows.get("name"))
-        released = rows.cols.get("releaseTime") or [None] * rows.n
+        released = rows.get("releaseTime")
         devices = rows.cols.get("deviceId") or [-1] * rows.n
+        streams = rows.get("streamPtr")
+        cells = {col: rows.get(col) for col, _ in _OP_MEMORY_TIMES + _OP_MEMORY_TOTALS}
         args, dur = [], []
         for i in idx:
             a: dict[str, Any] = {}
-            for col, csv_name in _OP_MEMORY_TOTALS:
-                v = rows.cols.get(col, [None] * rows.n)[i]
-                if isinstance(v, (int, float)):
-                    a[csv_name] = str(v / MB)
             rel = released[i]
             if type(rel) is int and rel >= ts[i]:
-                a["Release Time(us)"] = f"{rel / 1000.0:.3f}"
+                a["Release Time(us)"] = _us_text(rel)
+            for col, csv_name in _OP_MEMORY_TIMES:
+                v = cells[col][i]
+                if type(v) is int and v >= 0:
+                    a[csv_name] = _us_text(v)
+            for col, csv_name in _OP_MEMORY_TOTALS:
+                v = cells[col][i]
+                if isinstance(v, (int, float)):
+                    a[csv_name] = str(v / MB)
+            for csv_name, v in (("Stream Ptr", _ptr(streams[i])), ("Device Type", _npu(devices[i]))):
+                if v:
+                    a[csv_name] = v
             dur.append(rel - int(ts[i]) if "Release Time(us)" in a else 0)
             args.append(_args_text(a))
         sel = np.array(idx, dtype=np.int64)
@@ -936,6 +969,60 @@ class _DbReader:
                                      np.int16),
                      value=np.array([float(rows.cols["size"][i]) for i in idx], np.float64), args=args)
 
+    def read_npu_mem(self) -> None:
+        """NPU_MEM -> COUNTER series ``<type> NPU:<d> ddr(B)`` / ``hbm(B)`` (type ``npu_mem``; the
+        sample's type and device in args, as memory_record.csv's ``APP`` rows come from its app rows)."""
+        rows = self.select("NPU_MEM", ("timestampNs",), ("type", "ddr", "hbm", "deviceId"))
+        if rows is None:
+            return
+        ts, bad_ts = _ints(rows.get("timestampNs"), "timestampNs")
+        ok = self.skip_bad(rows, bad_ts)
+        kinds = self.texts(rows.get("type"))
+        devs = rows.get("deviceId")
+        who = [f"{k} {_npu(d)}".strip() for k, d in zip(kinds, devs)]
+        args = [_args_text({k: v for k, v in (("Component", c), ("Device", _npu(d))) if v})
+                for c, d in zip(kinds, devs)]
+        for col in ("ddr", "hbm"):
+            vals = rows.get(col)
+            idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
+            self.out.add(EventKind.COUNTER, ts[np.array(idx, dtype=np.int64)], np.zeros(len(idx), np.int64),
+                         [f"{who[i]} {col}(B)" for i in idx], "npu_mem",
+                         value=np.array([float(vals[i]) for i in idx], np.float64), args=[args[i] for i in idx])
+
+    def read_npu_module_mem(self) -> None:
+        """NPU_MODULE_MEM -> COUNTER series ``<module> NPU:<d> Total Reserved(MB)`` (type
+        ``npu_module_mem``), as npu_module_mem.csv rows are read."""
+        rows = self.select("NPU_MODULE_MEM", ("timestampNs", "totalReserved"), ("moduleId", "deviceId"))
+        if rows is None:
+            return
+        ts, bad_ts = _ints(rows.get("timestampNs"), "timestampNs")
+        ok = self.skip_bad(rows, bad_ts)
+        modules = self.enum("ENUM_MODULE", MODULES)
+        names = [modules.get(m, "" if m is None else str(m)) for m in rows.get("moduleId")]
+        devs = rows.get("deviceId")
+        vals = rows.get("totalReserved")
+        idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
+        self.out.add(EventKind.COUNTER, ts[np.array(idx, dtype=np.int64)], np.zeros(len(idx), np.int64),
+                     [f"{names[i]} {_npu(devs[i])}".strip() + " Total Reserved(MB)" for i in idx], "npu_module_mem",
+                     value=np.array([vals[i] / MB for i in idx], np.float64),
+                     args=[_args_text({k: v for k, v in (("Component", names[i]), ("Device", _npu(devs[i]))) if v})
+                           for i in idx])
+
+
+def _us_text(ns: int) -> str:
+    """Integer ns as the tools' µs text with three decimals, exactly (a float would lose the ns)."""
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _npu(device: Any) -> str:
+    """A deviceId cell as the csv files' ``NPU:<n>`` ("" when not a device id)."""
+    return f"NPU:{device}" if type(device) is int and 0 <= device < INVALID_U32 else ""
+
+
+def _ptr(value: Any) -> str:
+    """A streamPtr cell as the csv files write it ("" for NULL)."""
+    return str(value) if type(value) is int else ""
+
 
 _OP_MEMORY_TOTALS = (("allocationTotalAllocated", "Allocation Total Allocated(MB)"),
                      ("allocationTotalReserved", "Allocation Total Reserved(MB)"),
@@ -943,7 +1030,10 @@ _OP_MEMORY_TOTALS = (("allocationTotalAllocated", "Allocation Total Allocated(MB
                      ("releaseTotalAllocated", "Release Total Allocated(MB)"),
                      ("releaseTotalReserved", "Release Total Reserved(MB)"),
                      ("releaseTotalActive", "Release Total Active(MB)"))
-_OP_MEMORY_OPTIONAL = ("releaseTime", "deviceId") + tuple(col for col, _ in _OP_MEMORY_TOTALS)
+_OP_MEMORY_TIMES = (("activeReleaseTime", "Active Release Time(us)"), ("duration", "Duration(us)"),
+                    ("activeDuration", "Active Duration(us)"))
+_OP_MEMORY_OPTIONAL = ("releaseTime", "deviceId", "streamPtr") + tuple(col for col, _ in _OP_MEMORY_TIMES) + \
+    tuple(col for col, _ in _OP_MEMORY_TOTALS)
 
 
 @dataclass
