@@ -142,3 +142,19 @@ def test_slow_rank_runs_on_the_communication_operators(tools, db_job, tmp_path):
     _, log = _recipe(tools, db_job, "slow_rank", tmp_path)
     # both ranks' operators were read (a missing table would log an sql error), and two equal ranks are not slow
     assert "read failed" not in log and "No slow rank found" in log
+
+
+def test_cann_api_sum_lists_each_host_collective_call(tools, db_job, tmp_path):
+    """On CPU the CANN_API rows are the host-run collectives' HCCL-level calls: one per communication
+    operator, with its duration (AscendCL/runtime calls need a device)."""
+    db, _ = _recipe(tools, db_job, "cann_api_sum", tmp_path)
+    ours = _communication(db_job)
+    rows = _rows(db, "CannApiSumRank")
+    for rank, ops in ours.items():
+        theirs = {r["name"]: r for r in rows if r["rank"] == rank}
+        assert sorted(theirs) == sorted(name for _, name in ops)
+        for (_, name), info in ops.items():
+            assert theirs[name]["totalCount"] == 1
+            assert theirs[name]["totalTimeNs"] == pytest.approx(info["Elapse Time(ms)"] * 1e6, abs=1)
+    summed = {r["name"]: r["totalCount"] for r in _rows(db, "CannApiSum")}
+    assert summed == {name: len(ours) for _, name in next(iter(ours.values()))}
