@@ -337,7 +337,6 @@ def run(params: dict) -> dict:
     reps = int(params.get("reps", 5))
     reps_64 = int(params.get("reps_64", 3))
     copies = int(params.get("copies", 32))
-    work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
     job, why = real_job()
     if job is None:
         return {"error": why}
@@ -348,6 +347,7 @@ def run(params: dict) -> dict:
                                                       "(`make interop` creates .venv-interop)"}
     if msprof:
         res["msprof_version"] = msprof_version()
+    work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
     try:
         res["real"] = measure(job, work / "real", reps, msprof, comm_check=True)
         gen = make_job(job, work / "gen64", copies=copies)
