@@ -158,3 +158,42 @@ def test_cann_api_sum_lists_each_host_collective_call(tools, db_job, tmp_path):
             assert theirs[name]["totalTimeNs"] == pytest.approx(info["Elapse Time(ms)"] * 1e6, abs=1)
     summed = {r["name"]: r["totalCount"] for r in _rows(db, "CannApiSum")}
     assert summed == {name: len(ours) for _, name in next(iter(ours.values()))}
+
+
+def test_a_tensorflow_run_as_a_database(tools, tmp_path):
+    """A real TF 2.21 run with profile_memory, exported as the database: msprof-analyze reads it as a 1-rank db
+    job, its steps are npuprof's steps, its operators the host operators, and OP_MEMORY holds every allocation of
+    operator_memory.csv (size in bytes, the same allocation times)."""
+    import csv
+    import sys
+
+    from npuprof.cli import main
+    from test_interop_tools import TF_MEMORY_WORKLOAD
+
+    script = tmp_path / "train_tf_memory.py"
+    script.write_text(TF_MEMORY_WORKLOAD)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "prof"), "128"], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert main(["export", "db", "-dir", str(tmp_path / "prof"), "-o", str(tmp_path / "copy")]) == 0
+    (copy,) = (tmp_path / "copy").glob("*_ascend_ms")
+    out = copy / "ASCEND_PROFILER_OUTPUT"           # npuprof's tables of the run, beside the database
+    (db,) = out.glob("ascend_mindspore_profiler_*.db")
+    with open(out / "step_trace_time.csv", newline="") as fh:
+        steps = [int(r["Step"]) for r in csv.DictReader(fh)]
+    assert [r["id"] for r in _rows(db, "STEP_TIME")] == steps and steps[:4] == [0, 1, 2, 3]
+    with open(out / "operator_memory.csv", newline="") as fh:
+        allocations = list(csv.DictReader(fh))
+    memory = _rows(db, "OP_MEMORY")
+    assert len(memory) == len(allocations) > 20
+    assert sorted(int(r["size"]) for r in memory) == sorted(round(float(a["Size(KB)"]) * 1024) for a in allocations)
+    with open(out / "op_statistic.csv", newline="") as fh:
+        host_ops = sum(int(r["Count"]) for r in csv.DictReader(fh))
+    assert len(_rows(db, "PYTORCH_API")) >= host_ops > 0
+    work = tmp_path / "recipe"
+    shutil.copytree(tmp_path / "copy", work)
+    proc = subprocess.run([str(tools / "msprof-analyze"), "cluster", "-d", str(work), "-m", "slow_rank"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "1 ranks, data type: db, profiling type: mindspore" in log, log[-3000:]
