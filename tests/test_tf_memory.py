@@ -103,6 +103,15 @@ def test_keras_memory_files_in_the_anchors_layout_add_up_to_the_allocators_total
     allocated = {float(r["Total Allocated(MB)"]) for r in record if r["Total Allocated(MB)"]}
     assert {float(r["Allocation Total Allocated(MB)"]) for r in ops} <= allocated
     assert max(allocated) * 2**20 == keras_run["tf_peak"]
+    # the same series as counter tracks of trace_view.json, one per component and metric
+    trace = json.loads(open(f"{out}/trace_view.json", encoding="utf-8").read())["traceEvents"]
+    tracks = {}
+    for e in trace:
+        if e.get("ph") == "C" and e["name"].endswith("(MB)"):
+            tracks.setdefault(e["name"], []).append(e)
+    for component in {r["Component"] for r in record}:
+        samples = [r for r in record if r["Component"] == component and r["Total Allocated(MB)"]]
+        assert len(tracks[f"{component} Total Allocated(MB)"]) == len(samples)
 
 
 @pytest.mark.slow
