@@ -119,3 +119,21 @@ def test_without_python_memory_nothing_is_traced(tmp_path):
     (res,) = prof.analyse()
     assert memory_summary(res.events).peak_mb is None
     assert not (res.run_dir / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv").exists()
+
+
+def test_memory_command_writes_the_timeline_outside_the_run_only(leak_run, tmp_path, capsys):
+    from npuprof.cli import main
+
+    _, res, _ = leak_run
+    run = str(res.run_dir)
+    before = sorted(p.name for p in res.run_dir.rglob("*"))
+    assert main(["memory", "-dir", run, "-o", str(tmp_path / "m.html"), "--top", "3"]) == 0
+    assert "Peak allocated" in (tmp_path / "m.html").read_text()
+    assert "peak allocated" in capsys.readouterr().out
+    for bad in ([run + "/inside.html"], [str(tmp_path / "m.txt")]):
+        assert main(["memory", "-dir", run, "-o", *bad]) == 2
+    assert main(["memory", "-dir", run, "--device", "gpu"]) == 2
+    assert sorted(p.name for p in res.run_dir.rglob("*")) == before
+    data_path = tmp_path / "m.json.gz"
+    assert main(["memory", "-dir", run, "-o", str(data_path), "--device", "cpu"]) == 0
+    assert json.loads(gzip.decompress(data_path.read_bytes()))["peak"]["live"][0]["name"] == _leak_location()
