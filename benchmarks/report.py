@@ -214,7 +214,45 @@ def build_rows(results: dict) -> list[dict]:
     elif "error" in db:
         rows.append(_err("Analysis", "Ascend profiler database write", db, "db_write"))
     rows += cluster_rows(results.get("cluster", {}))
+    rows += memory_cost_rows(results.get("memcost", {}))
     return rows
+
+
+def memory_cost_rows(mc: dict) -> list[dict]:
+    """profile_memory / python_memory on vs off (benchmarks/bench_profile_memory.py): step time ratios."""
+    rows = []
+    ms = mc.get("mindspore", {})
+    if "npuprof_on_over_off" in ms:
+        rows.append(_row("Memory profiling", "MindSpore 2.10 MLP step, `profile_memory=True` / off",
+                         f"npuprof {_ratio(ms['npuprof_on_over_off'])}",
+                         f"MindSpore's profiler alone {_ratio(ms['mindspore_on_over_off'])}", "", "measured", None,
+                         "memcost_mindspore", ms["npuprof_on_over_off"]["median"]))
+    elif ms:
+        rows.append(_err("Memory profiling", "MindSpore profile_memory cost", ms, "memcost_mindspore"))
+    off, on = mc.get("tensorflow_off", {}), mc.get("tensorflow_on", {})
+    if "npuprof" in off and "npuprof" in on:
+        ours = on["npuprof"]["median"] / off["npuprof"]["median"]
+        theirs = on["tensorflow"]["median"] / off["tensorflow"]["median"]
+        rows.append(_row("Memory profiling", "TF 2.21 Keras step, `profile_memory=True` (BFC allocator, its "
+                                             "allocation events) / off: medians of two processes",
+                         f"npuprof {ours:.2f}x ({_us(on['npuprof']['median'])} / {_us(off['npuprof']['median'])})",
+                         f"TF's profiler alone, BFC / default allocator {theirs:.2f}x", "", "measured", None,
+                         "memcost_tensorflow", ours))
+    elif off or on:
+        rows.append(_err("Memory profiling", "TensorFlow profile_memory cost", on if "error" in on else off,
+                         "memcost_tensorflow"))
+    py = mc.get("python", {})
+    if "on_over_off" in py:
+        rows.append(_row("Memory profiling", "pure-Python allocating step, `python_memory=True` (tracemalloc) / off",
+                         f"{_ratio(py['on_over_off'])} ({_us(py['on']['median'])} / {_us(py['off']['median'])})",
+                         "", "", "opt-in; measured", None, "memcost_python", py["on_over_off"]["median"]))
+    elif py:
+        rows.append(_err("Memory profiling", "python_memory cost", py, "memcost_python"))
+    return rows
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.0f} µs"
 
 
 def _tables_equal(res: dict) -> Optional[bool]:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 from harness import run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
-SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster")
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -184,6 +184,18 @@ def main(argv: list[str] | None = None) -> int:
             results["cluster"] = run_child("bench_cluster", {
                 "reps": 3 if q else 5, "reps_64": 3 if q else 5, "copies": 4 if q else 32,
                 "out": str(work / "cluster")}, timeout=3600)
+        if "memcost" in only:
+            log("memory profiling cost: profile_memory / python_memory on vs off (MindSpore, TensorFlow, Python)")
+            part = {"reps": 3 if q else 9, "out": str(work / "memcost")}
+            results["memcost"] = {
+                "mindspore": run_child("bench_profile_memory", {**part, "part": "mindspore", "steps": 10 if q else 20},
+                                       timeout=1800),
+                "tensorflow_off": run_child("bench_profile_memory", {**part, "part": "tensorflow", "bfc": False,
+                                                                      "steps": 50 if q else 200}, timeout=1200),
+                "tensorflow_on": run_child("bench_profile_memory", {**part, "part": "tensorflow", "bfc": True,
+                                                                     "steps": 50 if q else 200}, timeout=1200),
+                "python": run_child("bench_profile_memory", {**part, "part": "python", "steps": 50 if q else 200}),
+            }
         if "memory" in only:
             log("collection memory: recording 10M events")
             results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,
