@@ -147,13 +147,13 @@ def horizontal_bars(labels: Sequence[str], values: Sequence[float], unit: str, w
     return _frame(width, height, "top operators", body, [])
 
 
-def line_chart(series: dict, unit: str, width: int = 900, height: int = 240, y_max: Optional[float] = None) -> str:
-    """Lines over time: ``series[name] = (x_seconds, y)``."""
-    left, right, top, bottom = 64, 16, 40, 40
-    xs = [x for xv, _ in series.values() for x in xv]
-    ys = [y for _, yv in series.values() for y in yv]
-    x_ticks = nice_ticks(max(xs) if xs else 0.0, 8)
-    y_ticks = nice_ticks(y_max if y_max is not None else (max(ys) if ys else 0.0))
+_TIME_MARGINS = (64, 16, 40, 40)    # left, right, top, bottom of the time charts
+
+
+def _time_axes(x_max: float, y_max: float, unit: str, width: int, height: int) -> tuple:
+    """(x_of, y_of, body) of a chart over time: the value -> pixel maps and its axes, ticks and labels."""
+    left, right, top, bottom = _TIME_MARGINS
+    x_ticks, y_ticks = nice_ticks(x_max, 8), nice_ticks(y_max)
     xs_span, ys_span = x_ticks[-1] or 1.0, y_ticks[-1] or 1.0
     plot_w, plot_h = width - left - right, height - top - bottom
 
@@ -169,6 +169,15 @@ def line_chart(series: dict, unit: str, width: int = 900, height: int = 240, y_m
                     f'text-anchor="middle">{_fmt(t)}</text>')
     body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="axis" '
                 f'text-anchor="middle">time since start (s)</text>')
+    return x_of, y_of, body
+
+
+def line_chart(series: dict, unit: str, width: int = 900, height: int = 240, y_max: Optional[float] = None) -> str:
+    """Lines over time: ``series[name] = (x_seconds, y)``."""
+    xs = [x for xv, _ in series.values() for x in xv]
+    ys = [y for _, yv in series.values() for y in yv]
+    x_of, y_of, body = _time_axes(max(xs) if xs else 0.0, y_max if y_max is not None else (max(ys) if ys else 0.0),
+                                  unit, width, height)
     legend = []
     for j, (name, (xv, yv)) in enumerate(series.items()):
         color = PALETTE[j % len(PALETTE)]
@@ -206,28 +215,12 @@ def stacked_area(xs: Sequence[float], layers: dict, unit: str, width: int = 900,
                  marker: Optional[tuple] = None, max_points: int = 1500) -> str:
     """Layers stacked over time (``layers[name]`` = values at ``xs``, seconds), as step curves;
     ``marker = (x, label)`` draws a vertical line (the peak)."""
-    left, right, top, bottom = 64, 16, 40, 40
+    top, bottom = _TIME_MARGINS[2], _TIME_MARGINS[3]
     names = list(layers)
     totals = [sum(float(layers[k][i]) for k in names) for i in range(len(xs))]
     keep = thin_indices(totals, max_points)
     xs = [float(xs[i]) for i in keep]
-    x_ticks = nice_ticks(max(xs) if xs else 0.0, 8)
-    y_ticks = nice_ticks(max(totals) if totals else 0.0)
-    xs_span, ys_span = x_ticks[-1] or 1.0, y_ticks[-1] or 1.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def x_of(v: float) -> float:
-        return left + plot_w * v / xs_span
-
-    def y_of(v: float) -> float:
-        return top + plot_h * (1 - v / ys_span)
-
-    body = _y_axis(y_ticks, left, width - right, y_of, unit)
-    for t in x_ticks:
-        body.append(f'<text x="{x_of(t):.1f}" y="{height - bottom + 16}" class="tick" '
-                    f'text-anchor="middle">{_fmt(t)}</text>')
-    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" class="axis" '
-                f'text-anchor="middle">time since start (s)</text>')
+    x_of, y_of, body = _time_axes(max(xs) if xs else 0.0, max(totals) if totals else 0.0, unit, width, height)
     base = [0.0] * len(keep)
     legend = []
     for j, name in enumerate(names):
