@@ -172,14 +172,12 @@ def _series_rows(events: EventTable, series_type: str, table: str, columns: list
         ts = int(events["ts"][r])
         key = (ts, a.get("Component", m.group("who")), a.get(device_col, ""), a.get("Stream Ptr", ""))
         i = open_rows.get(key)
-        if i is None or out[metric][i] != "":
+        if i is None or out[metric][i] != "":       # a new row (or the same instant written twice)
             i = open_rows[key] = len(out["Component"])
-            for col, v in zip(("Component", "Timestamp(us)", device_col), (key[1], ns_to_us_text(ts - base_ns),
-                                                                             key[2])):
-                out[col].append(v)
+            row = {"Component": key[1], "Timestamp(us)": ns_to_us_text(ts - base_ns), device_col: key[2],
+                   "Stream Ptr": key[3]}
             for col in columns:
-                if col not in ("Component", "Timestamp(us)", device_col):
-                    out[col].append(key[3] if col == "Stream Ptr" else "")
+                out[col].append(row.get(col, ""))
         value = float(events["value"][r])
         out[metric][i] = value / _MB if m.group("unit") == "Byte" else value
     return Table(table, columns, out)
