@@ -4,6 +4,9 @@ cluster_communication_matrix, table by table, column by column.
 
 msprof-analyze runs for real in .venv-interop on a copy (it writes into its input); npuprof reads the
 sample in place and writes under the test's tmp. Each comparison prints the largest difference per column.
+npuprof is checked twice: by default (its fast path: both ranks summarised from the tool's own
+step_trace_time.csv / op_statistic.csv / communication*.json) and with ``--recompute`` (every rank's
+events parsed).
 """
 from __future__ import annotations
 
@@ -44,8 +47,30 @@ def outputs(tmp_path_factory) -> tuple[Path, Path]:
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     before = tree_digest(src)
     assert main(["cluster", str(src), "-o", str(root / "npuprof"), "--quiet"]) == 0
+    assert main(["cluster", str(src), "-o", str(root / "npuprof_recompute"), "--quiet", "--recompute"]) == 0
     assert tree_digest(src) == before
     return work / "cluster_analysis_output", root / "npuprof"
+
+
+@pytest.fixture(scope="module")
+def recomputed(outputs) -> tuple[Path, Path]:
+    """msprof-analyze's output and npuprof's with --recompute."""
+    return outputs[0], outputs[1].parent / "npuprof_recompute"
+
+
+def test_default_run_used_the_tool_tables_and_recompute_parsed_events(outputs, recomputed):
+    fast, full = (json.loads((p / "cluster_summary.json").read_text()) for p in (outputs[1], recomputed[1]))
+    assert fast["tool_tables"] == [0, 1] and fast["events_parsed"] == {}
+    assert full["tool_tables"] == [] and sorted(full["events_parsed"]) == ["0", "1"]
+
+
+def test_recomputed_step_trace_time_equal(recomputed):
+    test_cluster_step_trace_time_equal(recomputed)
+
+
+@pytest.mark.parametrize("name", ["cluster_communication.json", "cluster_communication_matrix.json"])
+def test_recomputed_communication_files_equal(recomputed, name):
+    test_cluster_communication_files_equal(recomputed, name)
 
 
 def _csv(path: Path) -> list[dict]:

@@ -4,7 +4,10 @@ Steps: find the ranks' run directories -> map :func:`summarise_rank` over the
 ranks on the chosen executor -> detect slow ranks, align clocks, build the
 cluster tables (driver, pure functions) -> write CSV/JSON/Parquet -> optional
 per-rank traces (written by the workers) and a merged timeline of chosen
-ranks. Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
+ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
+a rank of another tool's run that holds that tool's own summary files is
+summarised from them in the driver, without parsing its events
+(:mod:`.tooltables`); the other ranks go to the executor as before. Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input and output paths (shared storage).
 Workers are spawned processes: call this under ``if __name__ == "__main__":``
 in a script (or use ``backend="serial"``).
@@ -30,11 +33,12 @@ from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
 from .jobs import Job, choose_job
-from .ranks import discover_ranks, parse_rank_list, run_dirs_under
+from .ranks import _ranges, discover_ranks, parse_rank_list, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
 from .timeline import write_merged, write_rank_trace
+from .tooltables import TOOL_FILES, tool_summary
 from .worker import RankTask, rank_events, summarise_rank
 
 log = logging.getLogger("npuprof")
@@ -57,6 +61,8 @@ class ClusterResult:
     merged_timeline: Optional[Path] = None
     seconds: float = 0.0
     job: Optional[Job] = None
+    tool_table_ranks: list = field(default_factory=list)    # ranks summarised from the tool's own tables
+    parsed: dict = field(default_factory=dict)              # rank -> why its events were parsed
 
     def summary(self) -> dict:
         return {"output_dir": str(self.output_dir), "job": self.job.name if self.job else None,
@@ -64,7 +70,9 @@ class ClusterResult:
                 "backend": self.backend, "slow_ranks": self.slow["slow_ranks"], "seconds": round(self.seconds, 3),
                 "files": [str(p) for p in self.files],
                 "traces": [{"rank": r, "path": p, "bytes": b, "events": n} for r, p, b, n in self.traces],
-                "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None}
+                "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None,
+                "tool_tables": list(self.tool_table_ranks),
+                "events_parsed": {str(r): why for r, why in sorted(self.parsed.items())}}
 
 
 def default_place(root: Path) -> Path:
@@ -84,9 +92,12 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     scheduler: Optional[str] = None, workers: Optional[int] = None, ranks: Any = None,
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
                     rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
-                    progress: Optional[Callable[[str], None]] = None, job: Optional[str] = None) -> ClusterResult:
+                    progress: Optional[Callable[[str], None]] = None, job: Optional[str] = None,
+                    tool_tables: bool = False) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
-    raise ProfilerConfigError before any work starts."""
+    raise ProfilerConfigError before any work starts. ``tool_tables``: summarise another tool's ranks from
+    that tool's own summary files where they are all there (see :mod:`.tooltables`; such summaries carry
+    no memory, host series or event count, which the HTML report shows: it leaves this False)."""
     t0 = time.perf_counter()
     rank_sel = parse_rank_list("ranks", ranks)
     tl_sel = parse_rank_list("timeline_ranks", timeline_ranks) if timeline_ranks is not None else None
@@ -107,9 +118,26 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs))
              for r, dirs in found.items()]
     say = progress or (lambda msg: None)
+    fast: dict = {}
+    parsed: dict = {}
+    for t in tasks:
+        if tool_tables:
+            summary, why = tool_summary(t)
+            if summary is not None:
+                fast[t.rank] = summary
+                continue
+        else:
+            why = "tool tables not used (recompute)"
+        parsed[t.rank] = why
+        log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
+    if fast:
+        say(f"rank{'s' if len(fast) > 1 else ''} {_ranges(sorted(fast))}: summaries from the tool's own tables "
+            f"({', '.join(TOOL_FILES)}; --recompute parses their events)")
+    rest = [t for t in tasks if t.rank not in fast]
     with Executor(backend, scheduler=scheduler, workers=workers) as ex:
-        say(f"summarising {len(tasks)} ranks on {ex.description}")
-        summaries = sorted(ex.map(summarise_rank, tasks), key=lambda s: s.rank)
+        if rest:
+            say(f"summarising {len(rest)} ranks' events on {ex.description}")
+        summaries = sorted(list(fast.values()) + ex.map(summarise_rank, rest), key=lambda s: s.rank)
         slow = detect_slow_ranks(busy_times(summaries))
         alignment = align_ranks(summaries, align)
         tables = cluster_tables(summaries, slow, alignment)
@@ -141,10 +169,11 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             merged = write_merged(parts, alignment,
                                   out_dir / ("merged_timeline.json" + (".gz" if use_gzip else "")), use_gzip)
             files.append(merged)
-        desc = ex.description
+        desc = ex.description if rest or rank_traces or tl_sel else "the tool's own tables (no worker started)"
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
-                           seconds=time.perf_counter() - t0, job=the_job)
+                           seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),
+                           parsed=parsed)
     summary = result.summary()
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables

@@ -24,21 +24,39 @@ def _progress(quiet: bool) -> Any:
     return lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr)
 
 
+def _ranks(ranks: list) -> str:
+    from .ranks import _ranges
+
+    return f"rank{'s' if len(ranks) > 1 else ''} {_ranges(sorted(ranks))}"
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
+    from .tooltables import OWN_RUN
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
     backend = args.backend or ("dask" if args.scheduler else "process")
     res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
                           workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
-                          formats=formats, progress=_progress(args.quiet), job=args.job)
+                          formats=formats, progress=_progress(args.quiet), job=args.job,
+                          tool_tables=not args.recompute)
     if args.json:
         print(json.dumps(res.summary(), indent=2))
         return 0
     ranks = [s.rank for s in res.summaries]
     job = f" of job {res.job.name!r}" if res.job is not None and res.job.name != "." else ""
     print(f"{len(ranks)} ranks{job} analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
+    if res.tool_table_ranks:
+        print(f"{_ranks(res.tool_table_ranks)} summarised from the tool's own tables "
+              f"(--recompute parses their events)")
+    if res.parsed and (res.tool_table_ranks or not args.recompute):
+        reasons: dict = {}
+        for r, why in res.parsed.items():
+            if why != OWN_RUN:
+                reasons.setdefault(why, []).append(r)
+        for why, ranks in reasons.items():
+            print(f"{_ranks(ranks)}: events parsed ({why})")
     if res.slow["applicable"]:
         print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
     else:
@@ -117,6 +135,10 @@ def npuprof_add_commands(subparsers: Any) -> None:
     c.add_argument("--gzip", action="store_true", help="gzip the timelines")
     c.add_argument("--align", choices=["auto", "comm", "none"], default="auto", help="clock alignment of ranks")
     c.add_argument("--no-parquet", action="store_true", help="CSV and JSON only")
+    c.add_argument("--recompute", action="store_true",
+                   help="parse every rank's events, also where another tool's run holds its own summary files "
+                        "(step_trace_time.csv, op_statistic.csv, communication.json, communication_matrix.json), "
+                        "which are used by default")
     c.add_argument("--json", action="store_true", help="print the result summary as JSON")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=cmd_cluster)

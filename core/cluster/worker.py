@@ -25,8 +25,8 @@ from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
-from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
-                                      communication_matrix_json, link_owners)
+from ..analysis.communication import (MB, _step_key, alignment_keys, comm_events, communication_json,
+                                      communication_matrix_json, link_owners, op_instance_names)
 
 log = logging.getLogger("npuprof")
 
@@ -111,13 +111,19 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         ot.data["OP Type"], ot.data["Core Type"], ot.data["Count"], np.asarray(ot.data["Total Time(us)"]).tolist())] \
         if len(ot) else []
     c = comm_events(events)
+    communication = communication_json(c)
+    # an operator's wait as its communication.json says (HCCL tasks' Notify_Wait, or the recorded wait_ns),
+    # so the cluster_communication table and the communication files agree (and equal the tool's own)
+    wait_ms = {(key, name): info["Communication Time Info"]["Wait Time(ms)"]
+               for key, kinds in communication.items() for ops in kinds.values() for name, info in ops.items()}
     comm_ops: dict = {}
-    for step, typ, grp, dur, wait in zip(c.ops["step"].tolist(), c.ops["type"].tolist(), c.ops["group"].tolist(),
-                                         c.ops["dur"].tolist(), c.ops["wait"].tolist()):
+    for step, typ, grp, dur, wait, name in zip(c.ops["step"].tolist(), c.ops["type"].tolist(),
+                                               c.ops["group"].tolist(), c.ops["dur"].tolist(),
+                                               c.ops["wait"].tolist(), op_instance_names(c)):
         a = comm_ops.setdefault((step, typ, grp), [0, 0.0, 0.0])
         a[0] += 1
         a[1] += dur / 1e3
-        a[2] += wait / 1e3
+        a[2] += wait_ms.get((_step_key(step), name), wait / 1e6) * 1e3
     links: dict = {}
     if c.has_links:
         owner = link_owners(c)
@@ -144,7 +150,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         world_size=info.world_size, events=len(events), steps=steps, ops=ops,
         comm_ops=[(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(comm_ops.items())],
         links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
-        communication=communication_json(c), communication_matrix=communication_matrix_json(c),
+        communication=communication, communication_matrix=communication_matrix_json(c),
         align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
         memory=timeline if has_memory else None,
         t0_ns=int(events["ts"].min()) if len(events) else 0,

@@ -1,0 +1,193 @@
+"""``npuprof cluster``'s fast path (core/cluster/tooltables.py) on the real 2-rank torch_npu job
+(../shared/realdata, read in place; damaged variants on a temporary copy): ranks summarised from the
+tool's own step_trace_time.csv / op_statistic.csv / communication*.json give the same cluster tables as
+the full parse (``--recompute``), a rank whose file is missing or damaged falls back to the full parse
+(alone: the other rank keeps the fast path), npuprof's own runs are always parsed, and nothing is
+written into the runs. The fast path against msprof-analyze: tests/test_interop_cluster_real.py.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from realdata import realdata, tree_digest
+from test_interop_cluster_real import JOB, STEP_US
+
+OUT = "ASCEND_PROFILER_OUTPUT"
+# table -> its key columns; the others are numbers compared within bounds (the tool's float µs sums vs
+# npuprof's exact ns: well under STEP_US; matrix times in ms, bandwidths rounded to 4 places)
+KEYS = {"cluster_step_trace_time": 3, "cluster_rank_summary": 1, "cluster_op_statistic": 2,
+        "cluster_communication": 4, "cluster_communication_matrix": 6}
+BOUNDS = {"Transit Time(ms)": 1e-5, "Transit Size(MB)": 1e-6, "Bandwidth(GB/s)": 0.05}
+
+
+def _run(src: Path, out: Path, *extra: str) -> dict:
+    from npuprof.cli import main
+
+    assert main(["cluster", str(src), "-o", str(out), "--quiet", *extra]) == 0
+    return json.loads((out / "cluster_summary.json").read_text())
+
+
+def _rows(out: Path, table: str) -> tuple[list, dict]:
+    with open(out / f"{table}.csv", newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.reader(fh))
+    k = KEYS[table]
+    return rows[0], {tuple(r[:k]): r for r in rows[1:]}
+
+
+def _differences(a: Path, b: Path, table: str, ranks=None) -> list[str]:
+    """What differs between two outputs' ``table`` beyond the bounds ("Events": -1 on the fast path)."""
+    head, ra = _rows(a, table)
+    head_b, rb = _rows(b, table)
+    assert head == head_b
+    if ranks is not None:     # only the rows of these ranks (tables with a rank column)
+        col = head.index("Rank") if "Rank" in head else head.index("Index")
+        ra = {k: r for k, r in ra.items() if int(r[col]) in ranks}
+        rb = {k: r for k, r in rb.items() if int(r[col]) in ranks}
+    if set(ra) != set(rb):
+        return [f"{table}: rows {sorted(set(ra) ^ set(rb))[:4]}"]
+    problems = []
+    for key, row in ra.items():
+        for col, x, y in zip(head, row, rb[key]):
+            if col == "Events" or x == y:
+                continue
+            try:
+                d = abs(float(x) - float(y))
+            except ValueError:
+                problems.append(f"{table} {key} {col}: {x!r} vs {y!r}")
+                continue
+            if d > BOUNDS.get(col, STEP_US):
+                problems.append(f"{table} {key} {col}: {x} vs {y}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory) -> dict:
+    src = realdata(JOB)
+    root = tmp_path_factory.mktemp("tooltables")
+    before = tree_digest(src)
+    fast = _run(src, root / "fast")
+    full = _run(src, root / "full", "--recompute")
+    assert tree_digest(src) == before           # nothing written into the runs, either way
+    return {"src": src, "root": root, "fast": root / "fast", "full": root / "full",
+            "fast_summary": fast, "full_summary": full}
+
+
+def test_fast_path_is_used_and_said(real):
+    assert real["fast_summary"]["tool_tables"] == [0, 1] and real["fast_summary"]["events_parsed"] == {}
+    assert real["full_summary"]["tool_tables"] == []
+    assert set(real["full_summary"]["events_parsed"]) == {"0", "1"}
+    with open(real["fast"] / "cluster_rank_summary.csv", newline="") as fh:
+        assert [r["Events"] for r in csv.DictReader(fh)] == ["-1", "-1"]      # not counted: no event parsed
+    with open(real["full"] / "cluster_rank_summary.csv", newline="") as fh:
+        assert all(int(r["Events"]) > 10_000 for r in csv.DictReader(fh))
+
+
+def test_cli_names_the_ranks_read_from_tool_tables(real, tmp_path, capsys):
+    from npuprof.cli import main
+
+    assert main(["cluster", str(real["src"]), "-o", str(tmp_path / "o"), "--quiet", "--no-parquet"]) == 0
+    assert "ranks 0-1 summarised from the tool's own tables (--recompute parses their events)" in capsys.readouterr().out
+    assert main(["cluster", str(real["src"]), "-o", str(tmp_path / "o"), "--quiet", "--no-parquet",
+                 "--recompute"]) == 0
+    assert "tool's own tables" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("table", sorted(KEYS))
+def test_fast_tables_equal_the_full_parse(real, table):
+    problems = _differences(real["fast"], real["full"], table)
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("name", ["cluster_communication.json", "cluster_communication_matrix.json",
+                                  "slow_ranks.json", "clock_alignment.json"])
+def test_fast_json_files_equal_the_full_parse(real, name):
+    from realdata import Bounds, compare_json
+
+    fast, full = (json.loads((real[k] / name).read_text()) for k in ("fast", "full"))
+    problems = compare_json(full, fast, Bounds(ms=1e-5, ratio=1e-4 + 1e-9, start_us=0.5, bandwidth_rel=1e-3), name)
+    assert not problems, "\n".join(problems[:20])
+    assert json.dumps(sorted(fast)) == json.dumps(sorted(full))
+
+
+def test_alignment_keys_from_communication_json_match_the_events(real):
+    """Multi-host jobs align clocks on collectives: the fast path's keys (from each operator's start and
+    elapse time in communication.json) are the full parse's, times within 1 µs."""
+    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.worker import RankTask, summarise_rank
+
+    for rank in (0, 1):
+        task = RankTask(rank=rank, run_dirs=(str(real["src"] / f"rank{rank}_ascend_pt"),))
+        fast, why = tool_summary(task)
+        full = summarise_rank(task)
+        assert fast is not None, why
+        assert fast.align_keys == full.align_keys and len(fast.align_keys) == 4
+        assert np.abs(fast.align_start - full.align_start).max() <= 1000
+        assert np.abs(fast.align_end - full.align_end).max() <= 1000
+        assert (fast.hostname, fast.pid, fast.device_id, fast.world_size) == \
+            (full.hostname, full.pid, full.device_id, full.world_size)
+        assert fast.parallel_groups == full.parallel_groups and fast.run_dirs == full.run_dirs
+
+
+def _truncate(path: Path) -> None:
+    path.write_text(path.read_text()[:200])
+
+
+def _bad_count(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[2] = "many"
+    path.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+
+
+DAMAGE = {
+    "missing step_trace_time.csv": (1, "step_trace_time.csv", lambda p: p.unlink(), "no ASCEND_PROFILER_OUTPUT/step_trace_time.csv"),
+    "missing communication_matrix.json": (0, "communication_matrix.json", lambda p: p.unlink(),
+                                                         "no ASCEND_PROFILER_OUTPUT/communication_matrix.json"),
+    "corrupt op_statistic.csv": (0, "op_statistic.csv", _bad_count, "op_statistic.csv line 2 Count: 'many' is not a number"),
+    "truncated communication_matrix.json": (1, "communication_matrix.json", _truncate,
+                                            "communication_matrix.json is not JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_rank_with_a_missing_or_damaged_file_falls_back_alone(real, tmp_path, case):
+    rank, name, damage, why = DAMAGE[case]
+    job = tmp_path / "job"
+    shutil.copytree(real["src"], job)                 # a copy: /work/shared is never touched
+    for p in job.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    damage(job / f"rank{rank}_ascend_pt" / OUT / name)
+    before = tree_digest(job)
+    summary = _run(job, tmp_path / "out", "--no-parquet")
+    assert tree_digest(job) == before
+    other = 1 - rank
+    assert summary["tool_tables"] == [other]
+    assert list(summary["events_parsed"]) == [str(rank)] and summary["events_parsed"][str(rank)].startswith(why)
+    for table in ("cluster_step_trace_time", "cluster_communication", "cluster_rank_summary"):
+        # the damaged rank's rows are the full parse's exactly, the other rank's the fast path's
+        assert not _differences(tmp_path / "out", real["full"], table, ranks={rank})
+        _, mine = _rows(tmp_path / "out", table)
+        _, full = _rows(real["full"], table)
+        _, fast = _rows(real["fast"], table)
+        col = 2 if table == "cluster_step_trace_time" else 0
+        for key, row in mine.items():
+            expect = full if int(row[col]) == rank else fast
+            assert row == expect[key], (table, key)
+
+
+def test_npuprofs_own_runs_are_always_parsed(tmp_path):
+    from cluster_support import ensure_cluster_plugin, make_job
+    from npuprof.cluster import cluster_analyse
+    from npuprof.cluster.tooltables import OWN_RUN
+
+    ensure_cluster_plugin()
+    job = make_job(tmp_path / "job", ranks=3, steps=2, slow_ranks=())
+    res = cluster_analyse(job.root, output=tmp_path / "out", backend="serial", formats=("csv",), tool_tables=True)
+    assert res.tool_table_ranks == [] and res.parsed == {0: OWN_RUN, 1: OWN_RUN, 2: OWN_RUN}
+    assert all(s.events > 0 for s in res.summaries)
