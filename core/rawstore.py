@@ -40,7 +40,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .errors import ProfilerDataError
-from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable
+from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, _is_constant
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -63,9 +63,22 @@ _write = os.write
 
 def encode_chunk(table: EventTable) -> bytes:
     """Serialise a table as one record payload (strings restricted to those used)."""
+    return encode_record(table)[FRAME.size:].tobytes()
+
+
+def encode_record(table: EventTable) -> np.ndarray:
+    """One whole framed record (frame, then :func:`encode_chunk`'s payload) as a uint8 array.
+
+    The record is allocated once and each column is copied straight into it
+    (a stride-0 column, one value throughout, is a fill): no per-column bytes
+    objects, no joins.
+    """
+    cols = table.cols
+    n = len(table)
     seen = np.zeros(len(table.strings), dtype=bool)
     for key in STRING_COLUMNS:
-        seen[table.cols[key]] = True
+        col = cols[key]
+        seen[col[:1] if _is_constant(col) else col] = True
     if seen.all():   # the usual case (a flushed chunk's own pool): no remapping needed
         remap, strings = None, table.strings
     else:
@@ -73,18 +86,32 @@ def encode_chunk(table: EventTable) -> bytes:
         remap = np.zeros(len(table.strings), dtype=np.int32)
         remap[used] = np.arange(len(used), dtype=np.int32)
         strings = [table.strings[i] for i in used.tolist()]
-    extra = [k for k in OPTIONAL_COLUMNS if len(table) and int(table.cols[k].max()) >= 0]
-    head: dict = {"n": len(table), "strings": strings}
+    extra = [k for k in OPTIONAL_COLUMNS if n and int(cols[k].max()) >= 0]
+    head: dict = {"n": n, "strings": strings}
     if extra:
         head["cols"] = extra
     header = json.dumps(head, ensure_ascii=False).encode("utf-8")
-    parts = [U32.pack(len(header)), header]
-    for key in (*COLUMN_ORDER, *extra):
-        col = table.cols[key]
+    keys = (*COLUMN_ORDER, *extra)
+    start = FRAME.size + U32.size + len(header)
+    size = start + n * sum(_DTYPES[k].itemsize for k in keys)
+    record = np.empty(size, dtype=np.uint8)
+    U32.pack_into(record, FRAME.size, len(header))
+    record[FRAME.size + U32.size:start] = np.frombuffer(header, dtype=np.uint8)
+    offset = start
+    for key in keys:
+        dt = _DTYPES[key]
+        end = offset + n * dt.itemsize
+        dst = record[offset:end].view(dt)
+        col = cols[key]
         if remap is not None and key in STRING_COLUMNS:
             col = remap[col]
-        parts.append(np.ascontiguousarray(col, dtype=_DTYPES[key]).tobytes())
-    return b"".join(parts)
+        if _is_constant(col):
+            dst.fill(col[0])
+        else:
+            np.copyto(dst, col, casting="unsafe")
+        offset = end
+    FRAME.pack_into(record, 0, MAGIC, size - FRAME.size, zlib.crc32(record[FRAME.size:]))
+    return record
 
 
 def decode_chunk(payload: bytes) -> EventTable:
@@ -166,8 +193,7 @@ class RawWriter:
         """Write one chunk; on an OS error mark the writer failed and raise RawWriteError."""
         if not len(table):
             return
-        payload = encode_chunk(table)
-        record = FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+        record = encode_record(table)
         with self._lock:
             if self.failed is not None:
                 self.events_failed += len(table)

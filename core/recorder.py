@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 
-from .events import EventKind, EventTable
+from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant
 from .rawstore import RawWriter
 from .sigsafe import SignalSafeLock
 
@@ -60,6 +60,7 @@ TICK_SECONDS = 0.05
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
 STEP_ITEMS = 3      # step_num, t0, t1
+MAX_POOL_STRINGS = 1 << 16   # distinct strings the flusher keeps codes for across flushes
 
 
 def active_recorder() -> Optional["Recorder"]:
@@ -102,6 +103,7 @@ class Recorder:
         self._thread: Optional[threading.Thread] = None
         self.failed: Optional[BaseException] = None
         self.dropped = 0
+        self._pool = _StringCodes()      # string codes kept across flushes (used under _flush_lock)
 
     # -- annotation sinks -------------------------------------------------------
     @property
@@ -230,7 +232,7 @@ class Recorder:
                 self.dropped += drained
                 return 0
             try:
-                table = chunks_to_table(chunks, self.offset_ns)
+                table = chunks_to_table(chunks, self.offset_ns, self._pool)
             except Exception as e:  # a bug here must not reach the user's training
                 self._fail(e)
                 return 0
@@ -282,7 +284,22 @@ def _step_events(steps: list) -> list:
 
 
 class _StringCodes:
-    """Interns strings for one flush; codes come from C-level dict lookups."""
+    """String codes kept across flushes (one per recorder).
+
+    A name is added once, the first time it is seen; from then on coding a
+    column is one C-level dict lookup per event (``map`` over
+    ``dict.__getitem__``), and a column holding one value throughout (the
+    ``type`` and ``args`` of most events, a thread's run of one name) is
+    recognised by ``list.count`` and coded once. Bounded: past
+    ``MAX_POOL_STRINGS`` distinct strings (names built per call, e.g.
+    ``f"batch {i}"``) the pool starts over at the next flush.
+
+    Example::
+
+        >>> pool = _StringCodes()
+        >>> pool.column(["a", "b", "a"]).tolist(), pool.column(["b", "b"]), pool.strings
+        ([1, 2, 1], 2, ['', 'a', 'b'])
+    """
 
     __slots__ = ("index", "strings")
 
@@ -290,23 +307,44 @@ class _StringCodes:
         self.index: dict = {"": 0}
         self.strings: list[str] = [""]
 
-    def codes(self, values: list) -> np.ndarray:
-        index, strings = self.index, self.strings
+    def reset_if_full(self) -> None:
+        if len(self.strings) > MAX_POOL_STRINGS:
+            self.index = {"": 0}
+            self.strings = [""]     # a new list: tables built before keep theirs
+
+    def code(self, value: Any) -> int:
+        c = self.index.get(value)
+        if c is None:
+            c = self.index[value] = len(self.strings)
+            self.strings.append(value if type(value) is str else str(value))
+        return c
+
+    def column(self, values: list) -> Any:
+        """Codes of ``values`` (non-empty): one int when all are equal, else an int32 array."""
+        n = len(values)
         try:
-            for s in dict.fromkeys(values):        # unique values in order, in C
-                if s not in index:
-                    index[s] = len(strings)
-                    strings.append(s if type(s) is str else str(s))
-            return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
-        except TypeError:                          # an unhashable name: fall back to its text
-            return self.codes([str(v) for v in values])
+            first = values[0]
+            if values[-1] == first and values[n >> 1] == first and values.count(first) == n:
+                return self.code(first)
+            get = self.index.__getitem__
+            try:
+                return np.fromiter(map(get, values), dtype=np.int32, count=n)
+            except KeyError:                       # strings not seen before
+                code = self.code
+                for s in dict.fromkeys(values):    # unique values in order, in C
+                    code(s)
+                return np.fromiter(map(get, values), dtype=np.int32, count=n)
+        except Exception:                          # an unhashable or odd name: fall back to its text
+            return self.column([v if type(v) is str else str(v) for v in values])
 
 
-def chunks_to_table(chunks: list, offset_ns: int) -> EventTable:
+def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] = None) -> EventTable:
     """Columns from drained ``(pid, tid, ranges, events)`` buffers (see module doc).
 
-    Each column is allocated once and filled in place (fresh memory is what
-    costs most here, not the arithmetic).
+    ``pool`` carries string codes from one flush to the next (a fresh one when
+    None); the table gets its own pool of just the strings it uses. Columns
+    that hold one value (``pid``, a single thread's ``tid``, most ``type`` and
+    ``args``) are read-only stride-0 views, written out with one fill.
 
     Example::
 
@@ -314,42 +352,82 @@ def chunks_to_table(chunks: list, offset_ns: int) -> EventTable:
         >>> t.column_strings("name"), t["dur"].tolist()
         (['f', 'm'], [5, 0])
     """
-    total = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
-    ts = np.empty(total, dtype=np.int64)
-    dur = np.empty(total, dtype=np.int64)
-    kind = np.empty(total, dtype=np.uint8)
-    pid_c = np.empty(total, dtype=np.int64)
-    tid_c = np.empty(total, dtype=np.int64)
-    name = np.empty(total, dtype=np.int32)
-    type_ = np.zeros(total, dtype=np.int32)
-    args = np.zeros(total, dtype=np.int32)
-    pool = _StringCodes()
-    lo = 0
+    if pool is None:
+        pool = _StringCodes()
+    else:
+        pool.reset_if_full()
+    parts: dict[str, list] = {"ts": [], "dur": [], "kind": [], "pid": [], "tid": [], "name": [], "type": [],
+                              "args": []}
+    sizes = []
     for pid, tid, ranges, events in chunks:
         for flat, width in ((ranges, RANGE_ITEMS), (events, EVENT_ITEMS)):
             n = len(flat) // width
             if not n:
                 continue
-            hi = lo + n
             base = 0 if width == RANGE_ITEMS else 1
             t0 = np.fromiter(flat[base + 1::width], dtype=np.int64, count=n)
-            ts[lo:hi] = t0
-            ts[lo:hi] += offset_ns
-            dur[lo:hi] = np.fromiter(flat[base + 2::width], dtype=np.int64, count=n)
-            dur[lo:hi] -= t0
-            name[lo:hi] = pool.codes(flat[base::width])
+            dur = np.fromiter(flat[base + 2::width], dtype=np.int64, count=n)
+            dur -= t0
+            t0 += offset_ns
+            parts["ts"].append(t0)
+            parts["dur"].append(dur)
+            parts["name"].append(pool.column(flat[base::width]))
             if width == RANGE_ITEMS:
-                kind[lo:hi] = _RANGE
+                parts["kind"].append(_RANGE)
+                parts["type"].append(0)
+                parts["args"].append(0)
             else:
-                kind[lo:hi] = np.fromiter(flat[0::width], dtype=np.uint8, count=n)
-                type_[lo:hi] = pool.codes(flat[4::width])
-                args[lo:hi] = pool.codes(flat[5::width])
-            pid_c[lo:hi] = pid
-            tid_c[lo:hi] = tid
-            lo = hi
-    source = int(pool.codes(["npuprof"])[0])
-    return EventTable.from_codes({"ts": ts, "dur": dur, "kind": kind, "pid": pid_c, "tid": tid_c},
-                                 {"name": name, "type": type_, "args": args, "source": source}, pool.strings)
+                kinds = flat[0::width]
+                first = kinds[0]
+                parts["kind"].append(first if kinds.count(first) == n and type(first) is int
+                                     else np.fromiter(kinds, dtype=np.uint8, count=n))
+                parts["type"].append(pool.column(flat[4::width]))
+                parts["args"].append(pool.column(flat[5::width]))
+            parts["pid"].append(pid)
+            parts["tid"].append(tid)
+            sizes.append(n)
+    total = sum(sizes)
+    source = pool.code("npuprof")
+    # the table's own pool: just the strings it uses, in first-use order of the shared pool
+    seen = np.zeros(len(pool.strings), dtype=bool)
+    seen[source] = True
+    for key in ("name", "type", "args"):
+        for p in parts[key]:
+            seen[p] = True
+    used = np.flatnonzero(seen)
+    if len(used) == len(seen):
+        remap = None
+        strings = list(pool.strings)
+    else:
+        remap = np.zeros(len(seen), dtype=np.int32)
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        strings = [pool.strings[i] for i in used.tolist()]
+    cols: dict[str, np.ndarray] = {}
+    for key in ("ts", "dur", "kind", "pid", "tid", "name", "type", "args"):
+        dtype = NUMERIC_COLUMNS.get(key, np.int32)
+        ps = parts[key]
+        if remap is not None and key in ("name", "type", "args"):
+            ps = [remap[p] if isinstance(p, np.ndarray) else int(remap[p]) for p in ps]
+        cols[key] = _join(ps, sizes, total, dtype)
+    cols["source"] = _constant(source if remap is None else int(remap[source]), total, np.int32)
+    for key in ("device", "stream", "value", "step", "corr"):
+        cols[key] = _constant(_DEFAULTS[key], total, NUMERIC_COLUMNS[key])
+    return EventTable(cols, strings)
+
+
+def _join(parts: list, sizes: list, total: int, dtype: Any) -> np.ndarray:
+    """One column from per-segment parts (arrays, or ints standing for a run of one value):
+    a stride-0 view when it is one value throughout."""
+    if all(not isinstance(p, np.ndarray) for p in parts) and len(set(parts)) <= 1:
+        return _constant(parts[0] if parts else 0, total, dtype)
+    if len(parts) == 1:
+        return parts[0].astype(dtype, copy=False)
+    out = np.empty(total, dtype=dtype)
+    lo = 0
+    for p, n in zip(parts, sizes):
+        out[lo:lo + n] = p
+        lo += n
+    return out
 
 
 def _set_enter_hook(rec: Optional[Recorder]) -> None:

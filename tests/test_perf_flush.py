@@ -1,0 +1,89 @@
+"""The flusher's conversion: string codes kept across flushes (and bounded),
+one-value columns kept as stride-0 views, and records encoded in one buffer
+that read back exactly as the materialised columns would."""
+import numpy as np
+
+from npuprof import recorder, rawstore
+from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTable
+
+MARK, API, RANGE = int(EventKind.MARK), int(EventKind.API), int(EventKind.RANGE)
+
+
+def _materialised(t: EventTable) -> EventTable:
+    return EventTable({k: np.array(v) for k, v in t.cols.items()}, list(t.strings))
+
+
+def _same_events(a: EventTable, b: EventTable) -> None:
+    assert len(a) == len(b)
+    for key in NUMERIC_COLUMNS:
+        assert a[key].tolist() == b[key].tolist(), key
+    for key in STRING_COLUMNS:
+        assert a.column_strings(key) == b.column_strings(key), key
+
+
+def test_codes_kept_across_flushes_and_each_table_has_only_its_strings():
+    pool = recorder._StringCodes()
+    t1 = recorder.chunks_to_table([(1, 2, ["a", 1, 2, "b", 3, 5], [MARK, "m", 4, 4, "dom", ""])], 0, pool)
+    t2 = recorder.chunks_to_table([(1, 2, ["b", 6, 9, "c", 7, 8], [])], 0, pool)
+    assert t1.column_strings("name") == ["a", "b", "m"] and t2.column_strings("name") == ["b", "c"]
+    assert t2.column_strings("type") == ["", ""] and set(t2.column_strings("source")) == {"npuprof"}
+    assert "a" not in t2.strings and "m" not in t2.strings and "dom" not in t2.strings
+    assert pool.strings.index("b") == pool.index["b"]         # "b" coded once, reused by the second flush
+    assert t2["dur"].tolist() == [3, 1] and t1["kind"].tolist() == [RANGE, RANGE, MARK]
+
+
+def test_pool_is_bounded(monkeypatch):
+    monkeypatch.setattr(recorder, "MAX_POOL_STRINGS", 10)
+    pool = recorder._StringCodes()
+    for flush in range(5):
+        names = [f"n{flush}_{i}" for i in range(30)]
+        ranges = [x for i, n in enumerate(names) for x in (n, i, i + 1)]
+        t = recorder.chunks_to_table([(1, 2, ranges, [])], 0, pool)
+        assert t.column_strings("name") == names
+        assert len(pool.strings) <= 10 + 30 + 2      # started over before this flush
+        assert len(t.strings) == 30 + 2              # the table: its names, "" and "npuprof"
+
+
+def test_one_value_and_mixed_columns_from_several_threads():
+    pool = recorder._StringCodes()
+    events = [MARK, "m", 5, 5, "d1", "", API, "f", 6, 9, "Python", '{"x": 1}', MARK, "m", 7, 7, "d1", ""]
+    chunks = [(9, 1, ["r"] * 0, events), (9, 2, ["r", 1, 4, "r", 2, 3], [MARK, 7, 8, 8, "d1", ""])]
+    t = recorder.chunks_to_table(chunks, 100, pool)
+    assert t["ts"].tolist() == [105, 106, 107, 101, 102, 108]
+    assert t["dur"].tolist() == [0, 3, 0, 3, 1, 0]
+    assert t["kind"].tolist() == [MARK, API, MARK, RANGE, RANGE, MARK]
+    assert t["tid"].tolist() == [1, 1, 1, 2, 2, 2] and set(t["pid"].tolist()) == {9}
+    assert t.column_strings("name") == ["m", "f", "m", "r", "r", "7"]
+    assert t.column_strings("type") == ["d1", "Python", "d1", "", "", "d1"]
+    assert t.column_strings("args") == ["", '{"x": 1}', "", "", "", ""]
+    assert set(t["device"].tolist()) == {-1} and set(t["corr"].tolist()) == {-1}
+    # a non-str name seen first as a str of the same text stays readable in a later flush
+    t2 = recorder.chunks_to_table([(9, 1, [7, 1, 2, "7", 3, 4], [])], 0, pool)
+    assert t2.column_strings("name") == ["7", "7"]
+
+
+def test_encoded_record_is_the_materialised_tables_record(tmp_path):
+    pool = recorder._StringCodes()
+    chunks = [(3, 4, ["a", 10, 20] * 5, [API, "f", 1, 2, "Python", ""] * 3)]
+    t = recorder.chunks_to_table(chunks, 1_000, pool)
+    assert any(v.strides == (0,) for v in t.cols.values())          # one-value columns are views
+    full = _materialised(t)
+    payload = rawstore.encode_chunk(t)
+    assert payload == rawstore.encode_chunk(full)
+    _same_events(rawstore.decode_chunk(payload), full)
+    w = rawstore.RawWriter(tmp_path / "NPUPROF")
+    w.append(t)
+    w.append(recorder.chunks_to_table([(3, 4, ["b", 30, 31], [])], 0, pool))
+    w.close()
+    table, report = rawstore.read_raw_dir(tmp_path / "NPUPROF")
+    assert not report.problems and report.records == 2
+    assert table.column_strings("name") == ["a"] * 5 + ["f"] * 3 + ["b"]
+    assert table["ts"].tolist()[-1] == 30 and table["dur"].tolist()[:5] == [10] * 5
+
+
+def test_encoding_a_table_whose_pool_has_unused_strings():
+    t = EventTable.from_records(ts=[1, 2], dur=[0, 1], name=["x", "y"], type="t", source="s")
+    t = EventTable(t.cols, t.strings + ["unused"])
+    back = rawstore.decode_chunk(rawstore.encode_chunk(t))
+    assert "unused" not in back.strings
+    _same_events(back, t)
