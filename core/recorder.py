@@ -56,7 +56,9 @@ PENDING_FLUSH_THRESHOLD = 30_000
 # thread producing events faster than the flusher can write them then pays for its own,
 # and memory stays bounded (~100 bytes per buffered event).
 HIGH_WATER = 60_000
+RELIEVE_EVERY = 64
 TICK_SECONDS = 0.05
+BUSY_TICK_SECONDS = 0.002   # the flusher's tick while events keep coming fast
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
 STEP_ITEMS = 3      # step_num, t0, t1
@@ -94,6 +96,7 @@ class Recorder:
         self.domain_filter = domain_filter
         self._sinks: tuple = ()          # annotation sinks (e.g. msproftx on an NPU)
         self._throttled = False          # over HIGH_WATER: producers flush themselves
+        self._relieve_calls = 0          # relieve() counts buffered events every RELIEVE_EVERY calls
         self._plain = not with_stack     # no stack, no sink, no backpressure: the fast path applies
         self._local = threading.local()  # .r, .e, .s = this thread's ranges, events, steps lists
         self._threads: list[_Buffers] = []
@@ -131,8 +134,14 @@ class Recorder:
             self._update_plain()
 
     def relieve(self) -> None:
-        """Called by recording threads while throttled: flush when too much is buffered."""
-        if self.pending() >= HIGH_WATER:
+        """Called by recording threads while throttled: flush when too much is buffered.
+
+        Counts buffered events only every ``RELIEVE_EVERY`` calls (counting walks
+        every thread's buffers); the count may overshoot ``HIGH_WATER`` by that
+        many events per thread, no more.
+        """
+        self._relieve_calls += 1
+        if not self._relieve_calls % RELIEVE_EVERY and self.pending() >= HIGH_WATER:
             self.flush()
 
     # -- buffers --------------------------------------------------------------
@@ -192,7 +201,8 @@ class Recorder:
 
     def _run(self) -> None:
         last = time.monotonic()
-        while not self._stop.wait(TICK_SECONDS):
+        tick = TICK_SECONDS
+        while not self._stop.wait(tick):
             now = time.monotonic()
             pending = self.pending()
             if pending >= HIGH_WATER:
@@ -200,8 +210,11 @@ class Recorder:
             if now - last >= self.flush_interval or pending >= PENDING_FLUSH_THRESHOLD:
                 self.flush()
                 last = now
-            if self._throttled and self.pending() < PENDING_FLUSH_THRESHOLD:
+                pending = self.pending()
+            if self._throttled and pending < PENDING_FLUSH_THRESHOLD:
                 self._set_throttled(False)
+            # heavy traffic: look again soon, so each flush stays small (a short hold of the GIL)
+            tick = BUSY_TICK_SECONDS if pending >= PENDING_FLUSH_THRESHOLD // 4 else TICK_SECONDS
 
     def pending(self) -> int:
         """Events buffered and not yet written."""
@@ -212,32 +225,36 @@ class Recorder:
     def flush(self) -> int:
         """Write buffered events; returns how many. Never raises."""
         with self._flush_lock:
-            with self._reg_lock:
-                threads = list(self._threads)
-            chunks = []
-            for bufs in threads:
-                ranges = _drain(bufs.ranges)
-                events = _drain(bufs.events)
-                steps = _drain(bufs.steps)
-                if steps:
-                    events += _step_events(steps)
-                if ranges or events:
-                    chunks.append((bufs.pid, bufs.tid, ranges, events))
-            if not chunks:
-                return 0
-            drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
-            if drained >= PENDING_FLUSH_THRESHOLD and threading.current_thread() is self._thread:
-                self._set_throttled(True)   # heavy traffic: producers help while this flush runs
-            if self.failed is not None:
-                self.dropped += drained
-                return 0
-            try:
-                table = chunks_to_table(chunks, self.offset_ns, self._pool)
-            except Exception as e:  # a bug here must not reach the user's training
-                self._fail(e)
-                return 0
-            self.write_table(table)
-            return len(table)
+            return self._flush_locked()
+
+    def _flush_locked(self) -> int:
+        """:meth:`flush` with ``_flush_lock`` held."""
+        with self._reg_lock:
+            threads = list(self._threads)
+        chunks = []
+        for bufs in threads:
+            ranges = _drain(bufs.ranges)
+            events = _drain(bufs.events)
+            steps = _drain(bufs.steps)
+            if steps:
+                events += _step_events(steps)
+            if ranges or events:
+                chunks.append((bufs.pid, bufs.tid, ranges, events))
+        if not chunks:
+            return 0
+        drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+        if drained >= HIGH_WATER and threading.current_thread() is self._thread:
+            self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
+        if self.failed is not None:
+            self.dropped += drained
+            return 0
+        try:
+            table = chunks_to_table(chunks, self.offset_ns, self._pool)
+        except Exception as e:  # a bug here must not reach the user's training
+            self._fail(e)
+            return 0
+        self.write_table(table)
+        return len(table)
 
     def write_table(self, table: EventTable) -> None:
         """Append a built table to the raw data (thread-safe); failures stop collection."""

@@ -130,6 +130,7 @@ def test_backpressure_bounds_buffers_and_keeps_every_event(tmp_path, monkeypatch
 
 def test_flusher_throttles_and_releases(tmp_path, monkeypatch):
     monkeypatch.setattr(recorder, "PENDING_FLUSH_THRESHOLD", 100)
+    monkeypatch.setattr(recorder, "HIGH_WATER", 400)
     with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]):
         rec = recorder.active_recorder()
         rec._stop.set()          # park the flusher thread: this test plays its part
@@ -138,7 +139,7 @@ def test_flusher_throttles_and_releases(tmp_path, monkeypatch):
             with record_function("x"):
                 pass
         rec._thread = threading.current_thread()
-        rec.flush()              # a flusher flush draining >= the threshold turns backpressure on
+        rec.flush()              # a flusher flush draining >= HIGH_WATER (it fell behind) turns backpressure on
         assert rec._throttled and not rec._plain
         rec._set_throttled(False)
         assert rec._plain and not rec._throttled
