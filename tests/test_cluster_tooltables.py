@@ -191,3 +191,35 @@ def test_npuprofs_own_runs_are_always_parsed(tmp_path):
     res = cluster_analyse(job.root, output=tmp_path / "out", backend="serial", formats=("csv",), tool_tables=True)
     assert res.tool_table_ranks == [] and res.parsed == {0: OWN_RUN, 1: OWN_RUN, 2: OWN_RUN}
     assert all(s.events > 0 for s in res.summaries)
+
+
+@pytest.mark.parametrize("labels, memory, expect", [
+    (["NPU 3"], "NPU:0", 3),            # a labelled device wins, as in the full parse
+    (["NPU"], "NPU:5", 5),              # no id in the label: the memory file's
+    (["NPU 1", "NPU 2"], None, 0),      # two labelled devices, nothing else: 0
+])
+def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, expect):
+    from npuprof.cluster.tooltables import _device
+    from npuprof.readers.ascend_output import _device_from_data, _TraceMeta
+    from npuprof.runinfo import RunInfo
+
+    out = tmp_path / OUT
+    out.mkdir()
+    events = [{"name": "process_labels", "ph": "M", "pid": 100 + i, "tid": 0, "args": {"labels": label}}
+              for i, label in enumerate(labels)]
+    events.append({"name": "x", "ph": "X", "pid": 1, "tid": 1, "ts": "1.0", "dur": 1, "args": {}})
+    (out / "trace_view.json").write_text(json.dumps(events, indent=1))
+    if memory:
+        (out / "memory_record.csv").write_text("Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),"
+                                              f"Total Active(MB),Stream Ptr,Device Type\nAPP,1.0,,2.0,,,{memory}\n")
+    info = RunInfo(run_dir=tmp_path)
+    assert _device(info, out) == expect == _device_from_data(out, _TraceMeta.of(events))
+
+
+def test_metadata_written_otherwise_sends_the_rank_to_the_full_parse(tmp_path):
+    from npuprof.cluster.tooltables import _trace_metadata, _Unusable
+
+    path = tmp_path / "trace_view.json"
+    path.write_text('[{"args": {"labels": "NPU 3"}, "name": "process_labels", "ph": "M", "pid": 1, "tid": 0}]')
+    with pytest.raises(_Unusable):
+        _trace_metadata(path, (b'"process_labels"',))

@@ -7,7 +7,8 @@ per-rank traces (written by the workers) and a merged timeline of chosen
 ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
-(:mod:`.tooltables`); the other ranks go to the executor as before. Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
+(:mod:`.tooltables`); the other ranks go to the executor as before.
+Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input and output paths (shared storage).
 Workers are spawned processes: call this under ``if __name__ == "__main__":``
 in a script (or use ``backend="serial"``).
@@ -122,9 +123,9 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     parsed: dict = {}
     for t in tasks:
         if tool_tables:
-            summary, why = tool_summary(t)
-            if summary is not None:
-                fast[t.rank] = summary
+            from_tables, why = tool_summary(t)
+            if from_tables is not None:
+                fast[t.rank] = from_tables
                 continue
         else:
             why = "tool tables not used (recompute)"
@@ -134,7 +135,9 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         say(f"rank{'s' if len(fast) > 1 else ''} {_ranges(sorted(fast))}: summaries from the tool's own tables "
             f"({', '.join(TOOL_FILES)}; --recompute parses their events)")
     rest = [t for t in tasks if t.rank not in fast]
-    with Executor(backend, scheduler=scheduler, workers=workers) as ex:
+    requested = Executor(backend, scheduler=scheduler, workers=workers)     # checks the arguments; starts nothing
+    needs_workers = bool(rest) or rank_traces or bool(tl_sel)
+    with (requested if needs_workers else Executor("serial")) as ex:
         if rest:
             say(f"summarising {len(rest)} ranks' events on {ex.description}")
         summaries = sorted(list(fast.values()) + ex.map(summarise_rank, rest), key=lambda s: s.rank)
@@ -169,7 +172,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             merged = write_merged(parts, alignment,
                                   out_dir / ("merged_timeline.json" + (".gz" if use_gzip else "")), use_gzip)
             files.append(merged)
-        desc = ex.description if rest or rank_traces or tl_sel else "the tool's own tables (no worker started)"
+        desc = ex.description if needs_workers else "the tool's own tables (no worker started)"
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
                            seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),

@@ -199,40 +199,51 @@ def _matrix(doc: dict) -> dict:
 
 
 def _device(info: RunInfo, out_dir: Path) -> int:
-    """The rank's device as the full parse finds it (profiler_info, else the data's own labels), from
-    the trace's metadata events and the memory files' heads only."""
+    """The rank's device as the full parse finds it (:func:`npuprof.readers.ascend_output._device_from_data`:
+    profiler_info, else the trace's ``NPU <n>`` process label, the memory files' ``NPU:<n>``, msprof's
+    encoded device process ids), from the trace's metadata events and the memory files' heads only."""
     if info.device_id is not None:
         return info.device_id
-    from ..readers.ascend_output import _device_from_data, _TraceMeta
+    from ..readers.ascend_output import MEMORY_RECORD, NPU_MODULE_MEM, _device_in_csv, _TraceMeta
 
-    return _device_from_data(out_dir, _TraceMeta.of(_trace_metadata(out_dir / "trace_view.json")))
+    trace = out_dir / "trace_view.json"
+    meta = _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"',)))
+    labelled = {d for d in meta.proc_device.values() if d >= 0}
+    if len(labelled) == 1:
+        return labelled.pop()
+    for name, column in ((MEMORY_RECORD, "Device Type"), (NPU_MODULE_MEM, "Device")):
+        found = _device_in_csv(out_dir / name, column)
+        if found is not None:
+            return found
+    encoded = _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"', b'"process_sort_index"'))).encoded_devices()
+    return encoded.pop() if len(encoded) == 1 else 0
 
 
-_META = re.compile(rb'"(?:process_labels|process_sort_index)"')
+def _trace_metadata(path: Path, needles: tuple) -> list:
+    """The metadata events named by ``needles`` (``b'"process_labels"'``, ...) of a trace_view.json, found
+    in its text (each a flat object with one ``args`` object, its name first, as torch_npu and MindSpore
+    write them) without parsing the whole trace; raises _Unusable for one written otherwise."""
+    import mmap
 
-
-def _trace_metadata(path: Path) -> list:
-    """The process_labels / process_sort_index events of a trace_view.json, found in its text (each is a
-    flat object with one ``args`` object) without parsing the whole trace."""
-    if not path.is_file():
-        return []
+    out: list = []
     try:
-        data = path.read_bytes()
-    except OSError:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            for needle in needles:
+                pos = data.find(needle)
+                while pos >= 0:
+                    start = data.rfind(b"{", max(0, pos - 4096), pos)
+                    end = data.find(b"}", pos)
+                    end = data.find(b"}", end + 1) if end >= 0 else -1
+                    try:
+                        ev = json.loads(data[start:end + 1]) if start >= 0 and end >= 0 else None
+                    except ValueError:
+                        ev = None
+                    if not isinstance(ev, dict):     # not the usual layout: let the full parse read it
+                        raise _Unusable(f"{path.name}: a {needle.decode()} event not in the usual layout")
+                    out.append(ev)
+                    pos = data.find(needle, pos + 1)
+    except (OSError, ValueError):      # no trace, or an empty one (mmap of 0 bytes)
         return []
-    out = []
-    for m in _META.finditer(data):
-        start = data.rfind(b"{", 0, m.start())
-        end = data.find(b"}", m.end())
-        end = data.find(b"}", end + 1) if end >= 0 else -1
-        if start < 0 or end < 0:
-            continue
-        try:
-            ev = json.loads(data[start:end + 1])
-        except ValueError:
-            continue
-        if isinstance(ev, dict):
-            out.append(ev)
     return out
 
 
