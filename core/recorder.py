@@ -205,6 +205,8 @@ class Recorder:
         while not self._stop.wait(tick):
             now = time.monotonic()
             pending = self.pending()
+            # heavy traffic: look again soon, so each flush stays small (a short hold of the GIL)
+            tick = BUSY_TICK_SECONDS if pending >= PENDING_FLUSH_THRESHOLD // 4 else TICK_SECONDS
             if pending >= HIGH_WATER:
                 self._set_throttled(True)
             if now - last >= self.flush_interval or pending >= PENDING_FLUSH_THRESHOLD:
@@ -213,8 +215,6 @@ class Recorder:
                 pending = self.pending()
             if self._throttled and pending < PENDING_FLUSH_THRESHOLD:
                 self._set_throttled(False)
-            # heavy traffic: look again soon, so each flush stays small (a short hold of the GIL)
-            tick = BUSY_TICK_SECONDS if pending >= PENDING_FLUSH_THRESHOLD // 4 else TICK_SECONDS
 
     def pending(self) -> int:
         """Events buffered and not yet written."""
@@ -585,8 +585,13 @@ class mstx:
             return 0
         rid = next(_range_ids)
         # mstx ranges may end on another thread: sinks use start/stop ranges, not push/pop
-        tokens = tuple((sk, sk.range_start(message, same_thread=False)) for sk in rec._sinks)
-        _open_ranges[rid] = (message, _perf(), domain, rec, rec.buffer(), tokens)
+        sinks = rec._sinks
+        tokens = tuple([(sk, sk.range_start(message, same_thread=False)) for sk in sinks]) if sinks else ()
+        try:
+            buf = rec._local.e
+        except AttributeError:
+            buf = rec._register().events
+        _open_ranges[rid] = (message, _perf(), domain, rec, buf, tokens)
         return rid
 
     @staticmethod
