@@ -6,7 +6,9 @@ Modes (``params["mode"]``), each run in a fresh interpreter by ``run.py``:
   (:mod:`synth`) under ``parent``;
 - ``analyse``: time ``analyse_and_export(run_dir)`` end to end (raw files ->
   events -> every analyzer -> trace_view.json and every CSV), report events
-  per second and the process's peak RSS (VmHWM, imports included); with
+  per second and the process's peak RSS (VmHWM, imports included), and the
+  CPU time and peak RSS of its children (the trace rendered by a forked
+  child: its RSS counts the event table it shares copy-on-write); with
   ``breakdown`` also time the phases separately (a second pass); with
   ``size`` measure trace_view.json bytes per event, plain and gzip (level 6),
   the speed of trace JSON encoding alone and of plain file writes here.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import resource
 import shutil
 from pathlib import Path
 
@@ -57,8 +60,11 @@ def analyse(params: dict) -> dict:
         (run,) = analyse_and_export(run_dir)
     res = run.result
     n = len(res.events)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)   # the forked trace writer, once reaped
     out: dict = {"events": n, "seconds": c.wall, "cpu_seconds": c.cpu, "events_per_s": n / c.wall,
                  "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,
+                 "children_cpu_seconds": kids.ru_utime + kids.ru_stime,
+                 "children_peak_rss_bytes": kids.ru_maxrss * 1024,
                  "rss_after_import_bytes": rss_after_import, "import_s": import_s,
                  "outputs": {p.name: p.stat().st_size for p in run.outputs if p.exists()}}
     del run

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
@@ -129,11 +129,14 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
 
 
 def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
-                force: bool = False, phases: Optional[PhaseCounter] = None) -> AnalysisResult:
+                force: bool = False, phases: Optional[PhaseCounter] = None,
+                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None) -> AnalysisResult:
     """Parse and analyse one run; writes nothing.
 
     ``progress(message, done, total)`` is told each phase as it starts
-    (parsing, each analyzer); ``force`` reads input files over the size limit.
+    (parsing, each analyzer); ``force`` reads input files over the size limit;
+    ``on_loaded(events, info)`` is called once the events are parsed, before
+    the analyzers (the writer starts the trace there).
 
     Example::
 
@@ -145,6 +148,8 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
         events, info, warnings, skipped = _load(run_dir)
+    if on_loaded is not None:
+        on_loaded(events, info)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped)
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):

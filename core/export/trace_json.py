@@ -28,6 +28,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import pickle
+import signal
+import sys
+import threading
+import warnings
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Optional, Sequence
 
@@ -37,7 +43,7 @@ import orjson
 from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
-from ..fileio import atomic_write
+from ..fileio import _tmp_counter, atomic_write, open_private, secure_mkdir
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -48,6 +54,7 @@ CATEGORY = {
 DEVICE_PID_BASE = 1 << 24   # synthetic pid for device d: DEVICE_PID_BASE + d
 CHUNK = 200_000
 BACKGROUND_MIN_EVENTS = 100_000   # larger traces are written from a second thread
+FORK_MIN_EVENTS = 1_000_000       # larger traces may be rendered by a forked child (see start_forked_trace)
 LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
 _MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
 FLOW_CAT = "ac2g"           # Kineto's CPU launch -> device flow category
@@ -334,9 +341,14 @@ def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: 
             yield out.render()
 
 
-def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (FLOW_CAT,)) -> Iterable[bytes]:
+def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (FLOW_CAT,), first_chunk: int = 0,
+                 stop: Optional[Callable[[int], bool]] = None) -> Iterable[bytes]:
     """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory);
-    the flows of its launch links come last, one set per category in ``flow_cats`` (distinct ids)."""
+    the flows of its launch links come last, one set per category in ``flow_cats`` (distinct ids).
+
+    Two processes can share the work: chunks start at number ``first_chunk``,
+    and the blocks end (flows not written) before chunk ``j`` when ``stop(j)`` is true.
+    """
     if not len(events):
         return
     links = launch_links(events)
@@ -345,7 +357,9 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
     est = 2 * int(p.name_len.max(initial=2)) + 200
     step = chunk_rows(est, CHUNK)
-    for lo in range(0, len(events), step):
+    for j, lo in enumerate(range(first_chunk * step, len(events), step), start=first_chunk):
+        if stop is not None and stop(j):
+            return
         hi = min(len(events), lo + step)
         cols = _chunk_columns(events, lo, hi, linked)
         text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
@@ -402,15 +416,26 @@ def window_end_event(events: EventTable, base_ns: int, host_pid: int = 0) -> str
     return f'{{"ph":"i","s":"g","name":"Record Window End","pid":{host_pid},"tid":0,"ts":{end_ts:.3f}}}'
 
 
+def _trace_head(events: EventTable, base: int, rank: int = 0, world_size: int = 1,
+                metadata: Optional[dict] = None, host_pid: int = 0) -> bytes:
+    """The header object and the metadata events."""
+    head = trace_header(rank, world_size, base, metadata)
+    meta = _metadata_events(events, host_pid)
+    if meta:
+        head += ",\n".join(meta) + ",\n"
+    return head.encode()
+
+
+def _trace_tail(events: EventTable, base: int, host_pid: int = 0) -> bytes:
+    return (window_end_event(events, base, host_pid) + "\n]}\n").encode()
+
+
 def write_trace_to(fh: IO[bytes], events: EventTable, rank: int = 0, world_size: int = 1,
                    metadata: Optional[dict] = None, host_pid: int = 0) -> None:
     base = base_time_ns(events)
-    fh.write(trace_header(rank, world_size, base, metadata).encode())
-    meta = _metadata_events(events, host_pid)
-    if meta:
-        fh.write((",\n".join(meta) + ",\n").encode())
+    fh.write(_trace_head(events, base, rank, world_size, metadata, host_pid))
     write_event_blocks(fh, events, base)
-    fh.write((window_end_event(events, base, host_pid) + "\n]}\n").encode())
+    fh.write(_trace_tail(events, base, host_pid))
 
 
 def trace_settings(result: Any) -> dict:
@@ -421,7 +446,11 @@ def trace_settings(result: Any) -> dict:
 
         write_trace(result.events, Path("trace.json"), **trace_settings(result))
     """
-    info = result.info
+    return info_trace_settings(result.info)
+
+
+def info_trace_settings(info: Any) -> dict:
+    """:func:`trace_settings` from a run's :class:`~npuprof.runinfo.RunInfo` alone."""
     meta: dict = {"npuprof_version": info.version, "partial": info.partial}
     if info.record_shapes is True:
         meta["record_shapes"] = 1   # Kineto's metadata pair
@@ -456,3 +485,240 @@ def load_trace(path: Path) -> Any:
     if str(path).endswith(".gz"):
         raw = gzip.decompress(raw)
     return orjson.loads(raw)
+
+
+def _send(fd: int, kind: bytes, payload: bytes = b"") -> None:
+    view = memoryview(kind + len(payload).to_bytes(8, "little") + payload)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _receive(fd: int) -> tuple[bytes, bytes]:
+    """One message (kind, payload) from the child; (b"", b"") at end of file."""
+    def exactly(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            data = os.read(fd, n - len(buf))
+            if not data:
+                return buf
+            buf += data
+        return buf
+
+    head = exactly(9)
+    if len(head) < 9:
+        return b"", b""
+    return head[:1], exactly(int.from_bytes(head[1:], "little"))
+
+
+def _error_payload(e: BaseException) -> bytes:
+    """``e`` pickled, or a RuntimeError saying what it was when it does not survive pickling."""
+    try:
+        payload = pickle.dumps(e)
+        pickle.loads(payload)
+        return payload
+    except Exception:
+        return pickle.dumps(RuntimeError(f"{type(e).__name__}: {e}"))
+
+
+class ForkedTrace:
+    """A Kineto trace rendered by a forked child process into a temporary file
+    next to ``path``; :meth:`finish` renames it in place (or raises the
+    child's error), :meth:`discard` stops the child and removes the file.
+
+    The child shares the parent's event table copy-on-write (it only reads
+    it), so the trace renders on a second core while the parent analyses and
+    writes the other outputs. When the parent comes to :meth:`finish` before
+    the child is done, it asks the child to stop after its current chunk and
+    renders the remaining chunks itself, into the same file after the
+    child's bytes (their offset is known as soon as the child stops).
+
+    Messages child -> parent: ``S`` (stopped: next chunk, byte offset), ``D``
+    (every event rendered), ``E`` (an error, pickled); the parent's single
+    byte on the control pipe asks the child to stop.
+    """
+
+    def __init__(self, events: EventTable, path: Path, settings: dict) -> None:
+        self.events = events
+        self.path = Path(path)
+        self.settings = settings
+        self.tmp = self.path.with_name(f"{self.path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
+        self.made_dir = not self.path.parent.exists()
+        msg_r, msg_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        with warnings.catch_warnings():   # Python 3.12+ warns of any thread: only daemons are allowed here
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:   # the child: never returns
+            code = 0
+            try:
+                os.close(msg_r)
+                os.close(ctl_w)
+                code = self._child(msg_w, ctl_r)
+            finally:
+                os._exit(code)
+        os.close(msg_w)
+        os.close(ctl_r)
+        self.pid, self._msg, self._ctl = pid, msg_r, ctl_w
+
+    def _child(self, msg: int, ctl: int) -> int:
+        # a parent's thread may hold the lock of its stdout/stderr: the child never writes there
+        sys.stdout = sys.stderr = open(os.devnull, "w")
+        warnings.simplefilter("ignore")
+        os.set_blocking(ctl, False)
+        events, base = self.events, base_time_ns(self.events)
+        written = 0
+        stopped = False
+
+        def stop(j: int) -> bool:
+            nonlocal stopped
+            try:
+                asked = os.read(ctl, 1)
+            except BlockingIOError:
+                return False
+            if not asked:   # the parent is gone
+                return False
+            _send(msg, b"S", f"{j} {written}".encode())
+            stopped = True
+            return True
+
+        try:
+            secure_mkdir(self.path.parent)
+            fd = open_private(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "wb") as fh:
+                head = _trace_head(events, base, **self.settings)
+                fh.write(head)
+                written += len(head)
+                with BackgroundWriter(fh) as w:
+                    for block in event_blocks(events, base, stop=stop):
+                        w.write(block)
+                        written += len(block)
+                    if not stopped:
+                        w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
+                        _send(msg, b"D")
+        except BaseException as e:
+            _send(msg, b"E", _error_payload(e))
+            return 1
+        return 0
+
+    def _reap(self) -> int:
+        os.close(self._ctl)
+        while _receive(self._msg)[0]:
+            pass
+        os.close(self._msg)
+        return os.waitpid(self.pid, 0)[1]
+
+    def finish(self, help: bool = True) -> Path:
+        """Wait for the child (rendering its last chunks here when ``help``); the trace at ``path``,
+        or the child's error raised here."""
+        if help:
+            try:
+                os.write(self._ctl, b"s")
+            except OSError:   # the child is gone already: its message tells why
+                pass
+        error: Optional[BaseException] = None
+        kind, payload = _receive(self._msg)
+        if kind == b"S":
+            j, offset = map(int, payload.split())
+            try:
+                self._render_rest(j, offset)
+            except BaseException as e:
+                error = e
+            kind, payload = _receive(self._msg)
+        if kind == b"E":
+            try:
+                error = pickle.loads(payload)
+            except Exception:
+                error = RuntimeError(payload.decode("utf-8", "replace"))
+        status = self._reap()
+        if error is None and status != 0:
+            error = RuntimeError(f"the process writing {self.path.name} ended with wait status {status}")
+        if error is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+            raise error
+        os.replace(self.tmp, self.path)
+        return self.path
+
+    def _render_rest(self, first_chunk: int, offset: int) -> None:
+        """Chunks from ``first_chunk`` on, the flows and the end, written at ``offset`` of the child's file."""
+        events, base = self.events, base_time_ns(self.events)
+        fd = os.open(self.tmp, os.O_WRONLY)
+        with os.fdopen(fd, "wb") as fh:
+            fh.seek(offset)
+            with BackgroundWriter(fh) as w:
+                for block in event_blocks(events, base, first_chunk=first_chunk):
+                    w.write(block)
+                w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
+
+    def discard(self) -> None:
+        """Stop the child and remove what it wrote."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self._reap()
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+        if self.made_dir:
+            try:
+                os.rmdir(self.path.parent)
+            except OSError:
+                pass
+
+
+_forked: dict[Path, ForkedTrace] = {}
+
+
+def _only_daemon_threads() -> bool:
+    me = threading.current_thread()
+    return me is threading.main_thread() and all(t is me or t.daemon for t in threading.enumerate())
+
+
+def start_forked_trace(events: EventTable, path: Path, **settings: Any) -> bool:
+    """Start rendering ``events``' trace for ``path`` in a forked child
+    (:class:`ForkedTrace`); :func:`take_forked_trace` collects it.
+
+    Only for tables of at least :data:`FORK_MIN_EVENTS` events, where
+    ``os.fork`` exists, ``NPUPROF_NO_FORK`` is not set and every other
+    thread of the process is a daemon (a terminal progress bar's): a fork
+    copies only the calling thread, so the child must need no lock another
+    thread may hold (it renders with numpy, writes its own file, and its
+    stdout/stderr go to /dev/null). Returns whether a child was started.
+    """
+    if (len(events) < FORK_MIN_EVENTS or not hasattr(os, "fork") or os.environ.get("NPUPROF_NO_FORK")
+            or not _only_daemon_threads()):
+        return False
+    path = Path(path)
+    old = _forked.pop(path, None)
+    if old is not None:
+        old.discard()
+    _forked[path] = ForkedTrace(events, path, settings)
+    return True
+
+
+def has_forked_trace(path: Path, events: EventTable) -> bool:
+    """Whether a forked child renders the trace of this very table for ``path``."""
+    job = _forked.get(Path(path))
+    return job is not None and job.events is events
+
+
+def take_forked_trace(path: Path, events: EventTable) -> Optional[Path]:
+    """The trace a forked child rendered for ``path`` from this very table (its last chunks
+    rendered here), renamed in place; None when no child was started for them (write it here then)."""
+    job = _forked.pop(Path(path), None)
+    if job is None:
+        return None
+    if job.events is not events:
+        job.discard()
+        return None
+    return job.finish()
+
+
+def discard_forked_traces() -> None:
+    """Stop every child not collected (analysis or export failed before the trace was taken)."""
+    while _forked:
+        _forked.popitem()[1].discard()

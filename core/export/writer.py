@@ -31,6 +31,7 @@ from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..runinfo import OUTPUT_DIR, RunOrigin, origin_of, read_run_info
 from ..validate import check_enum_list, check_output_path
+from .trace_json import discard_forked_traces, info_trace_settings, start_forked_trace
 
 log = logging.getLogger("npuprof")
 DEFAULT_OUTPUT = Path("npuprof_output")   # outputs of read-only runs when no output place is given
@@ -200,6 +201,29 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
     phases = PhaseCounter(progress, len(runs) * (ANALYSIS_PHASES + len(exporter_names())))
     out = []
     for run in runs:
-        result = analyse_run(run, force=force, phases=phases)
-        out.append(export_result(result, export_type, output, root, phases))
+        try:
+            result = analyse_run(run, force=force, phases=phases,
+                                 on_loaded=lambda events, info, run=run: _start_trace(events, info, run, export_type,
+                                                                                      output, root))
+            out.append(export_result(result, export_type, output, root, phases))
+        finally:
+            discard_forked_traces()
     return out
+
+
+def _start_trace(events: Any, info: Any, run: Path, export_type: Optional[Sequence[ExportTypeLike]],
+                 output: Optional[Union[str, Path]], root: Path) -> None:
+    """Start trace_view.json of a large run in a forked child while the analyzers run
+    (:func:`~npuprof.export.trace_json.start_forked_trace`); the built-in exporter takes it."""
+    try:
+        kinds = tuple(check_enum_list("export_type", export_type if export_type is not None
+                                      else (info.export_type or ("text",)), ExportType))
+        if ExportType.Text not in kinds or "exporters" not in exporter_names():
+            return
+        place = output_root(run, info.writable, output, root)
+        _check_outside(place, run, info.writable)
+        if place != run:
+            check_output_path("output", str(place))
+        start_forked_trace(events, place / OUTPUT_DIR / "trace_view.json", **info_trace_settings(info))
+    except Exception as e:   # the exporter then writes the trace itself
+        log.debug("npuprof: trace not started early for %s: %s", run, e)

@@ -21,7 +21,7 @@ from ..export.csvfiles import write_csv, write_if_rows
 from ..export.analysis_db import write_analysis_db
 from ..export.ascend_db import write_ascend_db
 from ..export.communication_files import write_communication_files
-from ..export.trace_json import trace_settings, write_trace
+from ..export.trace_json import has_forked_trace, take_forked_trace, trace_settings, write_trace
 from ..export.writer import ExportTarget
 from ..fileio import atomic_write
 from ..hookspecs import hookimpl
@@ -36,8 +36,12 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
     out_dir = target.output_dir
     written = []
     if target.text:
-        written.append(write_trace(result.events, out_dir / "trace_view.json", use_gzip=False,
-                                   **trace_settings(result)))
+        trace = out_dir / "trace_view.json"
+        # analyse_and_export may have started it in a forked child while the analyzers ran: it is
+        # taken once the CSVs are written (this process then renders what the child has not reached)
+        forked = has_forked_trace(trace, result.events)
+        if not forked:
+            written.append(write_trace(result.events, trace, use_gzip=False, **trace_settings(result)))
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
@@ -46,6 +50,8 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")
         written += write_communication_files(result, out_dir)
+        if forked:
+            written.insert(0, take_forked_trace(trace, result.events))
     if target.db:
         written.append(write_ascend_db(result, out_dir))
         written.append(write_analysis_db(result, out_dir))
