@@ -63,7 +63,14 @@ def _rows_of(events: EventTable, *kinds: EventKind) -> np.ndarray:
     kind = events["kind"]
     if len(kinds) == 1:
         return np.flatnonzero(kind == np.uint8(kinds[0]))
-    return np.flatnonzero(np.isin(kind, np.array([int(k) for k in kinds], dtype=np.uint8)))
+    return np.flatnonzero(_kind_mask(kind, kinds))
+
+
+def _kind_mask(kind: np.ndarray, kinds: Any) -> np.ndarray:
+    """Rows whose uint8 ``kind`` is one of ``kinds``: one lookup per row (``np.isin`` makes a pass per kind)."""
+    lut = np.zeros(256, dtype=bool)
+    lut[[int(k) for k in kinds]] = True
+    return lut[kind]
 
 
 def _is_sorted(a: np.ndarray) -> bool:
@@ -79,6 +86,9 @@ def _parsed_args(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list
     codes = events["args"][rows]
     if not len(codes):
         return np.zeros(0, np.int32), []
+    low = int(codes.min())
+    if low == int(codes.max()):   # checked without bincount's conversion of every code to intp
+        return np.broadcast_to(np.int32(0), (len(codes),)), events.args_objects(np.array([low], dtype=np.int64))
     uniq = np.flatnonzero(np.bincount(codes))
     if len(uniq) == 1:      # one args text for every row (host operators, synthetic data): no per-row index
         return np.broadcast_to(np.int32(0), (len(codes),)), events.args_objects(uniq)
@@ -168,17 +178,43 @@ def assign_steps(events: EventTable) -> EventTable:
     if not len(numbers) or not len(events):
         return events
     ts = events["ts"]
-    idx = bucket_index(ts, starts)
-    np.clip(idx, -1, len(ends) - 1, out=idx)
-    safe = np.maximum(idx, 0)
-    inside = (idx >= 0) & (ts < ends[safe])
-    step = np.where(inside, numbers[safe], np.int32(-1)).astype(np.int32, copy=False)
-    del idx, safe, inside
+    if _is_sorted(ts):
+        step = _steps_of_sorted(ts, numbers, starts, ends)
+    else:
+        idx = bucket_index(ts, starts)
+        np.clip(idx, -1, len(ends) - 1, out=idx)
+        safe = np.maximum(idx, 0)
+        inside = (idx >= 0) & (ts < ends[safe])
+        step = np.where(inside, numbers[safe], np.int32(-1)).astype(np.int32, copy=False)
+        del idx, safe, inside
     old = events["step"]
     keep = old >= 0
     if keep.any():
         step = np.where(keep, old, step).astype(np.int32, copy=False)
     return events.with_column("step", step)
+
+
+def _steps_of_sorted(ts: np.ndarray, numbers: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The step of each start in sorted ``ts``, as runs: the rows of step k (last start <= ts)
+    are ``lo[k]:lo[k+1]``, those before its end come first; one ``repeat`` writes the column.
+
+    Example::
+
+        >>> _steps_of_sorted(np.array([0, 5, 10, 12, 20, 30]), np.array([7, 8], np.int32),
+        ...                  np.array([5, 12]), np.array([11, 21])).tolist()
+        [-1, 7, 7, 8, 8, -1]
+    """
+    lo = np.searchsorted(ts, starts, side="left")
+    nxt = np.append(lo[1:], len(ts))
+    cut = np.clip(np.searchsorted(ts, ends, side="left"), lo, nxt)
+    m = len(starts)
+    values = np.full(2 * m + 1, -1, dtype=np.int32)
+    values[1::2] = numbers
+    lengths = np.empty(2 * m + 1, dtype=np.int64)
+    lengths[0] = lo[0]
+    lengths[1::2] = cut - lo
+    lengths[2::2] = nxt - cut
+    return np.repeat(values, lengths)
 
 
 def compute_rows(events: EventTable) -> np.ndarray:
@@ -740,7 +776,7 @@ def _shaped_rows(events: EventTable, *kinds: EventKind) -> tuple:
     if not len(events):
         return none
     args = events["args"]
-    rows = np.flatnonzero(np.isin(events["kind"], np.array([int(k) for k in kinds], dtype=np.uint8)) & (args != 0))
+    rows = np.flatnonzero(_kind_mask(events["kind"], kinds) & (args != 0))
     if not len(rows):
         return none
     uniq, inv = np.unique(args[rows], return_inverse=True)
