@@ -123,3 +123,22 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
     assert _digests(out) == before
     assert exported.outputs[0] == out / "trace_view.json" and not exported.failures
     assert not trace_json._forked
+
+
+def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path, small_chunks, monkeypatch):
+    events = make_events(20000, seed=7)
+    path = tmp_path / "out" / "trace_view.json"
+    job = trace_json.ForkedTrace(events, path, {})
+
+    def interrupted(self, first_chunk, offset):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trace_json.ForkedTrace, "_render_rest", interrupted)
+    os.kill(job.pid, 19)             # SIGSTOP until asked: it stops before rendering on, the rest is ours
+    os.write(job._ctl, b"s")
+    os.kill(job.pid, 18)
+    with pytest.raises(KeyboardInterrupt):
+        job.finish(help=False)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(job.pid, os.WNOHANG)   # reaped
+    assert not (tmp_path / "out").exists()

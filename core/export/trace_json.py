@@ -558,7 +558,7 @@ class ForkedTrace:
                 os._exit(code)
         os.close(msg_w)
         os.close(ctl_r)
-        self.pid, self._msg, self._ctl = pid, msg_r, ctl_w
+        self.pid, self._msg, self._ctl, self._status = pid, msg_r, ctl_w, 0
 
     def _child(self, msg: int, ctl: int) -> int:
         # a parent's thread may hold the lock of its stdout/stderr: the child never writes there
@@ -601,15 +601,28 @@ class ForkedTrace:
         return 0
 
     def _reap(self) -> int:
+        if self._ctl < 0:
+            return self._status
         os.close(self._ctl)
-        while _receive(self._msg)[0]:
-            pass
-        os.close(self._msg)
-        return os.waitpid(self.pid, 0)[1]
+        self._ctl = -1
+        try:
+            while _receive(self._msg)[0]:
+                pass
+        finally:
+            os.close(self._msg)
+            self._status = os.waitpid(self.pid, 0)[1]
+        return self._status
 
     def finish(self, help: bool = True) -> Path:
         """Wait for the child (rendering its last chunks here when ``help``); the trace at ``path``,
-        or the child's error raised here."""
+        or the child's error raised here. Interrupted (Ctrl-C), the child is stopped and its file removed."""
+        try:
+            return self._finish(help)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _finish(self, help: bool) -> Path:
         if help:
             try:
                 os.write(self._ctl, b"s")
@@ -654,10 +667,11 @@ class ForkedTrace:
 
     def discard(self) -> None:
         """Stop the child and remove what it wrote."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        if self._ctl >= 0:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self._reap()
         try:
             os.unlink(self.tmp)
