@@ -10,6 +10,11 @@ Two jobs:
 * a 64-rank job generated here from those two ranks (:func:`make_job`): each real rank directory copied
   32 times as ranks 0..63, never committed (a temporary directory, removed afterwards).
 
+npuprof runs as a user runs it (``npuprof cluster DIR -o OUT``): on these torch_npu jobs its default
+reads each rank's own step_trace_time.csv, op_statistic.csv and communication*.json (the fast path of
+``core/cluster/tooltables.py``, as msprof-analyze reads them) instead of parsing the 176 MB of events;
+``--recompute`` (not timed here) parses every rank's events.
+
 Each tool runs on its own copy of the job in a temporary directory (msprof-analyze writes
 ``cluster_analysis_output`` into its input; npuprof writes to ``-o``); the outputs are removed before
 every run. Both are timed as whole processes (interpreter start, imports, every output), alternating
