@@ -223,3 +223,48 @@ def test_metadata_written_otherwise_sends_the_rank_to_the_full_parse(tmp_path):
     path.write_text('[{"args": {"labels": "NPU 3"}, "name": "process_labels", "ph": "M", "pid": 1, "tid": 0}]')
     with pytest.raises(_Unusable):
         _trace_metadata(path, (b'"process_labels"',))
+
+
+def _second_window(src: Path, dest: Path, step: int = 0) -> Path:
+    """A copy of ``src`` as another window of its rank (a later run dir name); ``step`` > 0 renumbers its
+    step 50 in the three tool files that carry steps (the events keep theirs: only tool_summary is used)."""
+    shutil.copytree(src, dest)
+    for p in dest.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    if step:
+        out = dest / OUT
+        lines = (out / "step_trace_time.csv").read_text().splitlines()
+        lines[1] = f"{step}," + lines[1].split(",", 1)[1]
+        (out / "step_trace_time.csv").write_text("\n".join(lines) + "\n")
+        for name in ("communication.json", "communication_matrix.json"):
+            doc = json.loads((out / name).read_text())
+            (out / name).write_text(json.dumps({f"step{step}": v for v in doc.values()}))
+    return dest
+
+
+def test_windows_of_a_rank_are_merged_when_their_steps_differ(real, tmp_path):
+    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.worker import RankTask
+
+    first = real["src"] / "rank0_ascend_pt"
+    later = _second_window(first, tmp_path / "rank0b_ascend_pt", step=51)
+    one, _ = tool_summary(RankTask(rank=0, run_dirs=(str(first),)))
+    two, why = tool_summary(RankTask(rank=0, run_dirs=(str(first), str(later))))
+    assert one is not None and two is not None, why
+    assert two.steps["Step"] == [50, 51] and two.steps["Stage"] == one.steps["Stage"] * 2
+    assert [r[0] for r in two.comm_ops] == [50, 51] and two.comm_ops[1][1:] == one.comm_ops[0][1:]
+    assert sorted(two.communication) == ["step50", "step51"] and sorted(two.communication_matrix) == ["step50", "step51"]
+    assert {(t, c): (n * 2, round(tot * 2, 3)) for t, c, n, tot in one.ops} == \
+        {(t, c): (n, round(tot, 3)) for t, c, n, tot in two.ops}
+    assert len(two.align_keys) == 8 and len(set(two.align_keys)) == 8
+    assert len(two.run_dirs) == 2
+
+
+def test_windows_sharing_a_step_are_parsed(real, tmp_path):
+    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.worker import RankTask
+
+    first = real["src"] / "rank0_ascend_pt"
+    again = _second_window(first, tmp_path / "rank0b_ascend_pt")
+    summary, why = tool_summary(RankTask(rank=0, run_dirs=(str(first), str(again))))
+    assert summary is None and why == "windows share a step"
