@@ -21,7 +21,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from ..analysis.table import Table
-from .textrows import BackgroundWriter, RowBuilder
+from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
 
 VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
@@ -66,7 +66,7 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
         if kind == "_Codes":
             cached = cells.get(id(col.pool))
             if cached is None or cached[0] is not col.pool:  # the pool is held, so its id stays unique
-                cached = cells[id(col.pool)] = (col.pool, [csv_cell(str(s)) for s in col.pool])
+                cached = cells[id(col.pool)] = (col.pool, Pool([csv_cell(str(s)) for s in col.pool]))
             rows.pooled(col.codes, cached[1])
         elif kind == "_Fixed3":
             rows.fixed3(col.values, strip=col.strip)

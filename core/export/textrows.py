@@ -75,6 +75,8 @@ def uint_cells(v: np.ndarray) -> np.ndarray:
     if groups == 1:
         out[:, 0] = np.take(LUT_ONLY, v)
         return out
+    # when every value (or none) reaches a group's zero-padded form, the group needs one lookup, no where
+    mn = int(v.min())
     rest = v
     for g in range(groups - 1, -1, -1):
         if g:
@@ -83,11 +85,21 @@ def uint_cells(v: np.ndarray) -> np.ndarray:
         else:
             q, low = None, rest
         if g == groups - 1:
-            out[:, g] = np.where(v >= 10000, np.take(LUT_FULL, low), np.take(LUT_ONLY, low))
+            if mn >= 10000:
+                out[:, g] = np.take(LUT_FULL, low)
+            else:
+                out[:, g] = np.where(v >= 10000, np.take(LUT_FULL, low), np.take(LUT_ONLY, low))
         else:
-            # prefix = the number down to this group: 0 -> above the number, < 10000 -> its leading group
-            prefix = v // POW4[groups - 1 - g]
-            out[:, g] = np.where(prefix >= 10000, np.take(LUT_FULL, low), np.take(LUT_LEAD, low))
+            # prefix = the number down to this group: 0 -> above the number, < 10000 -> its leading group;
+            # prefix >= 10000 exactly when the number is >= 10000 * POW4[groups - 1 - g]
+            full_from = 10000 * POW4[groups - 1 - g]
+            if mn >= full_from:
+                out[:, g] = np.take(LUT_FULL, low)
+            elif mx < full_from:
+                out[:, g] = np.take(LUT_LEAD, low)
+            else:
+                prefix = v // POW4[groups - 1 - g]
+                out[:, g] = np.where(prefix >= 10000, np.take(LUT_FULL, low), np.take(LUT_LEAD, low))
         rest = q
     return out
 
@@ -128,6 +140,38 @@ def fixed3_cells(v: np.ndarray, strip: bool = False) -> np.ndarray:
     return out
 
 
+class Pool:
+    """Strings for :meth:`RowBuilder.pooled` used chunk after chunk: each string's cells
+    (after the literal that precedes the piece) are laid out once, when the pool is small
+    (under :data:`MATRIX_BYTES`); a chunk then takes its rows' strings in one gather."""
+
+    __slots__ = ("texts", "_cells")
+
+    def __init__(self, texts: Sequence[Text]) -> None:
+        self.texts = texts
+        self._cells: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, i: int) -> Text:
+        return self.texts[i]
+
+    def __iter__(self):
+        return iter(self.texts)
+
+    def cells(self, lead: bytes) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """``(cells, per-string cell count)`` of ``lead + text`` for every text; None for a large pool."""
+        got = self._cells.get(lead)
+        if got is None:
+            enc = [lead + _b(t) for t in self.texts]
+            count = np.fromiter(((len(e) + CELL - 1) // CELL for e in enc), dtype=np.int64, count=len(enc))
+            width = max(1, int(count.max(initial=1)))
+            got = self._cells[lead] = (
+                (_cells(enc), np.maximum(count, 1)) if enc and len(enc) * width * CELL <= MATRIX_BYTES else False)
+        return got or None
+
+
 class RowBuilder:
     """Collects the pieces of ``n`` rows, then renders them (see module doc)."""
 
@@ -145,7 +189,8 @@ class RowBuilder:
         """The same text in every row (adjacent literals are merged)."""
         self._literal += _b(text)
 
-    def pooled(self, codes: np.ndarray, texts: Sequence[Text], present: Optional[np.ndarray] = None) -> None:
+    def pooled(self, codes: np.ndarray, texts: Union[Sequence[Text], Pool],
+               present: Optional[np.ndarray] = None) -> None:
         """``texts[codes[i]]`` in row i; rows where ``present`` is False stay empty.
 
         Only the strings used by these rows are laid out (found with one
@@ -153,6 +198,19 @@ class RowBuilder:
         that is the same in every row becomes a literal.
         """
         codes = np.asarray(codes, dtype=np.int64)
+        if isinstance(texts, Pool):
+            laid = texts.cells(self._literal) if self.n and (present is None or present.all()) else None
+            if laid is not None:
+                first = int(codes[0])
+                if first == int(codes.min()) == int(codes.max()):   # the same text in every row
+                    self.literal(texts[first])
+                    return
+                cells, count = laid
+                width = int(count[codes].max())   # as wide as this chunk's longest string, as below
+                self._literal = b""
+                self.parts.append(np.take(cells[:, :width], codes, axis=0))
+                return
+            texts = texts.texts
         m = len(texts)
         if present is not None and not present.all():
             codes = np.where(present, codes, m)

@@ -41,7 +41,7 @@ import numpy as np
 import orjson
 
 from ..analysis.grouping import small_unique
-from .textrows import BackgroundWriter, RowBuilder, chunk_rows
+from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
 from ..fileio import _tmp_counter, atomic_write, open_private, secure_mkdir
 
@@ -145,6 +145,8 @@ class _Pools:
         cats = {int(k): v for k, v in CATEGORY.items()}
         self.cat = [cats.get(k, "cpu_op") for k in range(256)]
         self.prefix = [f'{{"ph":"X","cat":"{c}","name":' for c in self.cat]
+        # laid out once for every chunk (small pools; see textrows.Pool)
+        self.names, self.args, self.rest, self.cat = Pool(self.names), Pool(self.args), Pool(self.rest), Pool(self.cat)
 
 
 def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, dur: float, typ: int, step: int,
