@@ -243,17 +243,25 @@ def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
     by activity type too).
     """
     kind = cols["kind"]
-    is_x = (kind != _COUNTER) & (kind != _MARK) & (kind != _MEMORY)
-    if is_x.all():
+    group = _GROUP[kind]   # 0: span, else the instant kind's place in _INSTANTS
+    if not group.any():
         return _render_x(p, cols, base_ns)
     out = []
-    if is_x.any():
-        out.append(_render_x(p, {k: v[is_x] for k, v in cols.items()}, base_ns))
-    for k in (_MARK, _COUNTER, _MEMORY):
-        sel = kind == k
-        if sel.any():
-            out.append(_render_instants(p, {key: v[sel] for key, v in cols.items()}, base_ns, k))
+    rows = np.flatnonzero(group == 0)
+    if len(rows):   # each group takes only the columns its template reads
+        out.append(_render_x(p, {k: cols[k][rows] for k in _X_COLUMNS if k in cols}, base_ns))
+    for g, k in enumerate(_INSTANTS, start=1):
+        rows = np.flatnonzero(group == g)
+        if len(rows):
+            out.append(_render_instants(p, {key: cols[key][rows] for key in _INSTANT_COLUMNS}, base_ns, k))
     return b"".join(out)
+
+
+_INSTANTS = (_MARK, _COUNTER, _MEMORY)
+_GROUP = np.zeros(256, dtype=np.uint8)
+_GROUP[list(_INSTANTS)] = np.arange(1, len(_INSTANTS) + 1)
+_X_COLUMNS = ("kind", "name", "type", "args", "pid", "tid", "ts", "dur", "step", "device", "linked", "corr")
+_INSTANT_COLUMNS = ("kind", "name", "args", "pid", "tid", "ts", "value")
 
 
 def _trace_pid_tid(events: EventTable, rows: Any) -> tuple[np.ndarray, np.ndarray]:
