@@ -43,18 +43,22 @@ def test_forked_trace_is_the_one_process_trace(tmp_path, small_chunks, help):
     assert sorted(p.name for p in path.parent.iterdir()) == ["trace_view.json"]
 
 
-def test_parent_renders_what_the_child_has_not_reached(tmp_path, small_chunks):
+def test_parent_renders_what_the_child_has_not_reached(tmp_path, small_chunks, monkeypatch):
     events = make_events(20000, seed=5)
     path = tmp_path / "trace_view.json"
+    appended = []
+    real_append = trace_json._append_file
+    monkeypatch.setattr(trace_json, "_append_file", lambda *a: appended.append(a[2]) or real_append(*a))
     job = trace_json.ForkedTrace(events, path, {})
     os.kill(job.pid, 19)             # SIGSTOP: the child is held before its first chunk at the latest
     try:
         os.write(job._ctl, b"s")     # asked before it renders on: it stops at the next chunk
     finally:
         os.kill(job.pid, 18)         # SIGCONT
-    job._ctl = os.dup(job._ctl)      # finish() asks again: harmless
-    assert job.finish() == path
+    assert job.finish() == path      # asks again: the child skips the second request
     assert path.read_bytes() == _one_process(events, tmp_path)
+    assert len(appended) == 1 and 0 < appended[0] < path.stat().st_size   # the parent's half, after the child's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["single.json", "trace_view.json"]
 
 
 def test_child_error_is_raised_here_and_leaves_no_file(tmp_path, small_chunks):
@@ -130,15 +134,28 @@ def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path,
     path = tmp_path / "out" / "trace_view.json"
     job = trace_json.ForkedTrace(events, path, {})
 
-    def interrupted(self, first_chunk, offset):
+    def interrupted(self, first_chunk):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(trace_json.ForkedTrace, "_render_rest", interrupted)
+    monkeypatch.setattr(trace_json.ForkedTrace, "_render_part", interrupted)
     os.kill(job.pid, 19)             # SIGSTOP until asked: it stops before rendering on, the rest is ours
     os.write(job._ctl, b"s")
     os.kill(job.pid, 18)
     with pytest.raises(KeyboardInterrupt):
-        job.finish(help=False)
+        job.finish(help=False)   # asked above: the child stops and the parent takes the second half
     with pytest.raises(ChildProcessError):
         os.waitpid(job.pid, os.WNOHANG)   # reaped
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_append_file_in_the_kernel_or_by_reads_and_writes(tmp_path, monkeypatch, kernel_copy):
+    if not kernel_copy:
+        def refused(*a):
+            raise OSError(18, "Invalid cross-device link")
+        monkeypatch.setattr(os, "copy_file_range", refused, raising=False)
+    src, dst = tmp_path / "part", tmp_path / "file"
+    src.write_bytes(bytes(range(256)) * 40000)
+    dst.write_bytes(b"head-" * 3)
+    trace_json._append_file(src, dst, 15)
+    assert dst.read_bytes() == b"head-" * 3 + bytes(range(256)) * 40000

@@ -352,12 +352,12 @@ def _flow_blocks(events: EventTable, src: np.ndarray, dst: np.ndarray, base_ns: 
 
 
 def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (FLOW_CAT,), first_chunk: int = 0,
-                 stop: Optional[Callable[[int], bool]] = None) -> Iterable[bytes]:
+                 stop: Optional[Callable[[int, int], bool]] = None) -> Iterable[bytes]:
     """Trace event lines for a table, each followed by ``,\\n``, in chunks (bounded memory);
     the flows of its launch links come last, one set per category in ``flow_cats`` (distinct ids).
 
     Two processes can share the work: chunks start at number ``first_chunk``,
-    and the blocks end (flows not written) before chunk ``j`` when ``stop(j)`` is true.
+    and the blocks end (flows not written) before chunk ``j`` when ``stop(j, number of chunks)`` is true.
     """
     if not len(events):
         return
@@ -367,8 +367,9 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
     est = 2 * int(p.name_len.max(initial=2)) + 200
     step = chunk_rows(est, CHUNK)
+    count = -(-len(events) // step)
     for j, lo in enumerate(range(first_chunk * step, len(events), step), start=first_chunk):
-        if stop is not None and stop(j):
+        if stop is not None and stop(j, count):
             return
         hi = min(len(events), lo + step)
         cols = _chunk_columns(events, lo, hi, linked)
@@ -538,13 +539,16 @@ class ForkedTrace:
     The child shares the parent's event table copy-on-write (it only reads
     it), so the trace renders on a second core while the parent analyses and
     writes the other outputs. When the parent comes to :meth:`finish` before
-    the child is done, it asks the child to stop after its current chunk and
-    renders the remaining chunks itself, into the same file after the
-    child's bytes (their offset is known as soon as the child stops).
+    the child is done, the chunks left are shared: the child, asked at its
+    next chunk, renders the first half of them on, the parent renders the
+    second half (and the flows and the end) into a second temporary file,
+    copied after the child's bytes once their length is known (in the
+    kernel: ``copy_file_range``).
 
-    Messages child -> parent: ``S`` (stopped: next chunk, byte offset), ``D``
-    (every event rendered), ``E`` (an error, pickled); the parent's single
-    byte on the control pipe asks the child to stop.
+    Messages child -> parent: ``S`` (asked: next chunk, byte offset, chunk
+    count; the child then reads ``L`` and the chunk it stops at on the control pipe),
+    ``D`` (every event rendered), ``P`` (its share rendered: its byte count),
+    ``E`` (an error, pickled), ``K`` (file closed, done).
     """
 
     def __init__(self, events: EventTable, path: Path, settings: dict) -> None:
@@ -552,6 +556,7 @@ class ForkedTrace:
         self.path = Path(path)
         self.settings = settings
         self.tmp = self.path.with_name(f"{self.path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
+        self.part = self.tmp.with_name(self.tmp.name + ".part")
         self.made_dir = not self.path.parent.exists()
         msg_r, msg_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
@@ -577,19 +582,29 @@ class ForkedTrace:
         os.set_blocking(ctl, False)
         events, base = self.events, base_time_ns(self.events)
         written = 0
-        stopped = False
+        limit: Optional[int] = None   # the chunk the child stops at, once the parent has said
+        total = 0
 
-        def stop(j: int) -> bool:
-            nonlocal stopped
-            try:
-                asked = os.read(ctl, 1)
-            except BlockingIOError:
-                return False
-            if not asked:   # the parent is gone
-                return False
-            _send(msg, b"S", f"{j} {written}".encode())
-            stopped = True
-            return True
+        def stop(j: int, count: int) -> bool:
+            nonlocal limit, total
+            total = count
+            if limit is None:
+                try:
+                    asked = os.read(ctl, 1)
+                except BlockingIOError:
+                    return False
+                if not asked:   # the parent is gone
+                    return False
+                _send(msg, b"S", f"{j} {written} {count}".encode())
+                os.set_blocking(ctl, True)
+                answer = b""
+                while len(answer) < 9:   # b"L" and the chunk to stop at (more requests before it: skipped)
+                    data = os.read(ctl, 9 - len(answer))
+                    if not data:
+                        break
+                    answer = (answer + data).lstrip(b"s")
+                limit = int.from_bytes(answer[1:], "little") if len(answer) == 9 else count
+            return j >= limit
 
         try:
             secure_mkdir(self.path.parent)
@@ -602,12 +617,15 @@ class ForkedTrace:
                     for block in event_blocks(events, base, stop=stop):
                         w.write(block)
                         written += len(block)
-                    if not stopped:
+                    if limit is None or limit >= total:
                         w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
                         _send(msg, b"D")
+                    else:
+                        _send(msg, b"P", str(written).encode())
         except BaseException as e:
             _send(msg, b"E", _error_payload(e))
             return 1
+        _send(msg, b"K")
         return 0
 
     def _reap(self) -> int:
@@ -624,8 +642,9 @@ class ForkedTrace:
         return self._status
 
     def finish(self, help: bool = True) -> Path:
-        """Wait for the child (rendering its last chunks here when ``help``); the trace at ``path``,
-        or the child's error raised here. Interrupted (Ctrl-C), the child is stopped and its file removed."""
+        """Wait for the child (rendering the second half of the chunks it has not reached here when
+        ``help``); the trace at ``path``, or the child's error raised here. Interrupted (Ctrl-C),
+        the child is stopped and its files removed."""
         try:
             return self._finish(help)
         except BaseException:
@@ -639,41 +658,58 @@ class ForkedTrace:
             except OSError:   # the child is gone already: its message tells why
                 pass
         error: Optional[BaseException] = None
-        kind, payload = _receive(self._msg)
-        if kind == b"S":
-            j, offset = map(int, payload.split())
-            try:
-                self._render_rest(j, offset)
-            except BaseException as e:
-                error = e
+        child_bytes: Optional[int] = None
+        while True:
             kind, payload = _receive(self._msg)
-        if kind == b"E":
-            try:
-                error = pickle.loads(payload)
-            except Exception:
-                error = RuntimeError(payload.decode("utf-8", "replace"))
+            if kind == b"S":
+                j, _, count = map(int, payload.split())
+                split = j + (count - j + 1) // 2
+                os.write(self._ctl, b"L" + split.to_bytes(8, "little"))
+                if split < count:
+                    try:
+                        self._render_part(split)
+                    except BaseException as e:
+                        error = error or e
+            elif kind == b"P":
+                child_bytes = int(payload)
+            elif kind == b"E":
+                try:
+                    error = error or pickle.loads(payload)
+                except Exception:
+                    error = error or RuntimeError(payload.decode("utf-8", "replace"))
+            elif kind in (b"K", b""):
+                break
         status = self._reap()
         if error is None and status != 0:
             error = RuntimeError(f"the process writing {self.path.name} ended with wait status {status}")
-        if error is not None:
+        if error is None and child_bytes is not None:
             try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
+                _append_file(self.part, self.tmp, child_bytes)
+            except BaseException as e:
+                error = e
+        if error is not None:
+            self._remove()
             raise error
+        self._remove(self.part)
         os.replace(self.tmp, self.path)
         return self.path
 
-    def _render_rest(self, first_chunk: int, offset: int) -> None:
-        """Chunks from ``first_chunk`` on, the flows and the end, written at ``offset`` of the child's file."""
+    def _render_part(self, first_chunk: int) -> None:
+        """Chunks from ``first_chunk`` on, the flows and the end, into the second temporary file."""
         events, base = self.events, base_time_ns(self.events)
-        fd = os.open(self.tmp, os.O_WRONLY)
+        fd = open_private(self.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         with os.fdopen(fd, "wb") as fh:
-            fh.seek(offset)
             with BackgroundWriter(fh) as w:
                 for block in event_blocks(events, base, first_chunk=first_chunk):
                     w.write(block)
                 w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
+
+    def _remove(self, *paths: Path) -> None:
+        for p in paths or (self.tmp, self.part):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
 
     def discard(self) -> None:
         """Stop the child and remove what it wrote."""
@@ -683,15 +719,40 @@ class ForkedTrace:
             except OSError:
                 pass
         self._reap()
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        self._remove()
         if self.made_dir:
             try:
                 os.rmdir(self.path.parent)
             except OSError:
                 pass
+
+
+def _append_file(src: Path, dst: Path, offset: int) -> None:
+    """Copy the file ``src`` into ``dst`` from ``offset`` on (in the kernel where it can)."""
+    size = os.path.getsize(src)
+    fin = os.open(src, os.O_RDONLY)
+    try:
+        fout = os.open(dst, os.O_WRONLY)
+        try:
+            done = 0
+            fast = hasattr(os, "copy_file_range")
+            while done < size:
+                if fast:
+                    try:
+                        n = os.copy_file_range(fin, fout, size - done, done, offset + done)
+                    except OSError:   # not here (another file system, an old kernel): read and write
+                        fast = False
+                        continue
+                else:
+                    data = os.pread(fin, min(size - done, 8 << 20), done)
+                    n = os.pwrite(fout, data, offset + done) if data else 0
+                if not n:
+                    raise OSError(f"{src} ended after {done} of {size} bytes")
+                done += n
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
 
 
 _forked: dict[Path, ForkedTrace] = {}
