@@ -6,6 +6,17 @@ thread turns buffered events into :class:`EventTable` chunks every
 ``flush_interval`` (sooner when buffers grow), so memory stays bounded
 however long the run.
 
+The flusher runs in this process and holds the GIL while it converts, so
+its cost per event lands on the recording threads: each column is one
+C-level pass over a slice (``np.fromiter``; string codes by ``dict``
+lookups, kept across flushes), a column of one value is coded once, and a
+chunk is encoded into one buffer. Under heavy traffic it looks every
+``BUSY_TICK_SECONDS`` instead of ``TICK_SECONDS``, and a flush writes
+records of at most ``MAX_FLUSH_EVENTS`` events, so each conversion (the
+part that holds the GIL; checksum and write release it) stays short and
+the work spreads evenly over the recording; recording threads flush
+themselves only when it falls behind (``HIGH_WATER``).
+
 Each thread owns two flat lists (flat, not a tuple per event: ints and strs
 are not tracked by the garbage collector, so a million buffered events cost
 no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
@@ -52,6 +63,7 @@ _recorder: Optional["Recorder"] = None          # the active recorder, read by a
 _enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
 PENDING_FLUSH_THRESHOLD = 30_000
+MAX_FLUSH_EVENTS = 30_000   # events per record: one conversion, one hold of the GIL
 # Past this many buffered events the recording threads flush themselves (backpressure): a
 # thread producing events faster than the flusher can write them then pays for its own,
 # and memory stays bounded (~100 bytes per buffered event).
@@ -107,6 +119,7 @@ class Recorder:
         self.failed: Optional[BaseException] = None
         self.dropped = 0
         self._pool = _StringCodes()      # string codes kept across flushes (used under _flush_lock)
+        self._first = 0                  # the thread a record's drain starts at (under _flush_lock)
 
     # -- annotation sinks -------------------------------------------------------
     @property
@@ -201,7 +214,7 @@ class Recorder:
 
     def _run(self) -> None:
         last = time.monotonic()
-        tick = TICK_SECONDS
+        tick = BUSY_TICK_SECONDS   # a first look soon: recording often starts at full rate
         while not self._stop.wait(tick):
             now = time.monotonic()
             pending = self.pending()
@@ -223,38 +236,59 @@ class Recorder:
 
     # -- flushing -------------------------------------------------------------
     def flush(self) -> int:
-        """Write buffered events; returns how many. Never raises."""
-        with self._flush_lock:
-            return self._flush_locked()
+        """Write buffered events; returns how many. Never raises.
 
-    def _flush_locked(self) -> int:
-        """:meth:`flush` with ``_flush_lock`` held."""
+        Everything buffered when it is called is written, ``MAX_FLUSH_EVENTS``
+        per record: each record is one hold of the flush lock and one
+        conversion under the GIL, so no recording thread waits for more
+        than one record's worth of work.
+        """
+        written, budget = 0, self.pending()
+        if budget >= HIGH_WATER and threading.current_thread() is self._thread:
+            self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
+        while True:
+            with self._flush_lock:
+                drained, n = self._flush_locked(MAX_FLUSH_EVENTS)
+            written += n
+            budget -= drained
+            if not drained or budget <= 0:
+                return written
+
+    def _flush_locked(self, limit: int) -> tuple[int, int]:
+        """Drain up to ``limit`` events and write them (``_flush_lock`` held): (drained, written)."""
         with self._reg_lock:
             threads = list(self._threads)
+        if len(threads) > 1:   # each record starts at another thread: a flooding one cannot hold the others back
+            self._first = first = (self._first + 1) % len(threads)
+            threads = threads[first:] + threads[:first]
         chunks = []
+        left = limit
         for bufs in threads:
-            ranges = _drain(bufs.ranges)
-            events = _drain(bufs.events)
-            steps = _drain(bufs.steps)
+            if left <= 0:
+                break
+            steps = _drain(bufs.steps, left * STEP_ITEMS)
+            left -= len(steps) // STEP_ITEMS
+            ranges = _drain(bufs.ranges, left * RANGE_ITEMS)
+            left -= len(ranges) // RANGE_ITEMS
+            events = _drain(bufs.events, left * EVENT_ITEMS)
+            left -= len(events) // EVENT_ITEMS
             if steps:
                 events += _step_events(steps)
             if ranges or events:
                 chunks.append((bufs.pid, bufs.tid, ranges, events))
         if not chunks:
-            return 0
+            return 0, 0
         drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
-        if drained >= HIGH_WATER and threading.current_thread() is self._thread:
-            self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
         if self.failed is not None:
             self.dropped += drained
-            return 0
+            return drained, 0
         try:
             table = chunks_to_table(chunks, self.offset_ns, self._pool)
         except Exception as e:  # a bug here must not reach the user's training
             self._fail(e)
-            return 0
+            return drained, 0
         self.write_table(table)
-        return len(table)
+        return drained, len(table)
 
     def write_table(self, table: EventTable) -> None:
         """Append a built table to the raw data (thread-safe); failures stop collection."""
@@ -276,8 +310,11 @@ class Recorder:
             self.on_failure(error)
 
 
-def _drain(buf: list) -> list:
+def _drain(buf: list, limit: int = -1) -> list:
+    """Take the first ``limit`` items of ``buf`` (all when negative); appends land past them."""
     n = len(buf)
+    if 0 <= limit < n:
+        n = limit
     if not n:
         return []
     chunk = buf[:n]

@@ -87,3 +87,44 @@ def test_encoding_a_table_whose_pool_has_unused_strings():
     back = rawstore.decode_chunk(rawstore.encode_chunk(t))
     assert "unused" not in back.strings
     _same_events(back, t)
+
+
+def test_a_flush_writes_everything_in_records_of_bounded_size(tmp_path, monkeypatch):
+    import threading
+
+    import npuprof
+    from npuprof import mstx, record_function
+
+    monkeypatch.setattr(recorder, "MAX_FLUSH_EVENTS", 700)
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
+        rec = recorder.active_recorder()
+        rec._stop.set()          # park the flusher thread: the one flush below does it all
+        rec._thread.join()
+
+        def produce(tag):
+            for i in range(1000):
+                with record_function(f"{tag}{i % 3}"):
+                    pass
+                mstx.mark(tag)
+
+        other = threading.Thread(target=produce, args=("t",))
+        other.start()
+        other.join()
+        produce("m")
+        prof.step()
+        assert rec.pending() == 4001
+        assert rec.flush() == 4001 and rec.pending() == 0
+    report = rawstore.ReadReport()
+    tables = []
+    for seg in sorted((prof.saved_runs[0] / "NPUPROF").glob("events_*.npr")):
+        tables += rawstore.read_segment(seg, report)
+    assert not report.problems and max(len(t) for t in tables) <= 700 and len(tables) >= 6
+    names = [n for t in tables for n in t.column_strings("name")]
+    for name, count in (("t", 1000), ("m", 1000), ("t0", 334), ("m2", 333)):
+        assert names.count(name) == count, name
+
+
+def test_drain_takes_whole_events_up_to_a_limit():
+    buf = ["a", 1, 2, "b", 3, 4, "c", 5, 6]
+    assert recorder._drain(buf, 6) == ["a", 1, 2, "b", 3, 4] and buf == ["c", 5, 6]
+    assert recorder._drain(buf, 0) == [] and recorder._drain(buf) == ["c", 5, 6] and buf == []
