@@ -63,7 +63,7 @@ _recorder: Optional["Recorder"] = None          # the active recorder, read by a
 _enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
 PENDING_FLUSH_THRESHOLD = 30_000
-MAX_FLUSH_EVENTS = 30_000   # events per record: one conversion, one short hold of the GIL
+MAX_FLUSH_EVENTS = 30_000   # events per record: one conversion, one hold of the GIL
 # Past this many buffered events the recording threads flush themselves (backpressure): a
 # thread producing events faster than the flusher can write them then pays for its own,
 # and memory stays bounded (~100 bytes per buffered event).
@@ -119,6 +119,7 @@ class Recorder:
         self.failed: Optional[BaseException] = None
         self.dropped = 0
         self._pool = _StringCodes()      # string codes kept across flushes (used under _flush_lock)
+        self._first = 0                  # the thread a record's drain starts at (under _flush_lock)
 
     # -- annotation sinks -------------------------------------------------------
     @property
@@ -237,41 +238,57 @@ class Recorder:
     def flush(self) -> int:
         """Write buffered events; returns how many. Never raises.
 
-        Each buffer is drained whole (one slice: taking a big buffer piece by
-        piece would move its tail every time), then written in records of at
-        most ``MAX_FLUSH_EVENTS`` events, each converted in one short hold of
-        the GIL (the checksum and write of each record release it).
+        Everything buffered when it is called is written, ``MAX_FLUSH_EVENTS``
+        per record: each record is one hold of the flush lock and one
+        conversion under the GIL, so no recording thread waits for more
+        than one record's worth of work.
         """
-        with self._flush_lock:
-            with self._reg_lock:
-                threads = list(self._threads)
-            chunks = []
-            for bufs in threads:
-                ranges = _drain(bufs.ranges)
-                events = _drain(bufs.events)
-                steps = _drain(bufs.steps)
-                if steps:
-                    events += _step_events(steps)
-                if ranges or events:
-                    chunks.append((bufs.pid, bufs.tid, ranges, events))
-            if not chunks:
-                return 0
-            drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
-            if drained >= HIGH_WATER and threading.current_thread() is self._thread:
-                self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
-            written = 0
-            for piece, n in _pieces(chunks, MAX_FLUSH_EVENTS):
-                if self.failed is not None:
-                    self.dropped += n
-                    continue
-                try:
-                    table = chunks_to_table(piece, self.offset_ns, self._pool)
-                except Exception as e:  # a bug here must not reach the user's training
-                    self._fail(e)
-                    continue
-                self.write_table(table)
-                written += len(table)
-            return written
+        written, budget = 0, self.pending()
+        if budget >= HIGH_WATER and threading.current_thread() is self._thread:
+            self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
+        while True:
+            with self._flush_lock:
+                drained, n = self._flush_locked(MAX_FLUSH_EVENTS)
+            written += n
+            budget -= drained
+            if not drained or budget <= 0:
+                return written
+
+    def _flush_locked(self, limit: int) -> tuple[int, int]:
+        """Drain up to ``limit`` events and write them (``_flush_lock`` held): (drained, written)."""
+        with self._reg_lock:
+            threads = list(self._threads)
+        if len(threads) > 1:   # each record starts at another thread: a flooding one cannot hold the others back
+            self._first = first = (self._first + 1) % len(threads)
+            threads = threads[first:] + threads[:first]
+        chunks = []
+        left = limit
+        for bufs in threads:
+            if left <= 0:
+                break
+            steps = _drain(bufs.steps, left * STEP_ITEMS)
+            left -= len(steps) // STEP_ITEMS
+            ranges = _drain(bufs.ranges, left * RANGE_ITEMS)
+            left -= len(ranges) // RANGE_ITEMS
+            events = _drain(bufs.events, left * EVENT_ITEMS)
+            left -= len(events) // EVENT_ITEMS
+            if steps:
+                events += _step_events(steps)
+            if ranges or events:
+                chunks.append((bufs.pid, bufs.tid, ranges, events))
+        if not chunks:
+            return 0, 0
+        drained = sum(len(r) // RANGE_ITEMS + len(e) // EVENT_ITEMS for _, _, r, e in chunks)
+        if self.failed is not None:
+            self.dropped += drained
+            return drained, 0
+        try:
+            table = chunks_to_table(chunks, self.offset_ns, self._pool)
+        except Exception as e:  # a bug here must not reach the user's training
+            self._fail(e)
+            return drained, 0
+        self.write_table(table)
+        return drained, len(table)
 
     def write_table(self, table: EventTable) -> None:
         """Append a built table to the raw data (thread-safe); failures stop collection."""
@@ -293,40 +310,16 @@ class Recorder:
             self.on_failure(error)
 
 
-def _drain(buf: list) -> list:
+def _drain(buf: list, limit: int = -1) -> list:
+    """Take the first ``limit`` items of ``buf`` (all when negative); appends land past them."""
     n = len(buf)
+    if 0 <= limit < n:
+        n = limit
     if not n:
         return []
     chunk = buf[:n]
     del buf[:n]
     return chunk
-
-
-def _pieces(chunks: list, limit: int):
-    """Drained ``(pid, tid, ranges, events)`` chunks regrouped into pieces of at
-    most ``limit`` events: yields ``(chunks, events)``.
-
-    Example::
-
-        >>> [(p, n) for p, n in _pieces([(1, 2, ["a", 1, 2, "b", 3, 4], [])], 1)]
-        [([(1, 2, ['a', 1, 2], [])], 1), ([(1, 2, ['b', 3, 4], [])], 1)]
-    """
-    piece: list = []
-    left = limit
-    for pid, tid, ranges, events in chunks:
-        for flat, width in ((ranges, RANGE_ITEMS), (events, EVENT_ITEMS)):
-            i, n = 0, len(flat)
-            while i < n:
-                take = min(n - i, left * width)
-                part = flat if take == n else flat[i:i + take]
-                piece.append((pid, tid, part, []) if width == RANGE_ITEMS else (pid, tid, [], part))
-                i += take
-                left -= take // width
-                if not left:
-                    yield piece, limit
-                    piece, left = [], limit
-    if piece:
-        yield piece, limit - left
 
 
 def _step_events(steps: list) -> list:

@@ -124,13 +124,7 @@ def test_a_flush_writes_everything_in_records_of_bounded_size(tmp_path, monkeypa
         assert names.count(name) == count, name
 
 
-def test_pieces_split_drained_buffers_into_bounded_groups():
-    chunks = [(1, 2, ["a", 1, 2, "b", 3, 4, "c", 5, 6], [MARK, "m", 7, 7, "d", ""]),
-              (1, 3, [], [API, "f", 8, 9, "", ""])]
-    pieces = list(recorder._pieces(chunks, 2))
-    assert [n for _, n in pieces] == [2, 2, 1]
-    flat = [(pid, tid, r, e) for piece, _ in pieces for pid, tid, r, e in piece]
-    assert [x for _, _, r, _ in flat for x in r] == chunks[0][2]
-    assert [x for _, tid, _, e in flat for x in e] == chunks[0][3] + chunks[1][3]
-    t = recorder.chunks_to_table(pieces[1][0], 0, recorder._StringCodes())
-    assert t.column_strings("name") == ["c", "m"] and t["tid"].tolist() == [2, 2]
+def test_drain_takes_whole_events_up_to_a_limit():
+    buf = ["a", 1, 2, "b", 3, 4, "c", 5, 6]
+    assert recorder._drain(buf, 6) == ["a", 1, 2, "b", 3, 4] and buf == ["c", 5, 6]
+    assert recorder._drain(buf, 0) == [] and recorder._drain(buf) == ["c", 5, 6] and buf == []
