@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+ANALYSIS_GOAL = 2e6          # events/s at 10M events to every output
 
 
 def _ns(x: float) -> str:
@@ -163,8 +164,9 @@ def build_rows(results: dict) -> list[dict]:
             rows.append(_row("Analysis", f"synthetic host raw data, {a['events'] / 1e6:g}M events -> every "
                                          f"output ({a['raw_bytes'] / 2**20:,.0f} MB raw)",
                              f"{_s(a['seconds']['median'])} [{_s(a['seconds']['min'])}–{_s(a['seconds']['max'])}]",
-                             "", f"{eps['median'] / 1e6:.2f}M events/s", ">= 1M events/s" if goal else "",
-                             eps["median"] >= 1e6 if goal else None, f"analysis_rate_{size}", eps["median"]))
+                             "", f"{eps['median'] / 1e6:.2f}M events/s", f">= {ANALYSIS_GOAL / 1e6:g}M events/s"
+                             if goal else "", eps["median"] >= ANALYSIS_GOAL if goal else None,
+                             f"analysis_rate_{size}", eps["median"]))
             rows.append(_row("Analysis", f"peak RSS of that analysis ({a['events'] / 1e6:g}M)", _mb(rss["max"]),
                              f"its table alone: {a['events'] * 67 / 2**20:,.0f} MB", "",
                              "< 1 GB" if goal else "", rss["max"] < 2**30 if goal else None,
@@ -325,6 +327,16 @@ def bounds(results: dict) -> list[str]:
                        f"Parquet; msprof-analyze's cluster only aggregates each rank's precomputed "
                        f"step_trace_time.csv and communication*.json ({r['precomputed_bytes'] / 2**10:,.0f} kB; "
                        f"{r['msprof']['cpu_seconds']['median']:.1f} CPU s, {r['msprof']['processes']} processes)")
+    sustained = ann.get("sustained") or {}
+    spiky = [k for k, v in sustained.items() if isinstance(v, dict) and "worst" in v and v["worst"] > 2 * v["median"]]
+    if spiky:
+        out.append(f"sustained worst windows ({', '.join(spiky)}): the flusher converts and writes in the "
+                   "recording process; each numpy call, checksum and write releases the GIL, and once the "
+                   "recording thread waits for it the flusher falls behind, so a catch-up flush lands in one window")
+    a10 = results.get("analysis_10M", {})
+    if "events_per_s" in a10 and a10["events_per_s"]["median"] < ANALYSIS_GOAL:
+        out.append("analysis at 10M: loading the raw data (read, CRC, decode, concatenate, sort) is serial "
+                   "(load_raw_and_sort above), trace_view.json renders on the second core only while one is free")
     if "disk_write_bytes_per_s" in a1:
         out.append(f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output "
                    "directory")
