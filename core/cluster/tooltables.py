@@ -199,24 +199,17 @@ def _matrix(doc: dict) -> dict:
 
 
 def _device(info: RunInfo, out_dir: Path) -> int:
-    """The rank's device as the full parse finds it (:func:`npuprof.readers.ascend_output._device_from_data`:
+    """The rank's device as the full parse finds it (:func:`npuprof.readers.ascend_output.device_from_data`:
     profiler_info, else the trace's ``NPU <n>`` process label, the memory files' ``NPU:<n>``, msprof's
     encoded device process ids), from the trace's metadata events and the memory files' heads only."""
     if info.device_id is not None:
         return info.device_id
-    from ..readers.ascend_output import MEMORY_RECORD, NPU_MODULE_MEM, _device_in_csv, _TraceMeta
+    from ..readers.ascend_output import _TraceMeta, device_from_data
 
     trace = out_dir / "trace_view.json"
-    meta = _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"',)))
-    labelled = {d for d in meta.proc_device.values() if d >= 0}
-    if len(labelled) == 1:
-        return labelled.pop()
-    for name, column in ((MEMORY_RECORD, "Device Type"), (NPU_MODULE_MEM, "Device")):
-        found = _device_in_csv(out_dir / name, column)
-        if found is not None:
-            return found
-    encoded = _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"', b'"process_sort_index"'))).encoded_devices()
-    return encoded.pop() if len(encoded) == 1 else 0
+    return device_from_data(out_dir, _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"',))),
+                            lambda: _TraceMeta.of(_trace_metadata(trace, (b'"process_labels"',
+                                                                          b'"process_sort_index"'))))
 
 
 def _trace_metadata(path: Path, needles: tuple) -> list:

@@ -73,7 +73,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import orjson
@@ -291,7 +291,7 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     if tv.is_file() and is_ascend_trace(tv):
         trace = _load_trace(tv, problems)
     meta = _TraceMeta.of(trace)
-    run_device = device if device is not None else _device_from_data(out_dir, meta)
+    run_device = device if device is not None else device_from_data(out_dir, meta)
     source = writer.value
     kd = out_dir / KERNEL_DETAILS
     kernels = _read_kernel_details(kd, run_device, pid, problems, source) if kd.is_file() else EventTable.empty()
@@ -330,8 +330,11 @@ def _load_trace(path: Path, problems: list[str]) -> list:
 
 
 # -- the device id --------------------------------------------------------------------------------------
-def _device_from_data(out_dir: Path, meta: "_TraceMeta") -> int:
-    """The run's device id as its files record it (see module doc); 0 when none does."""
+def device_from_data(out_dir: Path, meta: "_TraceMeta",
+                     encoding_meta: Optional[Callable[[], "_TraceMeta"]] = None) -> int:
+    """The run's device id as its files record it (see module doc); 0 when none does.
+    ``encoding_meta`` gives the trace metadata for the last resort (device ids encoded in process
+    ids), when ``meta`` was read without it."""
     labelled = {d for d in meta.proc_device.values() if d >= 0}
     if len(labelled) == 1:
         return labelled.pop()
@@ -339,7 +342,7 @@ def _device_from_data(out_dir: Path, meta: "_TraceMeta") -> int:
         found = _device_in_csv(out_dir / name, column)
         if found is not None:
             return found
-    encoded = meta.encoded_devices()
+    encoded = (encoding_meta() if encoding_meta is not None else meta).encoded_devices()
     if len(encoded) == 1:
         return encoded.pop()
     return 0
