@@ -97,6 +97,7 @@ from urllib.parse import quote
 import numpy as np
 import orjson
 
+from npuprof.clock import ns_to_us_text
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, StringPool
 from npuprof.fileio import check_input_file
@@ -918,14 +919,8 @@ class _DbReader:
                             if v}) for c, d, p in zip(comps, devs, rows.get("streamPtr"))]
         for col, series in (("totalAllocated", "Total Allocated(MB)"), ("totalReserved", "Total Reserved(MB)"),
                             ("totalActive", "Total Active(MB)")):
-            if col not in rows.cols:
-                continue
-            vals = rows.cols[col]
-            idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
-            sel = np.array(idx, dtype=np.int64)
-            self.out.add(EventKind.COUNTER, ts[sel], np.zeros(len(idx), np.int64), [f"{who[i]} {series}" for i in idx],
-                         "memory", value=np.array([vals[i] / MB for i in idx], np.float64),
-                         args=[args[i] for i in idx])
+            if col in rows.cols:
+                self._add_series(ts, ok, rows.cols[col], lambda i: f"{who[i]} {series}", "memory", args, MB)
 
     def read_op_memory(self) -> None:
         """OP_MEMORY -> one MEMORY event per allocation, as operator_memory.csv rows are read
@@ -936,7 +931,7 @@ class _DbReader:
             return
         ts, bad_ts = _ints(rows.get("allocationTime"), "allocationTime")
         ok = self.skip_bad(rows, bad_ts)
-        idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(rows.cols["size"][i], (int, float))]
+        idx = _numeric_rows(ok, rows.cols["size"])
         if not idx:
             return
         names = self.texts(rows.get("name"))
@@ -949,11 +944,11 @@ class _DbReader:
             a: dict[str, Any] = {}
             rel = released[i]
             if type(rel) is int and rel >= ts[i]:
-                a["Release Time(us)"] = _us_text(rel)
+                a["Release Time(us)"] = ns_to_us_text(rel)
             for col, csv_name in _OP_MEMORY_TIMES:
                 v = cells[col][i]
                 if type(v) is int and v >= 0:
-                    a[csv_name] = _us_text(v)
+                    a[csv_name] = ns_to_us_text(v)
             for col, csv_name in _OP_MEMORY_TOTALS:
                 v = cells[col][i]
                 if isinstance(v, (int, float)):
@@ -983,11 +978,7 @@ class _DbReader:
         args = [_args_text({k: v for k, v in (("Component", c), ("Device", _npu(d))) if v})
                 for c, d in zip(kinds, devs)]
         for col in ("ddr", "hbm"):
-            vals = rows.get(col)
-            idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
-            self.out.add(EventKind.COUNTER, ts[np.array(idx, dtype=np.int64)], np.zeros(len(idx), np.int64),
-                         [f"{who[i]} {col}(B)" for i in idx], "npu_mem",
-                         value=np.array([float(vals[i]) for i in idx], np.float64), args=[args[i] for i in idx])
+            self._add_series(ts, ok, rows.get(col), lambda i: f"{who[i]} {col}(B)", "npu_mem", args)
 
     def read_npu_module_mem(self) -> None:
         """NPU_MODULE_MEM -> COUNTER series ``<module> NPU:<d> Total Reserved(MB)`` (type
@@ -1000,18 +991,23 @@ class _DbReader:
         modules = self.enum("ENUM_MODULE", MODULES)
         names = [modules.get(m, "" if m is None else str(m)) for m in rows.get("moduleId")]
         devs = rows.get("deviceId")
-        vals = rows.get("totalReserved")
-        idx = [i for i in np.flatnonzero(ok).tolist() if isinstance(vals[i], (int, float))]
+        args = [_args_text({k: v for k, v in (("Component", m), ("Device", _npu(d))) if v}) for m, d in zip(names, devs)]
+        self._add_series(ts, ok, rows.get("totalReserved"),
+                         lambda i: f"{names[i]} {_npu(devs[i])}".strip() + " Total Reserved(MB)", "npu_module_mem",
+                         args, MB)
+
+    def _add_series(self, ts: np.ndarray, ok: np.ndarray, values: Sequence, name_of: Callable[[int], str],
+                    type_: str, args: Sequence[str], scale: float = 1.0) -> None:
+        """One COUNTER event per readable row whose ``values`` cell is a number (divided by ``scale``)."""
+        idx = _numeric_rows(ok, values)
         self.out.add(EventKind.COUNTER, ts[np.array(idx, dtype=np.int64)], np.zeros(len(idx), np.int64),
-                     [f"{names[i]} {_npu(devs[i])}".strip() + " Total Reserved(MB)" for i in idx], "npu_module_mem",
-                     value=np.array([vals[i] / MB for i in idx], np.float64),
-                     args=[_args_text({k: v for k, v in (("Component", names[i]), ("Device", _npu(devs[i]))) if v})
-                           for i in idx])
+                     [name_of(i) for i in idx], type_, value=np.array([values[i] / scale for i in idx], np.float64),
+                     args=[args[i] for i in idx])
 
 
-def _us_text(ns: int) -> str:
-    """Integer ns as the tools' µs text with three decimals, exactly (a float would lose the ns)."""
-    return f"{ns // 1000}.{ns % 1000:03d}"
+def _numeric_rows(ok: np.ndarray, values: Sequence) -> list[int]:
+    """The rows kept by ``ok`` whose cell in ``values`` is a number."""
+    return [i for i in np.flatnonzero(ok).tolist() if isinstance(values[i], (int, float))]
 
 
 def _npu(device: Any) -> str:
