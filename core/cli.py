@@ -191,11 +191,13 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if target is not None and len(results) != 1:
         raise ProfilerConfigError("-o", args.output, f"one run in -dir (it holds {len(results)}): point -dir at one")
     events = [memory_of_device(res.events, args.device) for res in results]
-    summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
     if target is not None:
-        written = write_memory_timeline(memory_timeline(events[0], top=args.top), target,
-                                        f"npuprof memory: {results[0].run_dir.name}")
+        timeline = memory_timeline(events[0], top=args.top)     # its summary is the run's (one run)
+        summaries = [(results[0], timeline.summary)]
+        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}")
         print(f"memory timeline: {written}", file=sys.stderr)
+    else:
+        summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
     if args.json:
         print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s)} for res, s in summaries], indent=2))
         return _report_problems(results)

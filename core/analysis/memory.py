@@ -183,29 +183,50 @@ def _series_rows(events: EventTable, series_type: str, table: str, columns: list
     return Table(table, columns, out)
 
 
-def memory_summary(events: EventTable, top: int = 10) -> MemorySummary:
-    """The peak of allocated memory, what was alive then, and every memory series' range."""
-    series = _series_ranges(events)
+@dataclass(frozen=True)
+class _Allocations:
+    """The allocation events, in time order, parsed once for the summary and the timeline."""
+
+    ts: np.ndarray           # int64 ns
+    dur: np.ndarray          # int64 ns (0 without a release)
+    size: np.ndarray         # float64 bytes
+    names: np.ndarray        # name codes
+    released: np.ndarray     # bool: the data records a release
+    args: list
+
+
+def _allocations(events: EventTable) -> Optional[_Allocations]:
     rows = _allocation_rows(events)
     if not len(rows):
-        return MemorySummary(None, None, None, series=series)
-    ts = events["ts"][rows].astype(np.int64)
-    dur = events["dur"][rows].astype(np.int64)
+        return None
     args = events.args_objects(events["args"][rows])
+    return _Allocations(events["ts"][rows].astype(np.int64), events["dur"][rows].astype(np.int64),
+                        events["value"][rows].astype(np.float64), events["name"][rows],
+                        np.array(["Release Time(us)" in a for a in args], dtype=bool), args)
+
+
+def memory_summary(events: EventTable, top: int = 10) -> MemorySummary:
+    """The peak of allocated memory, what was alive then, and every memory series' range."""
+    return _summarise(events, _allocations(events), top)
+
+
+def _summarise(events: EventTable, allocs: Optional[_Allocations], top: int) -> MemorySummary:
+    series = _series_ranges(events)
+    if allocs is None:
+        return MemorySummary(None, None, None, series=series)
+    ts, dur, size, released = allocs.ts, allocs.dur, allocs.size, allocs.released
     peak_mb, peak_ns = -1.0, None
-    for t, d, a in zip(ts.tolist(), dur.tolist(), args):
+    for t, d, a in zip(ts.tolist(), dur.tolist(), allocs.args):
         for key, at in (("Allocation Total Allocated(MB)", t), ("Release Total Allocated(MB)", t + d if d else None)):
             v = _number(a, key)
             if v is not None and at is not None and v > peak_mb:
                 peak_mb, peak_ns = v, at
     if peak_ns is None:
-        return MemorySummary(None, None, None, allocations=len(rows), series=series)
-    released = np.array(["Release Time(us)" in a for a in args], dtype=bool)
+        return MemorySummary(None, None, None, allocations=len(ts), series=series)
     alive = (ts <= peak_ns) & (~released | (ts + dur > peak_ns))
     live_rows = np.flatnonzero(alive)
-    size = events["value"][rows]
     order = live_rows[np.argsort(-size[live_rows], kind="stable")]
-    names = [events.strings[int(c)] for c in events["name"][rows].tolist()]
+    names = [events.strings[int(c)] for c in allocs.names.tolist()]
     live = [LiveAllocation(names[i], float(size[i]), int(ts[i]), int(ts[i] + dur[i]) if released[i] else None)
             for i in order[:top].tolist()]
     per_op: dict[str, list] = {}
@@ -214,7 +235,7 @@ def memory_summary(events: EventTable, top: int = 10) -> MemorySummary:
         acc[0] += 1
         acc[1] += float(size[i])
     by_op = sorted(((n, c, b) for n, (c, b) in per_op.items()), key=lambda x: -x[2])[:top]
-    return MemorySummary(peak_mb, peak_ns, _step_at(events, peak_ns), live, by_op, len(rows), series)
+    return MemorySummary(peak_mb, peak_ns, _step_at(events, peak_ns), live, by_op, len(ts), series)
 
 
 def _step_at(events: EventTable, t: int) -> Optional[int]:
@@ -286,23 +307,20 @@ def memory_timeline(events: EventTable, top: int = 8) -> MemoryTimeline:
         >>> t.times_ns.tolist(), {k: v.tolist() for k, v in t.live_bytes.items()}
         ([0, 10, 50], {'aten::empty': [2048.0, 2048.0, 0.0], 'aten::mm': [0.0, 1024.0, 1024.0]})
     """
-    summary = memory_summary(events, top=top)
-    rows = _allocation_rows(events)
+    allocs = _allocations(events)
+    summary = _summarise(events, allocs, top)
     series = _memory_series(events)
-    if not len(rows):
+    if allocs is None:
         return MemoryTimeline(np.zeros(0, np.int64), {}, series, summary)
-    ts = events["ts"][rows].astype(np.int64)
-    end = ts + events["dur"][rows].astype(np.int64)
-    size = events["value"][rows].astype(np.float64)
-    released = np.array(["Release Time(us)" in a for a in events.args_objects(events["args"][rows])], dtype=bool)
-    names = events["name"][rows]
+    ts, size, released, names = allocs.ts, allocs.size, allocs.released, allocs.names
+    end = ts + allocs.dur
     chosen = [n for n, _, _ in summary.live_by_operator][:top]
     if not chosen:      # nothing alive at the peak (or no peak): the operators that allocated most
         by_op: dict[int, float] = {}
         for code, b in zip(names.tolist(), size.tolist()):
             by_op[code] = by_op.get(code, 0.0) + b
         chosen = [events.strings[c] for c, _ in sorted(by_op.items(), key=lambda x: -x[1])[:top]]
-    category = np.full(len(rows), len(chosen), np.int64)
+    category = np.full(len(ts), len(chosen), np.int64)
     for i, name in enumerate(chosen):
         category[names == events.code_of(name)] = i
     # one +size at each allocation, one -size at each recorded release; releases first at equal times
