@@ -23,7 +23,6 @@ measures it. Example::
 from __future__ import annotations
 
 import json
-import logging
 import time
 import tracemalloc
 from pathlib import Path
@@ -37,7 +36,6 @@ from ..session import CollectionSession
 if TYPE_CHECKING:
     from ..config import ProfilerConfig
 
-log = logging.getLogger("npuprof")
 FRAMES = 1            # the allocating line; deeper tracebacks cost more at every allocation
 TOP_SOURCES = 50
 SERIES = "Python Total Allocated(MB)"
@@ -81,8 +79,7 @@ class PythonMemoryTracer:
         series = EventTable.from_records(ts=self.times, kind=int(EventKind.COUNTER), name=SERIES, type="memory",
                                          value=[t / _MB for t in self.totals], args=json.dumps(_CPU),
                                          source="python_memory")
-        if self.best is None:
-            return series
+        assert self.best is not None, "sample() keeps the first sample's snapshot"
         at, total, snapshot = self.best
         stats = snapshot.filter_traces(_OWN_CODE).statistics("lineno")
         top = stats[:TOP_SOURCES]
