@@ -87,11 +87,9 @@ def _parsed_args(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list
     if not len(codes):
         return np.zeros(0, np.int32), []
     low = int(codes.min())
-    if low == int(codes.max()):   # checked without bincount's conversion of every code to intp
+    if low == int(codes.max()):   # one args text for every row (host operators): no per-row index, no bincount
         return np.broadcast_to(np.int32(0), (len(codes),)), events.args_objects(np.array([low], dtype=np.int64))
     uniq = np.flatnonzero(np.bincount(codes))
-    if len(uniq) == 1:      # one args text for every row (host operators, synthetic data): no per-row index
-        return np.broadcast_to(np.int32(0), (len(codes),)), events.args_objects(uniq)
     lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int32)    # int32: one per row, and pools stay far below 2**31
     lut[uniq] = np.arange(len(uniq))
     parsed = events.args_objects(uniq)
