@@ -291,6 +291,7 @@ def _host_plane(plane: Any, start_ns: Optional[int], pid: int, step_kind: EventK
 
 _MB = 1024.0 * 1024.0
 MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
+_CPU_DEVICE_ARGS = json.dumps({"Device Type": "CPU"})
 
 
 def _stat_value(stat: Any, ref_names: dict) -> Any:
@@ -313,15 +314,18 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
     if not mem_ids:
         return EventTable.empty()
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    wanted = np.array(sorted(mem_ids), dtype=np.int64)
     records = []
     for line in plane.lines:
+        events = line.events
+        if not len(events):
+            continue
         base_ns = _line_base_ns(line, start_ns)
-        for e in line.events:
-            kind = mem_ids.get(e.metadata_id)
-            if kind is None:
-                continue
+        mids = np.fromiter((e.metadata_id for e in events), dtype=np.int64, count=len(events))
+        for i in np.flatnonzero(np.isin(mids, wanted)).tolist():     # stats decoded for memory events only
+            e = events[i]
             st = {stat_names.get(x.metadata_id, ""): _stat_value(x, stat_names) for x in e.stats}
-            records.append((base_ns + e.offset_ps // 1000, kind == "MemoryAllocation", st))
+            records.append((base_ns + e.offset_ps // 1000, mem_ids[e.metadata_id] == "MemoryAllocation", st))
     records.sort(key=lambda r: r[0])
     open_allocs: dict[tuple, int] = {}
     rows: list[dict] = []
@@ -356,9 +360,6 @@ def _memory_events(plane: Any, start_ns: Optional[int], pid: int) -> EventTable:
         ts=[x[0] for x in series], dur=0, kind=int(EventKind.COUNTER), pid=pid, value=[x[2] for x in series],
         name=[x[1] for x in series], type="memory", source=SOURCE, args=_CPU_DEVICE_ARGS)
     return EventTable.concat([allocs, counters])
-
-
-_CPU_DEVICE_ARGS = json.dumps({"Device Type": "CPU"})
 
 
 def _mb(value: Any) -> Optional[str]:
