@@ -215,8 +215,12 @@ def alignment_keys(c: CommEvents) -> tuple[list[str], np.ndarray, np.ndarray]:
     return keys, c.ops["ts"][order], (c.ops["ts"] + c.ops["dur"])[order]
 
 
-def _step_key(step: int) -> str:
+def step_key(step: int) -> str:
+    """The key of ``step`` in communication(_matrix).json: ``step3``, or ``step`` for no step (-1)."""
     return f"step{step}" if step >= 0 else "step"
+
+
+_step_key = step_key    # the name export/analysis_db.py still imports
 
 
 # -- HCCL tasks: CANN's communication analysis --------------------------------------------------------------
@@ -432,7 +436,7 @@ def communication_json(c: CommEvents) -> dict:
         step = int(c.ops["step"][i])
         if i in hccl:
             op_name = name.rpartition("@")[0]
-            out.setdefault(_step_key(step), {"collective": {}, "p2p": {}})[_torch_kind(op_name)][name] = {
+            out.setdefault(step_key(step), {"collective": {}, "p2p": {}})[_torch_kind(op_name)][name] = {
                 "Communication Time Info": _hccl_time_info(int(c.ops["ts"][i]), int(c.ops["dur"][i]), op_name,
                                                            hccl[i]),
                 "Communication Bandwidth Info": _hccl_bandwidth_info(op_name, hccl[i])}
@@ -462,7 +466,7 @@ def communication_json(c: CommEvents) -> dict:
                 "Idle Time(ms)": round(max(elapse - transit - wait, 0.0), 6),
                 "Wait Time Ratio": round(wait / (wait + transit), 4) if wait + transit > 0 else 0,
                 "Synchronization Time Ratio": 0}
-        out.setdefault(_step_key(step), {"collective": {}, "p2p": {}})[kind][name] = {
+        out.setdefault(step_key(step), {"collective": {}, "p2p": {}})[kind][name] = {
             "Communication Time Info": info, "Communication Bandwidth Info": bw}
     for step_dict in out.values():
         for kind, ops in step_dict.items():
@@ -509,7 +513,7 @@ def communication_matrix_json(c: CommEvents) -> dict:
         per_step: dict = {}
         for i, planes in hccl.items():
             op_name = names[i].rpartition("@")[0]
-            per_step.setdefault(_step_key(int(c.ops["step"][i])), {"collective": {}, "p2p": {}})[
+            per_step.setdefault(step_key(int(c.ops["step"][i])), {"collective": {}, "p2p": {}})[
                 _torch_kind(op_name)][names[i]] = _hccl_links(planes, op_name)
         for step, kinds in per_step.items():
             out[step] = {kind: _ranked_links(ops) for kind, ops in kinds.items()}
@@ -527,7 +531,7 @@ def communication_matrix_json(c: CommEvents) -> dict:
         a[1] += float(c.links["dur"][i]) / 1e6
         a[2] += float(c.links["size"][i]) / MB
     for (step, kind, op, link), (tr, t_ms, s_mb, name) in sorted(agg.items()):
-        out.setdefault(_step_key(step), {"collective": {}, "p2p": {}})[kind].setdefault(op, {})[link] = {
+        out.setdefault(step_key(step), {"collective": {}, "p2p": {}})[kind].setdefault(op, {})[link] = {
             "Transport Type": tr, "Transit Time(ms)": round(t_ms, 6), "Transit Size(MB)": round(s_mb, 6),
             "Bandwidth(GB/s)": _ratio(s_mb, t_ms), "Op Name": name}
     return out

@@ -34,7 +34,7 @@ from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
 from .jobs import Job, choose_job
-from .ranks import _ranges, discover_ranks, parse_rank_list, run_dirs_under
+from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
@@ -132,7 +132,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         parsed[t.rank] = why
         log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
     if fast:
-        say(f"rank{'s' if len(fast) > 1 else ''} {_ranges(sorted(fast))}: summaries from the tool's own tables "
+        say(f"{ranks_phrase(list(fast))}: summaries from the tool's own tables "
             f"({', '.join(TOOL_FILES)}; --recompute parses their events)")
     rest = [t for t in tasks if t.rank not in fast]
     requested = Executor(backend, scheduler=scheduler, workers=workers)     # checks the arguments; starts nothing

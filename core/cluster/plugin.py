@@ -24,14 +24,9 @@ def _progress(quiet: bool) -> Any:
     return lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr)
 
 
-def _ranks(ranks: list) -> str:
-    from .ranks import _ranges
-
-    return f"rank{'s' if len(ranks) > 1 else ''} {_ranges(sorted(ranks))}"
-
-
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
+    from .ranks import ranks_phrase
     from .tooltables import OWN_RUN
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
@@ -48,7 +43,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     job = f" of job {res.job.name!r}" if res.job is not None and res.job.name != "." else ""
     print(f"{len(ranks)} ranks{job} analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
     if res.tool_table_ranks:
-        print(f"{_ranks(res.tool_table_ranks)} summarised from the tool's own tables "
+        print(f"{ranks_phrase(res.tool_table_ranks)} summarised from the tool's own tables "
               f"(--recompute parses their events)")
     if res.parsed and (res.tool_table_ranks or not args.recompute):
         reasons: dict = {}
@@ -56,7 +51,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             if why != OWN_RUN:
                 reasons.setdefault(why, []).append(r)
         for why, ranks in reasons.items():
-            print(f"{_ranks(ranks)}: events parsed ({why})")
+            print(f"{ranks_phrase(ranks)}: events parsed ({why})")
     if res.slow["applicable"]:
         print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
     else:

@@ -121,7 +121,7 @@ def discover_ranks(path: Union[str, Path], ranks: Optional[Iterable[int]] = None
         wanted = set(ranks)
         missing = sorted(wanted - set(found))
         if missing:
-            raise ProfilerConfigError("ranks", missing, f"ranks present under {root}: {_ranges(sorted(found))}")
+            raise ProfilerConfigError("ranks", missing, f"ranks present under {root}: {rank_ranges(sorted(found))}")
         found = {r: v for r, v in found.items() if r in wanted}
     # windows in time order: the run dir name ends with its UTC start stamp
     return {r: sorted(v, key=lambda p: (p.name.rsplit("_", 3)[-3:], str(p))) for r, v in sorted(found.items())}
@@ -144,7 +144,8 @@ def should_profile(profile_rank_ids: Any, rank: Optional[int] = None) -> bool:
     return wanted is None or rank in wanted
 
 
-def _ranges(ranks: list[int]) -> str:
+def rank_ranges(ranks: list[int]) -> str:
+    """Sorted ranks as ``0-3,6`` (runs of consecutive ranks joined)."""
     parts, i = [], 0
     while i < len(ranks):
         j = i
@@ -153,3 +154,8 @@ def _ranges(ranks: list[int]) -> str:
         parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def ranks_phrase(ranks: list[int]) -> str:
+    """``rank 3`` / ``ranks 0-3,6``: for messages."""
+    return f"rank{'s' if len(ranks) > 1 else ''} {rank_ranges(sorted(ranks))}"

@@ -46,7 +46,7 @@ from ..analysis.communication import TOTAL_OP
 from ..errors import ProfilerDataError
 from ..fileio import check_input_file
 from ..runinfo import OUTPUT_DIR, RunInfo, read_run_info
-from .worker import RankSummary, RankTask, _parallel_groups
+from .worker import RankSummary, RankTask, parallel_groups_of
 
 STEP_TRACE = "step_trace_time.csv"
 OP_STATISTIC = "op_statistic.csv"
@@ -305,4 +305,4 @@ def tool_summary(task: RankTask) -> tuple[Optional[RankSummary], str]:
         align_start=np.concatenate([w["a_start"] for w in windows])[order],
         align_end=np.concatenate([w["a_end"] for w in windows])[order],
         host_series={}, t0_ns=0, t1_ns=0, traces=[t for w in windows for t in w["traces"]],
-        parallel_groups=_parallel_groups(task.run_dirs)), ""
+        parallel_groups=parallel_groups_of(task.run_dirs)), ""

@@ -25,8 +25,8 @@ from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_events
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
-from ..analysis.communication import (MB, _step_key, alignment_keys, comm_events, communication_json,
-                                      communication_matrix_json, link_owners, op_instance_names)
+from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
+                                      communication_matrix_json, link_owners, op_instance_names, step_key)
 
 log = logging.getLogger("npuprof")
 
@@ -123,7 +123,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         a = comm_ops.setdefault((step, typ, grp), [0, 0.0, 0.0])
         a[0] += 1
         a[1] += dur / 1e3
-        a[2] += wait_ms.get((_step_key(step), name), wait / 1e6) * 1e3
+        a[2] += wait_ms.get((step_key(step), name), wait / 1e6) * 1e3
     links: dict = {}
     if c.has_links:
         owner = link_owners(c)
@@ -171,10 +171,10 @@ def summarise_rank(task: RankTask) -> RankSummary:
     events, info, warnings, traces = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points)
     return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings,
-                       parallel_groups=_parallel_groups(task.run_dirs), **data)
+                       parallel_groups=parallel_groups_of(task.run_dirs), **data)
 
 
-def _parallel_groups(run_dirs: Sequence[str]) -> dict[str, list[int]]:
+def parallel_groups_of(run_dirs: Sequence[str]) -> dict[str, list[int]]:
     """Group id -> sorted global ranks, from torch_npu's ``profiler_metadata.json`` (``parallel_group_info``)."""
     from ..readers.ascend_db import group_id
 
