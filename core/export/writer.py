@@ -129,16 +129,22 @@ def export_result(result: AnalysisResult, export_type: Optional[Sequence[ExportT
     ``export_type`` defaults to what the run asked for (its profiler_info),
     else text. See the module docstring for where files go.
     """
-    kinds = tuple(check_enum_list("export_type", export_type if export_type is not None
-                                  else (result.info.export_type or ("text",)), ExportType))
-    root = output_root(result.run_dir, result.info.writable, output, analysed_root)
-    _check_outside(root, result.run_dir, result.info.writable)
-    if root != result.run_dir:
-        check_output_path("output", str(root))
-    target = ExportTarget(output_dir=root / OUTPUT_DIR, export_type=kinds)
+    target = _export_target(result.run_dir, result.info, export_type, output, analysed_root)
     written = write_outputs(result, target, phases)
     return ExportedRun(result=result, output_dir=target.output_dir, outputs=written.paths,
                        failures=written.failures)
+
+
+def _export_target(run_dir: Path, info: Any, export_type: Optional[Sequence[ExportTypeLike]],
+                   output: Optional[Union[str, Path]], analysed_root: Optional[Path]) -> ExportTarget:
+    """Where and what :func:`export_result` writes for a run, checked."""
+    kinds = tuple(check_enum_list("export_type", export_type if export_type is not None
+                                  else (info.export_type or ("text",)), ExportType))
+    root = output_root(run_dir, info.writable, output, analysed_root)
+    _check_outside(root, run_dir, info.writable)
+    if root != run_dir:
+        check_output_path("output", str(root))
+    return ExportTarget(output_dir=root / OUTPUT_DIR, export_type=kinds)
 
 
 def write_outputs(result: AnalysisResult, target: ExportTarget,
@@ -216,14 +222,8 @@ def _start_trace(events: Any, info: Any, run: Path, export_type: Optional[Sequen
     """Start trace_view.json of a large run in a forked child while the analyzers run
     (:func:`~npuprof.export.trace_json.start_forked_trace`); the built-in exporter takes it."""
     try:
-        kinds = tuple(check_enum_list("export_type", export_type if export_type is not None
-                                      else (info.export_type or ("text",)), ExportType))
-        if ExportType.Text not in kinds or "exporters" not in exporter_names():
-            return
-        place = output_root(run, info.writable, output, root)
-        _check_outside(place, run, info.writable)
-        if place != run:
-            check_output_path("output", str(place))
-        start_forked_trace(events, place / OUTPUT_DIR / "trace_view.json", **info_trace_settings(info))
+        target = _export_target(run, info, export_type, output, root)
+        if target.text and "exporters" in exporter_names():
+            start_forked_trace(events, target.output_dir / "trace_view.json", **info_trace_settings(info))
     except Exception as e:   # the exporter then writes the trace itself
         log.debug("npuprof: trace not started early for %s: %s", run, e)
