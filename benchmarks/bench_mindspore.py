@@ -84,6 +84,22 @@ def _forget_handler_dir() -> None:
         pass
 
 
+def ms_profiler_start(dir_name: Path, profile_memory: bool = False):
+    """Start MindSpore's own profiler (CPU activity, written by tensorboard_trace_handler without its
+    analysis) into ``dir_name``; stop it with :func:`ms_profiler_stop`."""
+    from mindspore import profiler as msp
+
+    prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False, profile_memory=profile_memory,
+                       on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(dir_name), analyse_flag=False))
+    prof.start()
+    return prof
+
+
+def ms_profiler_stop(prof) -> None:
+    prof.stop()
+    _forget_handler_dir()
+
+
 def run(params: dict) -> dict:
     reps = int(params.get("reps", 7))
     steps = int(params.get("steps", 30))
@@ -108,19 +124,8 @@ def run(params: dict) -> dict:
     def none() -> tuple:
         return timed(steps) + (0.0,)
 
-    def ms_start():
-        prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False,
-                           on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(out / "ms_alone"),
-                                                                       analyse_flag=False))
-        prof.start()
-        return prof
-
-    def ms_stop(prof) -> None:
-        prof.stop()
-        _forget_handler_dir()
-
     def ms_alone() -> tuple:
-        return timed_window(ms_start, lambda _: timed(steps), ms_stop)
+        return timed_window(lambda: ms_profiler_start(out / "ms_alone"), lambda _: timed(steps), ms_profiler_stop)
 
     npuprof_runs: list = []
 

@@ -24,10 +24,8 @@ from harness import child_main, interleave, paired_ratio, summary, timed_steps, 
 
 
 def _mindspore(params: dict, out: Path) -> dict:
-    from mindspore import profiler as msp
-
     import npuprof
-    from bench_mindspore import _forget_handler_dir, make_training
+    from bench_mindspore import make_training, ms_profiler_start, ms_profiler_stop
 
     steps, warmup, reps = int(params.get("steps", 30)), int(params.get("warmup", 3)), int(params.get("reps", 7))
     step = make_training(int(params.get("op_threads", 2)))
@@ -36,17 +34,8 @@ def _mindspore(params: dict, out: Path) -> dict:
         return timed_steps(step, steps, prof, sync=lambda r: r.asnumpy(), warmup=warmup)
 
     def ms(memory: bool):
-        def start():
-            prof = msp.profile(activities=[msp.ProfilerActivity.CPU], start_profile=False, profile_memory=memory,
-                               on_trace_ready=msp.tensorboard_trace_handler(dir_name=str(out / f"ms_{memory}"),
-                                                                           analyse_flag=False))
-            prof.start()
-            return prof
-
-        def stop(prof) -> None:
-            prof.stop()
-            _forget_handler_dir()
-        return lambda: timed_window(start, lambda _: timed(), stop)
+        return lambda: timed_window(lambda: ms_profiler_start(out / f"ms_{memory}", memory), lambda _: timed(),
+                                    ms_profiler_stop)
 
     def ours(memory: bool):
         return lambda: timed_window(lambda: npuprof.Profiler(output_path=str(out / f"np_{memory}"), activities=["CPU"],
