@@ -148,7 +148,6 @@ def run(params: dict) -> dict:
     n = int(params.get("n", 25_000))          # under PENDING_FLUSH_THRESHOLD: buffered, as torch does
     n_torch = int(params.get("n_torch", 20_000))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
-    rf_loop, mark_loop = loop_record_function, loop_mstx_mark
 
     amortised: dict = {"record_function": [], "mstx_mark": [], "torch_record_function": []}
 
@@ -180,9 +179,9 @@ def run(params: dict) -> dict:
     variants = {
         "clock_pair": lambda: _per_iter(loop_clock_pair, n),
         "dynamic_idle_step": lambda: _per_iter(dynamic_loop, n),
-        "record_function": profiled(rf_loop, "record_function"),
-        "mstx_mark": profiled(mark_loop, "mstx_mark"),
-        "record_function_idle": lambda: _per_iter(rf_loop, n),
+        "record_function": profiled(loop_record_function, "record_function"),
+        "mstx_mark": profiled(loop_mstx_mark, "mstx_mark"),
+        "record_function_idle": lambda: _per_iter(loop_record_function, n),
     }
     torch_info: dict = {}
     try:
