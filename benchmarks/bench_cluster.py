@@ -47,13 +47,12 @@ from pathlib import Path
 from typing import Optional
 
 from harness import child_main, interleave, paired_ratio, summary
+from npuprof.readers.ascend_output import INVALID_RANK, OUTPUT_DIR   # msprof's "no peer"; the tables' folder
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 REALDATA = REPO.parent / "shared" / "realdata"      # as tests/realdata.py
 MSPROF = REPO / ".venv-interop" / "bin" / "msprof-analyze"
-OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
-INVALID_RANK = 4294967295            # msprof's "no peer"
 GROUP_SIZE = 8                       # the real job's world: its matrices name ranks 0..7
 
 # epoch timestamps in the Ascend text files: µs (16 digits, ``1736408883709301.270``) and ns
