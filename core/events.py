@@ -382,6 +382,17 @@ def _constant(value: Any, n: int, dtype: Any) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
 
+def _used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray], list]:
+    """The strings marked in ``seen`` (a bool per string of ``strings``), in order, as a new list,
+    and the code remap to them (None when every string is used: codes stay as they are)."""
+    if seen.all():
+        return None, list(strings)
+    used = np.flatnonzero(seen)
+    remap = np.zeros(len(strings), dtype=np.int32)
+    remap[used] = np.arange(len(used), dtype=np.int32)
+    return remap, [strings[i] for i in used.tolist()]
+
+
 def _is_constant(col: np.ndarray) -> bool:
     # numpy gives empty arrays stride 0 too; from 2 rows on, stride 0 means a broadcast view
     return col.ndim == 1 and len(col) > 1 and col.strides == (0,)

@@ -40,7 +40,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .errors import ProfilerDataError
-from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, _is_constant
+from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, _is_constant, _used_strings
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -79,13 +79,7 @@ def encode_record(table: EventTable) -> np.ndarray:
     for key in STRING_COLUMNS:
         col = cols[key]
         seen[col[:1] if _is_constant(col) else col] = True
-    if seen.all():   # the usual case (a flushed chunk's own pool): no remapping needed
-        remap, strings = None, table.strings
-    else:
-        used = np.flatnonzero(seen)
-        remap = np.zeros(len(table.strings), dtype=np.int32)
-        remap[used] = np.arange(len(used), dtype=np.int32)
-        strings = [table.strings[i] for i in used.tolist()]
+    remap, strings = _used_strings(seen, table.strings)   # remap None: a flushed chunk's own pool
     extra = [k for k in OPTIONAL_COLUMNS if n and int(cols[k].max()) >= 0]
     head: dict = {"n": n, "strings": strings}
     if extra:

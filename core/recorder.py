@@ -49,7 +49,7 @@ from typing import Any, Callable, Optional, TypeVar
 
 import numpy as np
 
-from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant
+from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant, _used_strings
 from .rawstore import RawWriter
 from .sigsafe import SignalSafeLock
 
@@ -448,14 +448,7 @@ def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] =
     for key in ("name", "type", "args"):
         for p in parts[key]:
             seen[p] = True
-    used = np.flatnonzero(seen)
-    if len(used) == len(seen):
-        remap = None
-        strings = list(pool.strings)
-    else:
-        remap = np.zeros(len(seen), dtype=np.int32)
-        remap[used] = np.arange(len(used), dtype=np.int32)
-        strings = [pool.strings[i] for i in used.tolist()]
+    remap, strings = _used_strings(seen, pool.strings)
     cols: dict[str, np.ndarray] = {}
     for key in ("ts", "dur", "kind", "pid", "tid", "name", "type", "args"):
         dtype = NUMERIC_COLUMNS.get(key, np.int32)
