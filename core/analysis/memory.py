@@ -5,6 +5,8 @@ Pure functions over :class:`~npuprof.events.EventTable` (they write nothing):
 * :func:`operator_memory` - ``operator_memory.csv`` as torch_npu / MindSpore
   write it (its exact header), one row per allocation (MEMORY events of type
   ``operator_memory``), in allocation order;
+* :func:`memory_samples` - the memory series' events grouped back into rows (one component at one
+  instant), which the CSVs below and the database's memory tables are written from;
 * :func:`memory_record` / :func:`npu_module_mem` - ``memory_record.csv`` and
   ``npu_module_mem.csv`` (exact headers): one row per component, device and
   instant of the memory series (COUNTER events of type ``memory`` /
@@ -60,6 +62,7 @@ MEMORY_RECORD_COLUMNS = ["Component", "Timestamp(us)", "Total Allocated(MB)", "T
 NPU_MODULE_MEM_COLUMNS = ["Component", "Timestamp(us)", "Total Reserved(MB)", "Device"]
 _MEMORY_SERIES_TYPES = ("memory", "npu_module_mem")
 # "<component> [<device>] Total Allocated(MB)": how readers name one metric of a memory series
+_NAMED_DEVICE_RE = re.compile(r"(?:^|\s)(NPU:\d+)$")    # a device a series' name ends with
 _SERIES_NAME_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>Total (?:Allocated|Reserved|Active))\((?P<unit>MB|Byte)\)$")
 _MB = 1024.0 * 1024.0
 _BYTE_UNITS = ("(Byte)", "(B)")
@@ -153,34 +156,57 @@ def npu_module_mem(events: EventTable, base_ns: int = 0) -> Table:
 
 def _series_rows(events: EventTable, series_type: str, table: str, columns: list[str], device_col: str,
                  base_ns: int) -> Table:
-    # A file row is one instant of one component: its metrics arrive as one COUNTER event each.
     out: dict[str, list] = {c: [] for c in columns}
+    for sample in memory_samples(events, series_type, device_col):
+        row = {"Component": sample.component, "Timestamp(us)": ns_to_us_text(sample.ts - base_ns),
+               device_col: sample.device, "Stream Ptr": sample.stream}
+        for metric, (value, unit) in sample.values.items():
+            row[f"{metric}(MB)"] = value / _MB if unit == "Byte" else value
+        for col in columns:
+            out[col].append(row.get(col, ""))
+    return Table(table, columns, out)
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """One instant of one component of a memory series: a row of memory_record.csv / npu_module_mem.csv
+    (and of the database's MEMORY_RECORD, NPU_MEM, NPU_MODULE_MEM)."""
+
+    ts: int
+    component: str
+    device: str                          # as the data names it ("NPU:0", "CPU"), "" when it does not
+    stream: str                          # "" when none is recorded
+    row: int                             # the event row of its first metric
+    values: dict[str, tuple[float, str]]  # metric ("Total Allocated", "ddr"...) -> (value, unit)
+
+
+def memory_samples(events: EventTable, series_type: str, device_key: str = "Device Type",
+                   pattern: re.Pattern = _SERIES_NAME_RE) -> list[MemorySample]:
+    """The COUNTER events of ``series_type`` grouped back into samples, in time order: readers write one
+    event per metric (named ``"<component> [<device>] <metric>(<unit>)"``, ``pattern`` parses it; the
+    sample's identity from the event's args ``Component`` / ``device_key`` / ``Stream Ptr`` when there,
+    else from the name). A metric seen twice for the same key starts a new sample."""
     code = events.code_of(series_type) if len(events) else -1
     if code < 0:
-        return Table(table, columns, out)
+        return []
     rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & (events["type"] == code))
     rows = rows[np.argsort(events["ts"][rows], kind="stable")]
-    open_rows: dict[tuple, int] = {}
-    args = events.args_objects(events["args"][rows])
-    for r, a in zip(rows.tolist(), args):
-        m = _SERIES_NAME_RE.match(events.strings[int(events["name"][r])])
+    samples: list[MemorySample] = []
+    open_samples: dict[tuple, int] = {}
+    for r, a in zip(rows.tolist(), events.args_objects(events["args"][rows])):
+        m = pattern.match(events.strings[int(events["name"][r])])
         if m is None:
             continue
-        metric = f"{m.group('metric')}(MB)"
-        if metric not in out:
-            continue
-        ts = int(events["ts"][r])
-        key = (ts, a.get("Component", m.group("who")), a.get(device_col, ""), a.get("Stream Ptr", ""))
-        i = open_rows.get(key)
-        if i is None or out[metric][i] != "":       # a new row (or the same instant written twice)
-            i = open_rows[key] = len(out["Component"])
-            row = {"Component": key[1], "Timestamp(us)": ns_to_us_text(ts - base_ns), device_col: key[2],
-                   "Stream Ptr": key[3]}
-            for col in columns:
-                out[col].append(row.get(col, ""))
-        value = float(events["value"][r])
-        out[metric][i] = value / _MB if m.group("unit") == "Byte" else value
-    return Table(table, columns, out)
+        who = m.group("who")
+        named = _NAMED_DEVICE_RE.search(who)
+        key = (int(events["ts"][r]), str(a.get("Component") or _NAMED_DEVICE_RE.sub("", who).strip() or who),
+               str(a.get(device_key) or (named.group(1) if named else "")), str(a.get("Stream Ptr") or ""))
+        i = open_samples.get(key)
+        if i is None or m.group("metric") in samples[i].values:
+            i = open_samples[key] = len(samples)
+            samples.append(MemorySample(*key, row=r, values={}))
+        samples[i].values[m.group("metric")] = (float(events["value"][r]), m.groupdict().get("unit") or "")
+    return samples
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.analyzers import STEP_RE, comm_task_mask
+from ..analysis.memory import memory_samples
 from ..analysis.result import AnalysisResult
 from ..events import EventKind, EventTable
 from ..readers.ascend_db import MODULES
@@ -178,8 +179,6 @@ OP_MEMORY_TIMES = (("Release Time(us)", "releaseTime"), ("Active Release Time(us
                    ("Duration(us)", "duration"), ("Active Duration(us)", "activeDuration"))
 OP_MEMORY_TOTALS = ("Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)", "Allocation Total Active(MB)",
                     "Release Total Allocated(MB)", "Release Total Reserved(MB)", "Release Total Active(MB)")
-# a memory series' name: "<component> [<device>] <metric>(<unit>)"
-MEMORY_SERIES_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>Total (?:Allocated|Reserved|Active))\((?P<unit>MB|Byte)\)$")
 NPU_MEM_SERIES_RE = re.compile(r"^(?P<who>.*?)\s*(?P<metric>ddr|hbm)\(B\)$")
 DEVICE_RE = re.compile(r"(?:^|\s)NPU:(\d+)$")
 SHAPE_KEYS = ("Input Shapes", "input_shapes", "inputShapes")
@@ -686,9 +685,9 @@ class _AscendDbWriter:
         """OP_MEMORY, MEMORY_RECORD, NPU_MEM and NPU_MODULE_MEM from the memory events the readers make
         of torch_npu's files (see :mod:`npuprof.readers.ascend_db`), each only when the run has them."""
         self._op_memory(self._rows_of(EventKind.MEMORY, "operator_memory"))
-        self._memory_record(self._rows_of(EventKind.COUNTER, "memory"))
-        self._npu_mem(self._rows_of(EventKind.COUNTER, "npu_mem"))
-        self._npu_module_mem(self._rows_of(EventKind.COUNTER, "npu_module_mem"))
+        self._memory_record()
+        self._npu_mem()
+        self._npu_module_mem()
 
     def _device(self, row: int, text: Any) -> Optional[int]:
         """A memory row's deviceId: the event's device, else the ``NPU:<n>`` its file names; NULL for others."""
@@ -721,54 +720,36 @@ class _AscendDbWriter:
         order = sorted(range(len(out)), key=keys.__getitem__)
         self._insert("OP_MEMORY", [out[i] for i in order])
 
-    def _series_rows(self, rows: np.ndarray, pattern: re.Pattern, device_key: str) -> list:
-        """Memory series events -> file rows: the metrics of one instant of one component (and device,
-        stream) are one row. Each as (ts, component, device, stream, {metric: value}), in event order."""
-        ev = self.ev
-        found: list = []
-        open_rows: dict = {}
-        for r, a in zip(rows.tolist(), self._args(ev["args"][rows])):
-            m = pattern.match(ev.strings[int(ev["name"][r])])
-            if m is None:
-                continue
-            who = m.group("who")
-            device = self._device(r, a.get(device_key) or who)
-            component = a.get("Component") or DEVICE_RE.sub("", who).strip() or who
-            stream = _int(a.get("Stream Ptr"), -1)
-            key = (int(ev["ts"][r]), str(component), device, stream if stream >= 0 else None)
-            metric = m.group("metric")
-            i = open_rows.get(key)
-            if i is None or metric in found[i][4]:
-                i = open_rows[key] = len(found)
-                found.append(key + ({},))
-            value = float(ev["value"][r])
-            found[i][4][metric] = value * MB if m.groupdict().get("unit") == "MB" else value
+    def _samples(self, series_type: str, device_key: str, pattern: Optional[re.Pattern] = None) -> list:
+        """The series' samples (:func:`~npuprof.analysis.memory.memory_samples`) as
+        (ts, component, deviceId, streamPtr, {metric: value in bytes, or as written}), in time order."""
+        found = []
+        for smp in memory_samples(self.ev, series_type, device_key, **({"pattern": pattern} if pattern else {})):
+            stream = _int(smp.stream, -1)
+            found.append((smp.ts, smp.component, self._device(smp.row, smp.device), stream if stream >= 0 else None,
+                          {k: v * MB if unit == "MB" else v for k, (v, unit) in smp.values.items()}))
         return found
 
-    def _memory_record(self, rows: np.ndarray) -> None:
+    def _memory_record(self) -> None:
         """MEMORY_RECORD: one row per instant of a component, by time then component (as torch_npu)."""
-        if not len(rows):
-            return
-        found = sorted(self._series_rows(rows, MEMORY_SERIES_RE, "Device Type"), key=lambda x: (x[0], x[1]))
+        found = sorted(self._samples("memory", "Device Type"), key=lambda x: (x[0], x[1]))
         self._insert("MEMORY_RECORD", [
             (self.strings.id(comp), ts, *(_bytes(v.get(f"Total {m}")) for m in ("Allocated", "Reserved", "Active")),
              stream, device) for ts, comp, device, stream, v in found])
 
-    def _npu_mem(self, rows: np.ndarray) -> None:
+    def _npu_mem(self) -> None:
         """NPU_MEM: one row per sample of a type (app, device), by type then time (as torch_npu)."""
-        if not len(rows):
-            return
-        found = sorted(self._series_rows(rows, NPU_MEM_SERIES_RE, "Device"), key=lambda x: (x[1], x[0]))
+        found = sorted(self._samples("npu_mem", "Device", NPU_MEM_SERIES_RE), key=lambda x: (x[1], x[0]))
         self._insert("NPU_MEM", [(self.strings.id(comp), _numeric(v.get("ddr")), _numeric(v.get("hbm")), ts, device)
                                  for ts, comp, device, _, v in found])
 
-    def _npu_module_mem(self, rows: np.ndarray) -> None:
+    def _npu_module_mem(self) -> None:
         """NPU_MODULE_MEM: one row per sample of a module, by time then module id (as torch_npu), and
         ENUM_MODULE (a module it does not list gets the next id)."""
-        if not len(rows):
+        found = self._samples("npu_module_mem", "Device")
+        if not found:
             return
         modules = {name: i for i, name in MODULES.items()}
-        found = self._series_rows(rows, MEMORY_SERIES_RE, "Device")
         out = []
         for ts, comp, device, _, v in found:
             if comp not in modules:
