@@ -24,7 +24,9 @@ def _same_events(a: EventTable, b: EventTable) -> None:
 def test_codes_kept_across_flushes_and_each_table_has_only_its_strings():
     pool = recorder._StringCodes()
     t1 = recorder.chunks_to_table([(1, 2, ["a", 1, 2, "b", 3, 5], [MARK, "m", 4, 4, "dom", ""])], 0, pool)
+    code_b = pool.index["b"]
     t2 = recorder.chunks_to_table([(1, 2, ["b", 6, 9, "c", 7, 8], [])], 0, pool)
+    assert pool.index["b"] == code_b and pool.strings.count("b") == 1   # the second flush reused "b"'s code
     assert t1.column_strings("name") == ["a", "b", "m"] and t2.column_strings("name") == ["b", "c"]
     assert t2.column_strings("type") == ["", ""] and set(t2.column_strings("source")) == {"npuprof"}
     assert "a" not in t2.strings and "m" not in t2.strings and "dom" not in t2.strings
