@@ -136,17 +136,17 @@ class _Pools:
     """Per-table text pools: JSON of every string, and the args bodies."""
 
     def __init__(self, strings: list[str]) -> None:
-        self.names = _json_strings(strings)
-        self.args = _args_json(strings)
+        # Pools: laid out once for every chunk when small (see textrows.Pool)
+        names, args = _json_strings(strings), _args_json(strings)
+        self.names, self.args = Pool(names), Pool(args)
         # X events: args object is {"Op Type":..,"Step":..[,device,stream]} + the event's own args
-        self.rest = ["," + a[1:] if len(a) > 2 else "}" for a in self.args]
-        self.name_len = np.fromiter(map(len, self.names), dtype=np.int64, count=len(strings))
-        self.args_len = np.fromiter(map(len, self.args), dtype=np.int64, count=len(strings))
+        self.rest = Pool(["," + a[1:] if len(a) > 2 else "}" for a in args])
+        self.name_len = np.fromiter(map(len, names), dtype=np.int64, count=len(strings))
+        self.args_len = np.fromiter(map(len, args), dtype=np.int64, count=len(strings))
         cats = {int(k): v for k, v in CATEGORY.items()}
-        self.cat = [cats.get(k, "cpu_op") for k in range(256)]
-        self.prefix = [f'{{"ph":"X","cat":"{c}","name":' for c in self.cat]
-        # laid out once for every chunk (small pools; see textrows.Pool)
-        self.names, self.args, self.rest, self.cat = Pool(self.names), Pool(self.args), Pool(self.rest), Pool(self.cat)
+        cat = [cats.get(k, "cpu_op") for k in range(256)]
+        self.cat = Pool(cat)
+        self.prefix = [f'{{"ph":"X","cat":"{c}","name":' for c in cat]
 
 
 def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, dur: float, typ: int, step: int,
