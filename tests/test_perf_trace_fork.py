@@ -50,7 +50,7 @@ def test_parent_renders_what_the_child_has_not_reached(tmp_path, small_chunks, m
     real_append = trace_json._append_file
     monkeypatch.setattr(trace_json, "_append_file", lambda *a: appended.append(a[2]) or real_append(*a))
     job = trace_json.ForkedTrace(events, path, {})
-    os.kill(job.pid, 19)             # SIGSTOP: the child is held before its first chunk at the latest
+    os.kill(job.pid, 19)             # SIGSTOP right after the fork, before the child reaches its last chunk
     try:
         os.write(job._ctl, b"s")     # asked before it renders on: it stops at the next chunk
     finally:
