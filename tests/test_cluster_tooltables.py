@@ -268,3 +268,20 @@ def test_windows_sharing_a_step_are_parsed(real, tmp_path):
     again = _second_window(first, tmp_path / "rank0b_ascend_pt")
     summary, why = tool_summary(RankTask(rank=0, run_dirs=(str(first), str(again))))
     assert summary is None and why == "windows share a step"
+
+
+def test_a_tool_csv_without_a_needed_column_is_not_used(real, tmp_path):
+    """The CSVs come through read_own_tables (as ``show`` reads them): a column the summary needs missing,
+    or a blank line between rows, is seen."""
+    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.worker import RankTask
+
+    run = _second_window(real["src"] / "rank0_ascend_pt", tmp_path / "rank0_ascend_pt")
+    path = run / OUT / "op_statistic.csv"
+    text = path.read_text(encoding="utf-8-sig")
+    path.write_text(text.replace("\n", "\n,,,\n", 1), encoding="utf-8")     # a row of empty cells: skipped
+    kept, why = tool_summary(RankTask(rank=0, run_dirs=(str(run),)))
+    assert kept is not None, why
+    path.write_text(text.replace("Core Type", "Core"), encoding="utf-8")
+    summary, why = tool_summary(RankTask(rank=0, run_dirs=(str(run),)))
+    assert summary is None and why == "op_statistic.csv lacks column(s) ['Core Type']"

@@ -31,8 +31,6 @@ Example::
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -83,16 +81,17 @@ def _number(text: Any, what: str) -> float:
 
 
 def _csv_rows(path: Path, columns: tuple) -> list[dict]:
-    try:
-        reader = csv.DictReader(io.StringIO(_read_text(path)))
-        header = reader.fieldnames or []
-        rows = [r for r in reader if any((v or "").strip() for v in r.values() if isinstance(v, str))]
-    except csv.Error as e:
-        raise _Unusable(f"{path.name} is not CSV: {e}") from None
-    missing = [c for c in columns if c not in header]
+    """The rows of one of the tool's CSVs as :func:`npuprof.export.own_tables.read_own_tables` reads them
+    (``show`` displays the same files), as dicts of strings."""
+    from ..export.own_tables import read_own_tables
+
+    table = read_own_tables(path.parent.parent, [path.stem]).get(path.stem)
+    if table is None:
+        raise _Unusable(f"no {path.parent.name}/{path.name} (or not readable as CSV)")
+    missing = [c for c in columns if c not in table.columns]
     if missing:
         raise _Unusable(f"{path.name} lacks column(s) {missing}")
-    return rows
+    return [row for row in table.records() if any(v.strip() for v in row.values())]
 
 
 def _steps(path: Path) -> list[list]:
