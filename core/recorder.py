@@ -220,8 +220,6 @@ class Recorder:
             pending = self.pending()
             # heavy traffic: look again soon, so each flush stays small (a short hold of the GIL)
             tick = BUSY_TICK_SECONDS if pending >= PENDING_FLUSH_THRESHOLD // 4 else TICK_SECONDS
-            if pending >= HIGH_WATER:
-                self._set_throttled(True)
             if now - last >= self.flush_interval or pending >= PENDING_FLUSH_THRESHOLD:
                 self.flush()
                 last = now
