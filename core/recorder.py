@@ -17,7 +17,7 @@ part that holds the GIL; checksum and write release it) stays short and
 the work spreads evenly over the recording; recording threads flush
 themselves only when it falls behind (``HIGH_WATER``).
 
-Each thread owns two flat lists (flat, not a tuple per event: ints and strs
+Each thread owns three flat lists (flat, not a tuple per event: ints and strs
 are not tracked by the garbage collector, so a million buffered events cost
 no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
 
