@@ -12,12 +12,11 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
-import html
-from typing import Any
 
 from ..analysis.memory import MemoryTimeline
 from . import svg
 from .svg import CSS
+from .svg import escape as _e
 
 TOP_ROWS = 20
 _PROCESS = "Process RSS"
@@ -28,18 +27,8 @@ def _short(name: str, width: int = 48) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
 def _rows(headers: list, rows: list) -> str:
-    out = ["<table><tr>" + "".join(f"<th class='l'>{_e(h)}</th>" if i == 0 else f"<th>{_e(h)}</th>"
-                                   for i, h in enumerate(headers)) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td class='l'>{_e(c)}</td>" if i == 0 else f"<td>{_e(c)}</td>"
-                                    for i, c in enumerate(r)) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
+    return svg.html_table(headers, [[_e(c) for c in r] for r in rows])
 
 
 def memory_section(timeline: MemoryTimeline, heading: str = "Memory") -> str:

@@ -33,8 +33,12 @@ SERIES_COLORS = {"Computing": "#3b7dd8", "Communication(Not Overlapped)": "#e883
                  "Free": "#bab0ac"}
 
 
-def _e(text: object) -> str:
+def escape(text: object) -> str:
+    """Text as HTML (quotes too)."""
     return html.escape(str(text), quote=True)
+
+
+_e = escape
 
 
 def nice_ticks(vmax: float, n: int = 5) -> list[float]:
@@ -246,3 +250,15 @@ def stacked_area(xs: Sequence[float], layers: dict, unit: str, width: int = 900,
                     f'stroke="#d62728" stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{top + 12}" class="tick" '
                     f'fill="#d62728">{_e(marker[1])}</text>')
     return _frame(width, height, f"{unit} over time", body, legend)
+
+
+def html_table(headers: list, rows: list, left: int = 1) -> str:
+    """An HTML table; cells are HTML already (escape text first), the first ``left`` columns left-aligned."""
+    out = ["<table><tr>"]
+    out += [f'<th class="{"l" if i < left else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{v}</td>' for i, v in enumerate(r))
+                   + "</tr>")
+    out.append("</table>")
+    return "".join(out)

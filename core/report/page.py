@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import os
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -26,7 +25,8 @@ import numpy as np
 from ..fileio import atomic_write
 from ..export import svg
 from ..export.memory_page import memory_section
-from ..export.svg import CSS
+from ..export.svg import CSS, html_table
+from ..export.svg import escape as _e
 
 REPORT_NAME = "npuprof_report.html"
 HOST_SERIES = ("CPU Usage(%)", "Memory Usage(%)")
@@ -35,23 +35,8 @@ TOP_OPS = 15
 
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
 def _rel(target: Union[str, Path], base: Path) -> str:
     return Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix()
-
-
-def _table(headers: list, rows: list, left: int = 1) -> str:
-    out = ["<table><tr>"]
-    out += [f'<th class="{"l" if i < left else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
-    out.append("</tr>")
-    for r in rows:
-        out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{v}</td>' for i, v in enumerate(r))
-                   + "</tr>")
-    out.append("</table>")
-    return "".join(out)
 
 
 def _num(v: float) -> str:
@@ -69,7 +54,7 @@ def _memory_part(summaries: list, t0: int) -> str:
                      "-" if m.peak_ns is None else f"{(m.peak_ns - t0) / 1e9:.6f}", f"{m.allocations:,}"])
     top = peaks[0]
     return "\n".join(["<h2 id='memory-peaks'>Memory peak per rank</h2>",
-                      _table(["Rank", "Peak allocated (MB)", "Step", "At (s)", "Allocations"], rows),
+                      html_table(["Rank", "Peak allocated (MB)", "Step", "At (s)", "Allocations"], rows),
                       memory_section(top.memory, heading=f"Memory over time, rank {top.rank}")])
 
 
@@ -117,7 +102,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
         rows.append([_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
                      _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
                      _num(rec["Free Mean(us)"]), flag])
-    parts.append(_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free", ""],
+    parts.append(html_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free", ""],
                         rows, left=2))
 
     # -- top operators
@@ -128,7 +113,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
                      "framework operators.</p>")
         parts.append(svg.horizontal_bars([f"{o['OP Type']} ({o['Core Type']})" for o in ops],
                                          [o["Total Time(us)"] for o in ops], "µs (all ranks)"))
-        parts.append(_table(["OP Type", "Core", "Ranks", "Count", "Total (µs)", "Avg per rank (µs)", "Max rank"],
+        parts.append(html_table(["OP Type", "Core", "Ranks", "Count", "Total (µs)", "Avg per rank (µs)", "Max rank"],
                             [[_e(o["OP Type"]), _e(o["Core Type"]), o["Ranks"], f"{o['Count']:,}",
                               _num(o["Total Time(us)"]), _num(o["Avg Time per Rank(us)"]), o["Max Rank"]]
                              for o in ops], left=2))
@@ -165,7 +150,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     if matrix:
         parts.append("<h2 id='comm'>Communication matrix</h2>")
         top = sorted(matrix, key=lambda m: -m["Transit Time(ms)"])[:20]
-        parts.append(_table(["Ranks", "Step", "OP", "Src", "Dst", "Transport", "Time (ms)", "Size (MB)", "GB/s"],
+        parts.append(html_table(["Ranks", "Step", "OP", "Src", "Dst", "Transport", "Time (ms)", "Size (MB)", "GB/s"],
                             [[_e(m["Group"]), _e(m["Step"]), _e(m["OP Name"]), m["Src Rank"], m["Dst Rank"],
                               _e(m["Transport Type"]), f"{m['Transit Time(ms)']:.3f}",
                               f"{m['Transit Size(MB)']:.3f}", f"{m['Bandwidth(GB/s)']:.3f}"] for m in top], left=3))
