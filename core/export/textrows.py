@@ -151,14 +151,8 @@ class Pool:
         self.texts = texts
         self._cells: dict = {}
 
-    def __len__(self) -> int:
-        return len(self.texts)
-
     def __getitem__(self, i: int) -> Text:
         return self.texts[i]
-
-    def __iter__(self):
-        return iter(self.texts)
 
     def cells(self, lead: bytes) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """``(cells, per-string cell count)`` of ``lead + text`` for every text; None for a large pool."""
