@@ -285,3 +285,20 @@ def test_a_tool_csv_without_a_needed_column_is_not_used(real, tmp_path):
     path.write_text(text.replace("Core Type", "Core"), encoding="utf-8")
     summary, why = tool_summary(RankTask(rank=0, run_dirs=(str(run),)))
     assert summary is None and why == "op_statistic.csv lacks column(s) ['Core Type']"
+
+
+def test_the_command_says_which_ranks_were_parsed_and_why(real, tmp_path, capsys):
+    from npuprof.cli import main
+
+    job = tmp_path / "job"
+    shutil.copytree(real["src"], job)
+    for p in job.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    (job / "rank1_ascend_pt" / OUT / "step_trace_time.csv").unlink()
+    assert main(["cluster", str(job), "-o", str(tmp_path / "fast"), "--quiet", "--no-parquet"]) == 0
+    out = capsys.readouterr().out
+    assert "rank 0 summarised from the tool's own tables" in out
+    assert "rank 1: events parsed (no ASCEND_PROFILER_OUTPUT/step_trace_time.csv" in out
+    assert main(["cluster", str(job), "-o", str(tmp_path / "full"), "--quiet", "--no-parquet", "--recompute"]) == 0
+    out = capsys.readouterr().out
+    assert "events parsed" not in out and "own tables" not in out

@@ -45,13 +45,12 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     if res.tool_table_ranks:
         print(f"{ranks_phrase(res.tool_table_ranks)} summarised from the tool's own tables "
               f"(--recompute parses their events)")
-    if res.parsed and (res.tool_table_ranks or not args.recompute):
-        reasons: dict = {}
-        for r, why in res.parsed.items():
-            if why != OWN_RUN:
-                reasons.setdefault(why, []).append(r)
-        for why, ranks in reasons.items():
-            print(f"{ranks_phrase(ranks)}: events parsed ({why})")
+    reasons: dict = {}
+    for r, why in res.parsed.items():       # with --recompute every rank is parsed: nothing to explain
+        if not args.recompute and why != OWN_RUN:
+            reasons.setdefault(why, []).append(r)
+    for why, ranks in reasons.items():
+        print(f"{ranks_phrase(ranks)}: events parsed ({why})")
     if res.slow["applicable"]:
         print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
     else:
