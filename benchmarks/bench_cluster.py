@@ -305,7 +305,9 @@ def measure(job: Path, root: Path, reps: int, msprof: bool, comm_check: bool) ->
         v()
     res: dict = dict(sizes)
     try:
-        res["npuprof_backend"] = json.loads((tools.np_out / "cluster_summary.json").read_text())["backend"]
+        np_summary = json.loads((tools.np_out / "cluster_summary.json").read_text())
+        res["npuprof_backend"] = np_summary["backend"]
+        res["npuprof_tool_table_ranks"] = len(np_summary["tool_tables"])   # ranks not parsed (the fast path)
     except (OSError, ValueError, KeyError):
         res["npuprof_backend"] = "?"
     if msprof:

@@ -95,3 +95,14 @@ def test_rows_say_equal_and_met_only_when_checked():
     differ = dict(same, equal={"cluster_step_trace_time": "differ: AssertionError"})
     (row,) = report.cluster_rows({"real": differ})
     assert row["met"] is False and "equal tables: NO" in row["benchmark"]
+
+
+def test_bound_says_what_npuprof_read():
+    side = dict(_side(2.0), cpu_seconds={"median": 1.5})
+    real = {"ranks": 2, "bytes": 2**20, "precomputed_bytes": 4096, "npuprof": side,
+            "msprof": dict(_side(4.0), cpu_seconds={"median": 3.0}), "speedup": {"median": 2.0}}
+    (parsed,) = [b for b in report.bounds({"cluster": {"real": real}}) if b.startswith("cluster")]
+    assert "parsed every rank's events" in parsed
+    (fast,) = [b for b in report.bounds({"cluster": {"real": dict(real, npuprof_tool_table_ranks=2)}})
+               if b.startswith("cluster")]
+    assert "own tables of 2 of 2 ranks" in fast and "every rank's events" not in fast
