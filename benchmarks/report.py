@@ -321,8 +321,8 @@ def bounds(results: dict) -> list[str]:
         r = cl.get(key, {}) if isinstance(cl, dict) else {}
         if "speedup" in r and r["speedup"]["median"] < 3:
             fast = r.get("npuprof_tool_table_ranks")
-            how = (f"npuprof read the tool's own tables of {fast} of {r['ranks']} ranks and parsed the others' "
-                   f"events" if fast else
+            how = (f"npuprof read the tool's own tables of {fast} of {r['ranks']} ranks"
+                   + (" and parsed the others' events" if fast < r["ranks"] else "") if fast else
                    f"npuprof parsed every rank's events (the whole {r['bytes'] / 2**20:,.0f} MB: trace_view.json, "
                    f"kernel_details.csv, memory CSVs)")
             out.append(f"cluster ({r['ranks']} ranks): {how} ({r['npuprof']['cpu_seconds']['median']:.1f} CPU s) on "
