@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -202,16 +202,23 @@ def op_instance_names(c: CommEvents) -> list[str]:
     return out
 
 
-def alignment_keys(c: CommEvents) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Keys matching the same collective across ranks: step|type|group|ordinal."""
-    order = np.lexsort((c.ops["ts"],))
+def ordinal_keys(ops: Iterable[tuple[int, str, str]]) -> list[str]:
+    """``step|type|group|ordinal`` of operators given as (step, type, group) in start-time order: the keys
+    matching the same collective across ranks."""
     seen: dict[tuple, int] = {}
     keys = []
-    for i in order.tolist():
-        k = (int(c.ops["step"][i]), c.ops["type"][i], c.ops["group"][i])
+    for k in ops:
         n = seen.get(k, 0)
         seen[k] = n + 1
         keys.append(f"{k[0]}|{k[1]}|{k[2]}|{n}")
+    return keys
+
+
+def alignment_keys(c: CommEvents) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Keys matching the same collective across ranks (:func:`ordinal_keys`), with the operators' start and
+    end times in that order."""
+    order = np.lexsort((c.ops["ts"],))
+    keys = ordinal_keys((int(c.ops["step"][i]), c.ops["type"][i], c.ops["group"][i]) for i in order.tolist())
     return keys, c.ops["ts"][order], (c.ops["ts"] + c.ops["dur"])[order]
 
 

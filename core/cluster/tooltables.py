@@ -40,7 +40,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS
-from ..analysis.communication import TOTAL_OP
+from ..analysis.communication import TOTAL_OP, ordinal_keys
 from ..errors import ProfilerDataError
 from ..fileio import check_input_file
 from ..runinfo import OUTPUT_DIR, RunInfo, read_run_info
@@ -148,9 +148,9 @@ def _step_of(key: str) -> int:
     return int(m.group(1)) if m and m.group(1) not in ("", "-") else -1
 
 
-def _comm_ops(comm: dict) -> tuple[list, list, np.ndarray, np.ndarray]:
-    """comm_ops rows and alignment keys (as :func:`npuprof.analysis.communication.alignment_keys`: step,
-    op type, group and ordinal by start time) from a communication.json."""
+def _comm_ops(comm: dict) -> tuple[list, list]:
+    """comm_ops rows and the operators' (start ns, end ns, step, op type, group) from a communication.json
+    (the alignment keys are made of the latter: :func:`npuprof.analysis.communication.ordinal_keys`)."""
     from ..readers.ascend_output import comm_op_type
 
     agg: dict = {}
@@ -175,15 +175,7 @@ def _comm_ops(comm: dict) -> tuple[list, list, np.ndarray, np.ndarray]:
         ts = int(round(start * 1e3))
         spans.append((ts, ts + int(round(elapse * 1e6)), step, typ, group))
     rows = [(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(agg.items())]
-    spans.sort(key=lambda s: s[0])
-    seen: dict = {}
-    keys = []
-    for _, _, step, typ, group in spans:
-        n = seen.get((step, typ, group), 0)
-        seen[(step, typ, group)] = n + 1
-        keys.append(f"{step}|{typ}|{group}|{n}")
-    return (rows, keys, np.array([s[0] for s in spans], dtype=np.int64),
-            np.array([s[1] for s in spans], dtype=np.int64))
+    return rows, spans
 
 
 def _matrix(doc: dict) -> dict:
@@ -253,11 +245,11 @@ def _window(run_dir: Path) -> dict:
     steps = _steps(out_dir / STEP_TRACE)
     ops = _ops(out_dir / OP_STATISTIC)
     comm = _json(out_dir / COMMUNICATION)
-    comm_ops, keys, a_start, a_end = _comm_ops(comm)
+    comm_ops, spans = _comm_ops(comm)
     matrix = _matrix(_json(out_dir / COMMUNICATION_MATRIX))
     traces = [str(out_dir / n) for n in ("trace_view.json", "trace_view.json.gz") if (out_dir / n).exists()]
     return dict(info=info, out_dir=out_dir, steps=steps, ops=ops, communication=comm, comm_ops=comm_ops,
-                keys=keys, a_start=a_start, a_end=a_end, matrix=matrix, traces=traces)
+                spans=spans, matrix=matrix, traces=traces)
 
 
 def _merge_steps(dicts: list[dict], what: str) -> dict:
@@ -290,8 +282,8 @@ def tool_summary(task: RankTask) -> tuple[Optional[RankSummary], str]:
             a = ops.setdefault((typ, core), [0, 0.0])
             a[0] += count
             a[1] += total
-    keys = [k for w in windows for k in w["keys"]]
-    order = np.argsort(np.concatenate([w["a_start"] for w in windows]), kind="stable")
+    # windows share no step (checked above): ordinals over all of them are each window's own
+    spans = sorted((s for w in windows for s in w["spans"]), key=lambda s: s[0])
     info = first["info"]
     return RankSummary(
         rank=task.rank, hostname=info.hostname, pid=info.pid, device_id=device, world_size=info.world_size,
@@ -300,8 +292,8 @@ def tool_summary(task: RankTask) -> tuple[Optional[RankSummary], str]:
         ops=[(t, c, n, round(tot, 3)) for (t, c), (n, tot) in ops.items()],
         comm_ops=sorted(r for w in windows for r in w["comm_ops"]), links=[],
         communication=communication, communication_matrix=matrix,
-        align_keys=[keys[i] for i in order.tolist()],
-        align_start=np.concatenate([w["a_start"] for w in windows])[order],
-        align_end=np.concatenate([w["a_end"] for w in windows])[order],
+        align_keys=ordinal_keys(s[2:] for s in spans),
+        align_start=np.array([s[0] for s in spans], dtype=np.int64),
+        align_end=np.array([s[1] for s in spans], dtype=np.int64),
         host_series={}, t0_ns=0, t1_ns=0, traces=[t for w in windows for t in w["traces"]],
         parallel_groups=parallel_groups_of(task.run_dirs)), ""
