@@ -233,7 +233,6 @@ class DynamicController:
             return
         self._capture = prof
         self._capture_status = record
-        self._scheduled_start = n
         self._capture_last_step = n + request.warmup + request.active - 1
         record.state = "running"
         self.status.state = "capturing"
