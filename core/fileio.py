@@ -66,6 +66,11 @@ def open_private(path: Union[str, Path], flags: int) -> int:
     return fd
 
 
+def temporary_name(path: Path) -> Path:
+    """A name beside ``path`` unique per process and call, for a file renamed to ``path`` once complete."""
+    return path.with_name(f"{path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
+
+
 def atomic_write(path: Union[str, Path], data: Union[bytes, str, Callable[[IO[bytes]], None]]) -> Path:
     """Write ``data`` (bytes, text or a writer callback) to ``path`` atomically.
 
@@ -75,7 +80,7 @@ def atomic_write(path: Union[str, Path], data: Union[bytes, str, Callable[[IO[by
     """
     path = Path(path)
     secure_mkdir(path.parent)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
+    tmp = temporary_name(path)
     fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         with os.fdopen(fd, "wb") as fh:

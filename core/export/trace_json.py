@@ -43,7 +43,7 @@ import orjson
 from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
-from ..fileio import _tmp_counter, atomic_write, open_private, secure_mkdir
+from ..fileio import atomic_write, open_private, secure_mkdir, temporary_name
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -555,7 +555,7 @@ class ForkedTrace:
         self.events = events
         self.path = Path(path)
         self.settings = settings
-        self.tmp = self.path.with_name(f"{self.path.name}.tmp.{os.getpid()}.{next(_tmp_counter)}")
+        self.tmp = temporary_name(self.path)
         self.part = self.tmp.with_name(self.tmp.name + ".part")
         self.made_dir = not self.path.parent.exists()
         msg_r, msg_w = os.pipe()
