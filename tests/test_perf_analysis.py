@@ -259,3 +259,24 @@ def test_kernel_details_gets_the_tensor_columns_its_kernels_carry(monkeypatch):
 def test_kernel_details_without_tensor_fields_keeps_its_columns():
     table = A.kernel_details(random_events(3000, seed=6))
     assert table.columns == A.KERNEL_DETAILS_COLUMNS
+
+
+def test_assign_steps_sorted_path_equals_the_general_path():
+    """The run-length path for a sorted table gives every event the step the bucket path gives it, on
+    random steps (gaps, touching and repeated starts) and events (before, between, inside, after)."""
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n_steps = int(rng.integers(1, 12))
+        starts = np.sort(rng.integers(0, 10_000, n_steps))
+        durs = rng.integers(0, 1_500, n_steps)
+        ts = np.sort(rng.integers(-500, 12_000, int(rng.integers(1, 400))))
+        kinds = [int(EventKind.STEP)] * n_steps + [int(EventKind.OP)] * len(ts)
+        names = [f"ProfilerStep#{i}" for i in range(n_steps)] + ["op"] * len(ts)
+        all_ts = np.concatenate([starts, ts])
+        all_dur = np.concatenate([durs, np.ones(len(ts), np.int64)])
+        order = np.argsort(all_ts, kind="stable")
+        ev = EventTable.from_records(ts=all_ts[order], dur=all_dur[order], kind=np.array(kinds)[order],
+                                     name=[names[i] for i in order.tolist()])
+        shuffled = ev.select(rng.permutation(len(ev)))          # unsorted: the general path
+        general = A.assign_steps(shuffled).sorted()
+        assert A.assign_steps(ev)["step"].tolist() == general["step"].tolist()
