@@ -108,6 +108,8 @@ def _allocation_rows(events: EventTable) -> np.ndarray:
     if not len(events):
         return np.zeros(0, np.int64)
     code = events.code_of(OPERATOR_MEMORY_TYPE)
+    if code < 0:        # no allocation data: no pass over the table (cluster summaries ask every rank)
+        return np.zeros(0, np.int64)
     rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.MEMORY)) & (events["type"] == code))
     return rows[np.argsort(events["ts"][rows], kind="stable")]
 
@@ -276,6 +278,8 @@ def _series_rows_of(events: EventTable) -> np.ndarray:
         return np.zeros(0, np.int64)
     codes = [c for c in (events.code_of(t) for t in _MEMORY_SERIES_TYPES) if c >= 0]
     host = [c for c in (events.code_of(n) for n in _HOST_MEMORY_SERIES) if c >= 0]
+    if not codes and not host:
+        return np.zeros(0, np.int64)
     wanted = np.isin(events["type"], codes) | ((events["type"] == events.code_of("host_sys")) &
                                                np.isin(events["name"], host))
     rows = np.flatnonzero((events["kind"] == np.uint8(EventKind.COUNTER)) & wanted)
