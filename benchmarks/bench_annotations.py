@@ -9,15 +9,16 @@ Two figures per annotation, from the same sample:
   memory until ``stop``);
 - *amortised*: the same plus the deferred work per event. npuprof: an
   explicit ``flush()`` right after the loop, i.e. converting every buffered
-  event to columns and writing it to the raw files (normally done by the
-  flusher thread). torch: leaving ``torch.profiler.profile`` (stopping and
+  event to columns and writing it to the raw files (normally done when a
+  buffer fills, or by the flusher thread). torch: leaving ``torch.profiler.profile`` (stopping and
   collecting its events).
 
 Variants run interleaved, repetition by repetition.
 
 Also measured, *sustained*: each annotation at full rate over 1M events while
-profiling, per 50,000-event window, the deferred conversion and writes included
-(they run under the same GIL): the median window and the worst one.
+profiling, per 50,000-event window, the conversion and writes included (the
+recording thread writes each 30,000 events itself): the median window and the
+worst one.
 
 Also measured: an idle ``npuprof.dynamic_profile.step()`` (a config watched,
 no capture due), the per-step cost of leaving dynamic profiling on.
@@ -103,8 +104,8 @@ WINDOW = 50_000
 
 
 def sustained(out: Path, n: int) -> dict:
-    """Per-event cost at full rate over ``n`` events, everything included (the flusher's
-    conversion and writes run in the same process under the GIL): one figure per
+    """Per-event cost at full rate over ``n`` events, everything included (conversion and
+    writes run in the recording thread, the flusher's under the same GIL): one figure per
     50,000-event window; the median and the worst window per annotation."""
     import npuprof
 
@@ -145,7 +146,7 @@ def run(params: dict) -> dict:
     from npuprof import recorder as rec_mod
 
     reps = int(params.get("reps", 7))
-    n = int(params.get("n", 25_000))          # under PENDING_FLUSH_THRESHOLD: buffered, as torch does
+    n = int(params.get("n", 25_000))          # under SELF_FLUSH_EVENTS: buffered, as torch does
     n_torch = int(params.get("n_torch", 20_000))
     out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
 

@@ -333,9 +333,9 @@ def bounds(results: dict) -> list[str]:
     sustained = ann.get("sustained") or {}
     spiky = [k for k, v in sustained.items() if isinstance(v, dict) and "worst" in v and v["worst"] > 2 * v["median"]]
     if spiky:
-        out.append(f"sustained worst windows ({', '.join(spiky)}): the flusher converts and writes in the "
-                   "recording process; each numpy call, checksum and write releases the GIL, and once the "
-                   "recording thread waits for it the flusher falls behind, so a catch-up flush lands in one window")
+        out.append(f"sustained worst windows ({', '.join(spiky)}): a window holds one or two of the recording "
+                   "thread's own 30,000-event writes, plus the flusher's periodic write when it lands there; "
+                   "beyond that the spread is the machine's (other processes, the second core)")
     a10 = results.get("analysis_10M", {})
     if "events_per_s" in a10 and a10["events_per_s"]["median"] < ANALYSIS_GOAL:
         out.append("analysis at 10M: loading the raw data (read, CRC, decode, concatenate, sort) is serial "

@@ -1,21 +1,25 @@
 """Host-side event recording: per-thread buffers and a background flusher.
 
-The hot path (``record_function`` exit, ``mstx.mark``) is a clock read and
-one ``list.extend`` by a small tuple onto the calling thread's buffer. A flusher
-thread turns buffered events into :class:`EventTable` chunks every
-``flush_interval`` (sooner when buffers grow), so memory stays bounded
-however long the run.
+The hot path (``record_function`` exit, ``mstx.mark``) is a clock read, one
+``list += tuple`` onto the calling thread's buffer and one ``len()``.
 
-The flusher runs in this process and holds the GIL while it converts, so
-its cost per event lands on the recording threads: each column is one
-C-level pass over a slice (``np.fromiter``; string codes by ``dict``
-lookups, kept across flushes), a column of one value is coded once, and a
-chunk is encoded into one buffer. Under heavy traffic it looks every
-``BUSY_TICK_SECONDS`` instead of ``TICK_SECONDS``, and a flush writes
-records of at most ``MAX_FLUSH_EVENTS`` events, so each conversion (the
-part that holds the GIL; checksum and write release it) stays short and
-the work spreads evenly over the recording; recording threads flush
-themselves only when it falls behind (``HIGH_WATER``).
+A buffer that reaches ``SELF_FLUSH_EVENTS`` events is written by the thread
+that filled it, as one record, in the append that filled it; a burst smaller
+than that stays buffered, as torch's profiler keeps its events. A flusher
+thread writes whatever else is buffered every ``flush_interval`` (threads
+that record slowly) and everything at stop, so memory stays bounded however
+long the run.
+
+Why the recording thread and not the flusher: both run in this process under
+one GIL, and conversion releases it at every numpy call, checksum and write;
+the flusher then waits out the switch interval (5 ms) to take it back from a
+busy recording thread, fell behind at full rate (a 30,000-event record took
+50-100 ms of wall time for ~8 ms of work), and the catch-up landed on a few
+stretches of the recording at several times the usual cost. Converting in
+the thread that filled the buffer costs the same CPU, spread evenly over the
+run. Conversion is one C-level pass per column over a slice
+(``np.fromiter``; string codes by ``dict`` lookups, kept across flushes), a
+column of one value is coded once, and a record is encoded into one buffer.
 
 Each thread owns three flat lists (flat, not a tuple per event: ints and strs
 are not tracked by the garbage collector, so a million buffered events cost
@@ -30,7 +34,7 @@ no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
   ``ProfilerStep#N`` events (formatting the name costs ~1 µs on the cold
   caches a step() runs on, nothing in the flusher).
 
-``list.extend`` by a tuple is one atomic operation under the GIL, so a
+``list += tuple`` (an extend) is one atomic operation under the GIL, so a
 buffer's length is always a whole number of events. Draining uses ``n = len(buf);
 chunk = buf[:n]; del buf[:n]``: each is atomic and appends only ever land
 past ``n``, so no lock sits on the hot path and nothing is lost.
@@ -62,19 +66,16 @@ _recorder: Optional["Recorder"] = None          # the active recorder, read by a
 # None keeps ``record_function.__enter__`` down to one clock read.
 _enter_hook: Optional[Callable[["record_function"], None]] = None
 _RANGE, _MARK, _API, _STEP = int(EventKind.RANGE), int(EventKind.MARK), int(EventKind.API), int(EventKind.STEP)
-PENDING_FLUSH_THRESHOLD = 30_000
-MAX_FLUSH_EVENTS = 30_000   # events per record: one conversion, one hold of the GIL
-# Past this many buffered events the recording threads flush themselves (backpressure): a
-# thread producing events faster than the flusher can write them then pays for its own,
-# and memory stays bounded (~100 bytes per buffered event).
-HIGH_WATER = 60_000
-RELIEVE_EVERY = 64
-TICK_SECONDS = 0.05
-BUSY_TICK_SECONDS = 0.002   # the flusher's tick while events keep coming fast
+MAX_FLUSH_EVENTS = 30_000   # events per record: one conversion, one hold of the flush lock
+# A recording thread writes its own buffer once it holds this many events (see the module doc);
+# it also bounds memory: ~100 bytes per buffered event, two buffers per thread.
+SELF_FLUSH_EVENTS = MAX_FLUSH_EVENTS
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
 STEP_ITEMS = 3      # step_num, t0, t1
 MAX_POOL_STRINGS = 1 << 16   # distinct strings the flusher keeps codes for across flushes
+_RANGES_FULL = SELF_FLUSH_EVENTS * RANGE_ITEMS
+_EVENTS_FULL = SELF_FLUSH_EVENTS * EVENT_ITEMS
 
 
 def active_recorder() -> Optional["Recorder"]:
@@ -107,10 +108,8 @@ class Recorder:
         self.on_failure = on_failure
         self.domain_filter = domain_filter
         self._sinks: tuple = ()          # annotation sinks (e.g. msproftx on an NPU)
-        self._throttled = False          # over HIGH_WATER: producers flush themselves
-        self._relieve_calls = 0          # relieve() counts buffered events every RELIEVE_EVERY calls
-        self._plain = not with_stack     # no stack, no sink, no backpressure: the fast path applies
-        self._local = threading.local()  # .r, .e, .s = this thread's ranges, events, steps lists
+        self._plain = not with_stack     # no stack, no sink: the fast path applies
+        self._local = threading.local()  # .r, .e, .s = this thread's ranges, events, steps lists; .b their _Buffers
         self._threads: list[_Buffers] = []
         self._reg_lock = SignalSafeLock()   # a signal handler must not re-enter it
         self._flush_lock = SignalSafeLock()   # a signal handler must not re-enter it
@@ -137,29 +136,14 @@ class Recorder:
         self._update_plain()
 
     def _update_plain(self) -> None:
-        self._plain = not self.with_stack and not self._sinks and not self._throttled
+        self._plain = not self.with_stack and not self._sinks
         if _recorder is self:
             _set_enter_hook(self)
-
-    def _set_throttled(self, on: bool) -> None:
-        if on != self._throttled:
-            self._throttled = on
-            self._update_plain()
-
-    def relieve(self) -> None:
-        """Called by recording threads while throttled: flush when too much is buffered.
-
-        Counts buffered events only every ``RELIEVE_EVERY`` calls (counting walks
-        every thread's buffers); the count may overshoot ``HIGH_WATER`` by that
-        many events per thread, no more.
-        """
-        self._relieve_calls += 1
-        if not self._relieve_calls % RELIEVE_EVERY and self.pending() >= HIGH_WATER:
-            self.flush()
 
     # -- buffers --------------------------------------------------------------
     def _register(self) -> _Buffers:
         bufs = _Buffers()
+        self._local.b = bufs
         self._local.r = bufs.ranges
         self._local.e = bufs.events
         self._local.s = bufs.steps
@@ -177,9 +161,12 @@ class Recorder:
     def add(self, kind: int, name: str, t0: int, t1: int, type_: str = "", args: str = "") -> None:
         """Record one event (monotonic ns) from any thread."""
         try:
-            self._local.e.extend((kind, name, t0, t1, type_, args))
+            buf = self._local.e
         except AttributeError:
-            self._register().events.extend((kind, name, t0, t1, type_, args))
+            buf = self._register().events
+        buf += (kind, name, t0, t1, type_, args)
+        if len(buf) >= _EVENTS_FULL:
+            self.flush_buffers()
 
     def add_step(self, step_num: int, t0: int, t1: int) -> None:
         """Record the range of step ``step_num`` (monotonic ns) from the calling thread.
@@ -213,19 +200,8 @@ class Recorder:
         self.flush()
 
     def _run(self) -> None:
-        last = time.monotonic()
-        tick = BUSY_TICK_SECONDS   # a first look soon: recording often starts at full rate
-        while not self._stop.wait(tick):
-            now = time.monotonic()
-            pending = self.pending()
-            # heavy traffic: look again soon, so each flush stays small (a short hold of the GIL)
-            tick = BUSY_TICK_SECONDS if pending >= PENDING_FLUSH_THRESHOLD // 4 else TICK_SECONDS
-            if now - last >= self.flush_interval or pending >= PENDING_FLUSH_THRESHOLD:
-                self.flush()
-                last = now
-                pending = self.pending()
-            if self._throttled and pending < PENDING_FLUSH_THRESHOLD:
-                self._set_throttled(False)
+        while not self._stop.wait(self.flush_interval):
+            self.flush()
 
     def pending(self) -> int:
         """Events buffered and not yet written."""
@@ -242,8 +218,6 @@ class Recorder:
         than one record's worth of work.
         """
         written, budget = 0, self.pending()
-        if budget >= HIGH_WATER and threading.current_thread() is self._thread:
-            self._set_throttled(True)   # the flusher fell behind: producers help while this flush runs
         while True:
             with self._flush_lock:
                 drained, n = self._flush_locked(MAX_FLUSH_EVENTS)
@@ -252,10 +226,27 @@ class Recorder:
             if not drained or budget <= 0:
                 return written
 
-    def _flush_locked(self, limit: int) -> tuple[int, int]:
-        """Drain up to ``limit`` events and write them (``_flush_lock`` held): (drained, written)."""
-        with self._reg_lock:
-            threads = list(self._threads)
+    def flush_buffers(self, bufs: Optional[_Buffers] = None) -> int:
+        """Write one thread's buffered events (the calling thread's when ``bufs`` is None);
+        the append that filled a buffer calls it. Returns how many. Never raises."""
+        if bufs is None:
+            bufs = getattr(self._local, "b", None)
+            if bufs is None:
+                return 0
+        written = 0
+        while True:
+            with self._flush_lock:
+                drained, n = self._flush_locked(MAX_FLUSH_EVENTS, [bufs])
+            written += n
+            if drained < MAX_FLUSH_EVENTS:
+                return written
+
+    def _flush_locked(self, limit: int, threads: Optional[list] = None) -> tuple[int, int]:
+        """Drain up to ``limit`` events of ``threads`` (all when None) and write them
+        (``_flush_lock`` held): (drained, written)."""
+        if threads is None:
+            with self._reg_lock:
+                threads = list(self._threads)
         if len(threads) > 1:   # each record starts at another thread: a flooding one cannot hold the others back
             self._first = first = (self._first + 1) % len(threads)
             threads = threads[first:] + threads[:first]
@@ -536,9 +527,12 @@ class record_function:
         if rec is not None:
             if rec._plain and self.args is None:
                 try:
-                    rec._local.r.extend((self.name, self._t0, t1))
+                    buf = rec._local.r
                 except AttributeError:
-                    rec._register().ranges.extend((self.name, self._t0, t1))
+                    buf = rec._register().ranges
+                buf += (self.name, self._t0, t1)
+                if len(buf) >= _RANGES_FULL:
+                    rec.flush_buffers()
             else:
                 self._record_slow(rec, t1)
         return False
@@ -551,14 +545,15 @@ class record_function:
             rec.add(_RANGE, self.name, self._t0, t1, "", args)
         else:
             try:
-                rec._local.r.extend((self.name, self._t0, t1))
+                buf = rec._local.r
             except AttributeError:
-                rec._register().ranges.extend((self.name, self._t0, t1))
+                buf = rec._register().ranges
+            buf += (self.name, self._t0, t1)
+            if len(buf) >= _RANGES_FULL:
+                rec.flush_buffers()
         if rec._sinks:
             for sink, rid in zip(rec._sinks, getattr(self, "_sink_ids", ())):
                 sink.range_end(rid)
-        if rec._throttled:
-            rec.relieve()
 
     def __call__(self, fn: F) -> F:
         name = self.name
@@ -573,7 +568,7 @@ class record_function:
 
 
 _range_ids = itertools.count(1)
-_open_ranges: dict[int, tuple[str, int, str, Recorder, list, tuple]] = {}
+_open_ranges: dict[int, tuple[str, int, str, Recorder, _Buffers, tuple]] = {}
 
 
 class mstx:
@@ -597,14 +592,15 @@ class mstx:
             return
         t = _perf()
         try:
-            rec._local.e.extend((_MARK, message, t, t, domain, ""))
+            buf = rec._local.e
         except AttributeError:
-            rec._register().events.extend((_MARK, message, t, t, domain, ""))
+            buf = rec._register().events
+        buf += (_MARK, message, t, t, domain, "")
+        if len(buf) >= _EVENTS_FULL:
+            rec.flush_buffers()
         if not rec._plain:
             for sink in rec._sinks:
                 sink.mark(message, stream)
-            if rec._throttled:
-                rec.relieve()
 
     @staticmethod
     def range_start(message: str, stream: Any = None, domain: str = "default") -> int:
@@ -616,10 +612,10 @@ class mstx:
         sinks = rec._sinks
         tokens = tuple([(sk, sk.range_start(message, same_thread=False)) for sk in sinks]) if sinks else ()
         try:
-            buf = rec._local.e
+            bufs = rec._local.b
         except AttributeError:
-            buf = rec._register().events
-        _open_ranges[rid] = (message, _perf(), domain, rec, buf, tokens)
+            bufs = rec._register()
+        _open_ranges[rid] = (message, _perf(), domain, rec, bufs, tokens)
         return rid
 
     @staticmethod
@@ -628,12 +624,15 @@ class mstx:
         opened = _open_ranges.pop(range_id, None)
         if opened is None:
             return
-        message, t0, dom, rec, buf, tokens = opened
+        message, t0, dom, rec, bufs, tokens = opened
         for sink, token in tokens:
             sink.range_end(token)
         # recorded on the thread that started the range; dropped if its window already ended
         if rec is _recorder:
+            buf = bufs.events
             buf += (_RANGE, message, t0, t1, dom, "")
+            if len(buf) >= _EVENTS_FULL:
+                rec.flush_buffers(bufs)
 
 
 def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[str] = None) -> Any:
@@ -661,11 +660,12 @@ def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[s
             finally:
                 t1 = _perf()
                 try:
-                    rec._local.e.extend((_API, label, t0, t1, level, ""))
+                    buf = rec._local.e
                 except AttributeError:
-                    rec._register().events.extend((_API, label, t0, t1, level, ""))
-                if rec._throttled:
-                    rec.relieve()
+                    buf = rec._register().events
+                buf += (_API, label, t0, t1, level, "")
+                if len(buf) >= _EVENTS_FULL:
+                    rec.flush_buffers()
 
         return wrapper  # type: ignore[return-value]
 

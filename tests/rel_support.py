@@ -38,10 +38,10 @@ CHILD = HERE / "rel_workloads" / "crash_child.py"
 COUNTS: "collections.Counter[str]" = collections.Counter()
 
 # How long after an event its data may still sit in memory: the flush
-# interval, the flusher's 50 ms tick, and slack for the flusher thread to get
-# the GIL and the CPU on a loaded 2-core box. Every loss is also reported.
+# interval, the flush itself, and slack for the flusher thread to get the GIL
+# and the CPU on a loaded 2-core box. Every loss is also reported.
 SCHEDULING_SLACK_S = 0.35
-TICK_S = 0.05
+FLUSH_S = 0.05
 
 
 @dataclass
@@ -235,7 +235,7 @@ def _check_truth(tag: str, mode: str, truth: Truth, found: dict, kill_t: Optiona
     if kill_t is None:   # normal end or a signal that arrived after the child had finished
         horizon = None
     elif mode in ("SIGKILL", "os_exit"):
-        horizon = kill_t - int((flush + TICK_S + SCHEDULING_SLACK_S) * 1e9)
+        horizon = kill_t - int((flush + FLUSH_S + SCHEDULING_SLACK_S) * 1e9)
     else:                # SIGTERM, SIGINT, exception: the exit path flushes everything
         horizon = kill_t
     lost_ages = []

@@ -1,5 +1,5 @@
 """The recorder's fast paths: flat per-thread buffers, column conversion at flush,
-the enter hook, and backpressure when a thread produces faster than the flusher writes."""
+the enter hook, and a full buffer written by the thread that filled it."""
 import threading
 
 import numpy as np
@@ -100,20 +100,25 @@ def test_stack_and_sinks_take_the_slow_path(tmp_path):
     assert calls == [("start", "r", True), ("end", 1), ("mark", "x", 7), ("start", "cross", False), ("end", 4)]
 
 
-def test_backpressure_bounds_buffers_and_keeps_every_event(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder, "HIGH_WATER", 2_000)
-    monkeypatch.setattr(recorder, "PENDING_FLUSH_THRESHOLD", 1_000)
+def _small_buffers(monkeypatch, events: int) -> None:
+    monkeypatch.setattr(recorder, "_RANGES_FULL", events * recorder.RANGE_ITEMS)
+    monkeypatch.setattr(recorder, "_EVENTS_FULL", events * recorder.EVENT_ITEMS)
+
+
+def test_full_buffers_bound_memory_and_keep_every_event(tmp_path, monkeypatch):
+    _small_buffers(monkeypatch, 1_000)
     seen = []
     n_threads, per_thread = 3, 20_000
     with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
         rec = recorder.active_recorder()
-        rec._set_throttled(True)   # as the flusher does when it sees a flood ...
-        rec._set_throttled = lambda on: None   # ... and kept on for the whole test
+        rec._stop.set()          # park the flusher thread: the recording threads write everything
+        rec._thread.join()
 
         def produce():
             for i in range(per_thread):
                 with record_function("flood"):
                     pass
+                mstx.mark("tick")
                 if i % 500 == 0:
                     seen.append(rec.pending())
 
@@ -122,27 +127,45 @@ def test_backpressure_bounds_buffers_and_keeps_every_event(tmp_path, monkeypatch
             t.start()
         for t in threads:
             t.join()
+        assert max(seen) <= n_threads * 2 * 1_000     # two buffers per thread, each written when full
     ev = raw_events(prof.saved_runs[0])
-    assert sum(n == "flood" for n in ev.column_strings("name")) == n_threads * per_thread
-    # producers flush themselves past HIGH_WATER: pending never runs far beyond it
-    assert max(seen) < 2 * 2_000 + n_threads * 500
+    names = ev.column_strings("name")
+    assert names.count("flood") == names.count("tick") == n_threads * per_thread
 
 
-def test_flusher_throttles_and_releases(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder, "PENDING_FLUSH_THRESHOLD", 100)
-    monkeypatch.setattr(recorder, "HIGH_WATER", 400)
-    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]):
+@pytest.mark.parametrize("annotation", ["record_function", "mark", "trace_api", "mstx_range", "add"])
+def test_the_append_that_fills_a_buffer_writes_it(tmp_path, monkeypatch, annotation):
+    _small_buffers(monkeypatch, 50)
+    traced = trace_api(lambda: None, name="api")
+    with npuprof.Profiler(output_path=tmp_path, activities=["CPU"]) as prof:
         rec = recorder.active_recorder()
-        rec._stop.set()          # park the flusher thread: this test plays its part
+        rec._stop.set()          # park the flusher thread: only a full buffer is written
         rec._thread.join()
-        for _ in range(500):
-            with record_function("x"):
-                pass
-        rec._thread = threading.current_thread()
-        rec.flush()              # a flusher flush draining >= HIGH_WATER (it fell behind) turns backpressure on
-        assert rec._throttled and not rec._plain
-        rec._set_throttled(False)
-        assert rec._plain and not rec._throttled
+
+        def once():
+            if annotation == "record_function":
+                with record_function("r"):
+                    pass
+            elif annotation == "mark":
+                mstx.mark("m")
+            elif annotation == "trace_api":
+                traced()
+            elif annotation == "add":
+                rec.add(int(EventKind.MARK), "m", 1, 2)
+            else:
+                rid = mstx.range_start("load")     # ended on another thread: the starter's buffer fills
+                ender = threading.Thread(target=mstx.range_end, args=(rid,))
+                ender.start()
+                ender.join()
+
+        for _ in range(49):
+            once()
+        assert rec.pending() == 49 and rec.writer.events_written == 0
+        once()
+        assert rec.pending() == 0 and rec.writer.events_written == 50
+        once()
+        assert rec.pending() == 1
+    assert len(raw_events(prof.saved_runs[0])) >= 51
 
 
 @pytest.mark.parametrize("n", [0, 1, 7])

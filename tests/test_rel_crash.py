@@ -130,10 +130,10 @@ def test_unhandled_exception_finishes_every_window(tmp_path, capsys):
 
 @pytest.mark.parametrize("mode", ["SIGTERM", "SIGINT"])
 def test_signals_while_threads_flush_their_own_events(tmp_path, mode, capsys):
-    """Threads recording as fast as they can push the recorder into
-    backpressure, where recording threads (the main one too) write their own
-    events; a signal landing there is handled once that write is done, never
-    on top of it (that deadlocked before)."""
+    """Threads recording as fast as they can (the main one too) fill their
+    buffers and write them themselves; a signal landing in such a write is
+    handled once that write is done, never on top of it (that deadlocked
+    before)."""
     plans = [dict(p, hammer=2, threads=1) for p in _plan(6, mode, 6)]
     outcomes = _run_plans(tmp_path, plans)
     for o in outcomes:
@@ -141,7 +141,7 @@ def test_signals_while_threads_flush_their_own_events(tmp_path, mode, capsys):
         assert set(o.states) <= {"stopped"}, o.states
     assert sum(o.recorded_events for o in outcomes) > 0
     with capsys.disabled():
-        print("\n" + _summary(f"{mode} under backpressure", outcomes))
+        print("\n" + _summary(f"{mode} while threads write their own events", outcomes))
 
 
 @pytest.mark.parametrize("user_handler,style", [

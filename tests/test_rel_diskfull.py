@@ -152,7 +152,7 @@ def _check_child(proc, truth, failed_at, run_root: Path, problem: str) -> dict:
     (run,) = sorted(run_root.glob("diskfull_*_ascend_*"))
     res = analyse_run(run)
     found = {int(n.split(":")[1]) for n in rs.marks_of(res).tolist()}
-    horizon = failed_at[0] - int((0.05 + rs.TICK_S + rs.SCHEDULING_SLACK_S) * 1e9)
+    horizon = failed_at[0] - int((0.05 + rs.FLUSH_S + rs.SCHEDULING_SLACK_S) * 1e9)
     old = [i for (_, i), (t0, t1, flag) in truth.events.items() if flag == 1 and t1 < horizon]
     assert len(old) > 500, "the filesystem filled up too early for the check to mean anything"
     missing = [i for i in old if i not in found]

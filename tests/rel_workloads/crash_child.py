@@ -10,9 +10,10 @@ that is then killed at a random instant. Argument: one JSON object::
      "user_handler": null | "before-exit" | "after-flag" | "after-exit",
      "framework": null | "tf" | "ms", "hammer": 0, "max_seconds": 30}
 
-``hammer`` threads record ranges as fast as they can (not logged): the
-recorder's backpressure then makes the recording threads, the main one
-included, flush their own events, so signals land inside those flushes.
+``hammer`` threads record ranges as fast as they can (not logged), and the
+main thread records 3,000 more per step: each fills its buffer often and
+writes it itself (the recorder's full-buffer rule), so signals land inside
+the main thread's own writes.
 With ``framework`` the training step is a real TensorFlow tf.function or a
 MindSpore PyNative value_and_grad step (CPU), under that integration's
 Profiler, instead of the numpy one.
@@ -152,8 +153,12 @@ def train(prof: Profiler, step_fn: callable) -> None:
     self_kill = cfg.get("self_kill") or {}
     kill_at = now() + int(self_kill["after"] * 1e9) if self_kill else None
     i = 0
+    hammer = 3_000 if cfg.get("hammer") else 0
     while time.monotonic() < deadline and not stop_requested.is_set():
         step_fn()
+        for _ in range(hammer):
+            with record_function("hammer"):
+                pass
         for _ in range(10):
             mark("m", i)
             i += 1
