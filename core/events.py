@@ -232,9 +232,20 @@ class EventTable:
         order = np.argsort(ts, kind="stable")
         if not release:
             return self.select(order)
+        # each column is gathered into the memory of the previous column of its item size
+        # (fresh pages cost more here than the copy: ~1 ns per byte in page faults)
+        spare: dict[int, np.ndarray] = {}
         for key in list(self.cols):
-            if not _is_constant(self.cols[key]):
-                self.cols[key] = self.cols[key][order]
+            col = self.cols[key]
+            if _is_constant(col):
+                continue
+            size = col.dtype.itemsize
+            free = spare.pop(size, None)
+            out = np.empty(len(col), dtype=col.dtype) if free is None else free.view(col.dtype)
+            np.take(col, order, out=out, mode="clip")   # order is a permutation: no index to clip
+            self.cols[key] = out
+            if col.flags.writeable and col.flags.c_contiguous:
+                spare[size] = col
         return self
 
     def code_of(self, text: str) -> int:

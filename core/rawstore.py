@@ -40,7 +40,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .errors import ProfilerDataError
-from .events import NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, _is_constant, _used_strings
+from .events import (CONSTANT_WHEN_SCALAR, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
+                     _is_constant, _release_free_memory, _used_strings)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -108,15 +109,16 @@ def encode_record(table: EventTable) -> np.ndarray:
     return record
 
 
-def decode_chunk(payload: bytes) -> EventTable:
+def decode_chunk(payload: bytes, copy: bool = True) -> EventTable:
     """Inverse of :func:`encode_chunk`; raises ValueError (or TypeError,
-    KeyError ...) on a payload that is not one."""
+    KeyError ...) on a payload that is not one. With ``copy=False`` the
+    columns are read-only views of ``payload`` (valid while it is)."""
     if len(payload) < U32.size:
         raise ValueError(f"payload of {len(payload)} bytes is shorter than its header length field")
     (hlen,) = U32.unpack_from(payload, 0)
     if U32.size + hlen > len(payload):
         raise ValueError("header length beyond the payload")
-    header = json.loads(payload[4:4 + hlen].decode("utf-8"))
+    header = json.loads(str(payload[4:4 + hlen], "utf-8"))
     n, strings = int(header["n"]), header["strings"]
     extra = header.get("cols", [])
     if not isinstance(strings, list) or n < 0 or not isinstance(extra, list) \
@@ -128,7 +130,7 @@ def decode_chunk(payload: bytes) -> EventTable:
         dt = _DTYPES[key]
         arr = np.frombuffer(payload, dtype=dt, count=n, offset=offset)
         offset += n * dt.itemsize
-        (codes if key in STRING_COLUMNS else numeric)[key] = arr.astype(dt.newbyteorder("="))
+        (codes if key in STRING_COLUMNS else numeric)[key] = arr.astype(dt.newbyteorder("="), copy=copy)
     if offset != len(payload):
         raise ValueError("chunk length mismatch")
     for key in STRING_COLUMNS:
@@ -258,11 +260,15 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
     return parse_records(data, path.name, report)
 
 
-def parse_records(data: bytes, label: str, report: ReadReport) -> list[EventTable]:
-    """Every intact record of one segment's bytes; damage goes to ``report``
-    (prefixed with ``label``). Never raises on any input."""
+def parse_records(data: bytes, label: str, report: ReadReport, end: Optional[int] = None,
+                  copy: bool = True) -> list[EventTable]:
+    """Every intact record of one segment's bytes (the first ``end`` of them when
+    given); damage goes to ``report`` (prefixed with ``label``). Never raises on
+    any input. With ``copy=False`` the tables are views of ``data`` (see
+    :func:`decode_chunk`)."""
     tables: list[EventTable] = []
-    pos, end = 0, len(data)
+    pos, end = 0, len(data) if end is None else end
+    view = memoryview(data)
     while pos < end:
         if end - pos < FRAME.size:
             report.skipped_bytes += end - pos
@@ -275,18 +281,18 @@ def parse_records(data: bytes, label: str, report: ReadReport) -> list[EventTabl
             problem = "bad record marker"
         elif length > MAX_RECORD_BYTES or body + length > end:
             problem = "torn record at the end" if magic == MAGIC and body + length > end else "bad record length"
-        elif zlib.crc32(data[body:body + length]) != crc:
+        elif zlib.crc32(view[body:body + length]) != crc:
             problem = "checksum mismatch"
         if problem is None:
             try:
-                tables.append(decode_chunk(data[body:body + length]))
+                tables.append(decode_chunk(view[body:body + length], copy=copy))
                 report.records += 1
                 pos = body + length
                 continue
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError, OverflowError,
                     MemoryError, struct.error) as e:
                 problem = f"undecodable record ({type(e).__name__}: {str(e)[:80]})"
-        nxt = data.find(MAGIC, pos + 1)
+        nxt = data.find(MAGIC, pos + 1, end)
         nxt = end if nxt < 0 else nxt
         report.skipped_bytes += nxt - pos
         report.problems.append(f"{label}: {problem} at byte {pos}; {nxt - pos} bytes skipped")
@@ -304,26 +310,105 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     """All events of a raw directory, segments in write order.
 
     A segment that cannot be read (or is over the size limit) is skipped and
-    reported; what ``storage_limit`` aged out is reported too.
+    reported; what ``storage_limit`` aged out is reported too. Each segment
+    is read into one reused buffer and its records are copied straight into
+    the output columns: every byte is copied once, into memory touched once.
     """
     report = ReadReport()
-    tables: list[EventTable] = []
     directory = Path(directory)
+    paths = []
     for path in sorted(directory.glob(SEGMENT_GLOB), key=segment_order):
         if path.is_symlink() or not path.is_file():
             report.problems.append(f"{path.name}: not a regular file; skipped")
             continue
         report.files += 1
         try:
-            tables.extend(read_segment(path, report))
+            check_input_file(path)
+            paths.append((path, path.stat().st_size))
         except ProfilerDataError as e:
             report.problems.append(f"{path.name}: {e.problem}; skipped")
+        except OSError as e:
+            report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
+    columns = _Columns(sum(size for _, size in paths) // MIN_ROW_BYTES)
+    buffer = bytearray()
+    for path, size in paths:
+        if size > len(buffer):
+            buffer = bytearray(size)
+        try:
+            with open(path, "rb") as fh:
+                got = fh.readinto(memoryview(buffer)[:size])
+        except OSError as e:
+            report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
+            continue
+        for table in parse_records(buffer, path.name, report, end=got, copy=False):
+            columns.append(table)
     aged = _aged_out(directory)
     if aged:
         report.problems.append(aged)
-    table = EventTable.concat(tables, consume=True)   # frees each chunk as it is copied: one copy at peak
+    table = columns.table()
     report.events = len(table)
     return table, report
+
+
+MIN_ROW_BYTES = sum(_DTYPES[k].itemsize for k in COLUMN_ORDER)   # a record holds at least this per row
+
+
+class _Columns:
+    """Decoded chunks copied into columns allocated once for ``bound`` rows.
+
+    The bound (bytes read / ``MIN_ROW_BYTES``) only reserves address space:
+    pages past the rows written are never touched. A column in
+    ``CONSTANT_WHEN_SCALAR`` stays a stride-0 view while every chunk holds
+    one and the same value in it.
+    """
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.n = 0
+        self.pool = StringPool()
+        self.cols: dict[str, np.ndarray] = {}
+        self.constant: dict[str, object] = {}
+
+    def append(self, table: EventTable) -> None:
+        k = len(table)
+        if not k:
+            return
+        lo, hi = self.n, self.n + k
+        if hi > self.bound:
+            self._grow(max(hi, 2 * self.bound))
+        remap = self.pool.codes(table.strings)
+        if not len(remap) or bool((remap == np.arange(len(remap))).all()):
+            remap = None
+        for key, src in table.cols.items():
+            if key in CONSTANT_WHEN_SCALAR and key not in self.cols and (k == 1 or _is_constant(src)):
+                value = src[0].item()
+                if self.constant.setdefault(key, value) == value:
+                    continue
+            out = self.cols.get(key)
+            if out is None:
+                out = self.cols[key] = np.empty(self.bound, dtype=NUMERIC_COLUMNS.get(key, np.int32))
+                if key in self.constant:
+                    out[:lo] = self.constant.pop(key)
+            if remap is not None and key in STRING_COLUMNS:
+                np.take(remap, src, out=out[lo:hi], mode="clip")   # codes checked in decode_chunk
+            else:
+                out[lo:hi] = src
+        self.n = hi
+
+    def _grow(self, bound: int) -> None:
+        for key, old in self.cols.items():
+            self.cols[key] = np.empty(bound, dtype=old.dtype)
+            self.cols[key][:self.n] = old[:self.n]
+        self.bound = bound
+
+    def table(self) -> EventTable:
+        if not self.n:
+            return EventTable.empty()
+        cols = {key: out[:self.n] for key, out in self.cols.items()}
+        for key, value in self.constant.items():
+            cols[key] = _constant(value, self.n, NUMERIC_COLUMNS[key])
+        _release_free_memory()
+        return EventTable(cols, list(self.pool.strings))
 
 
 def _aged_out(directory: Path) -> str:
