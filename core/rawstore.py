@@ -356,8 +356,10 @@ MIN_ROW_BYTES = sum(_DTYPES[k].itemsize for k in COLUMN_ORDER)   # a record hold
 class _Columns:
     """Decoded chunks copied into columns allocated once for ``bound`` rows.
 
-    The bound (bytes read / ``MIN_ROW_BYTES``) only reserves address space:
-    pages past the rows written are never touched. A column in
+    The bound (bytes read / ``MIN_ROW_BYTES``) holds: every record spends at
+    least that many bytes per row, and no more than ``size`` bytes of a
+    segment are read. It only reserves address space: pages past the rows
+    written are never touched. A column in
     ``CONSTANT_WHEN_SCALAR`` stays a stride-0 view while every chunk holds
     one and the same value in it.
     """
@@ -374,8 +376,6 @@ class _Columns:
         if not k:
             return
         lo, hi = self.n, self.n + k
-        if hi > self.bound:
-            self._grow(max(hi, 2 * self.bound))
         remap = self.pool.codes(table.strings)
         if not len(remap) or bool((remap == np.arange(len(remap))).all()):
             remap = None
@@ -394,12 +394,6 @@ class _Columns:
             else:
                 out[lo:hi] = src
         self.n = hi
-
-    def _grow(self, bound: int) -> None:
-        for key, old in self.cols.items():
-            self.cols[key] = np.empty(bound, dtype=old.dtype)
-            self.cols[key][:self.n] = old[:self.n]
-        self.bound = bound
 
     def table(self) -> EventTable:
         if not self.n:

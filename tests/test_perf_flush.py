@@ -130,3 +130,33 @@ def test_drain_takes_whole_events_up_to_a_limit():
     buf = ["a", 1, 2, "b", 3, 4, "c", 5, 6]
     assert recorder._drain(buf, 6) == ["a", 1, 2, "b", 3, 4] and buf == ["c", 5, 6]
     assert recorder._drain(buf, 0) == [] and recorder._drain(buf) == ["c", 5, 6] and buf == []
+
+
+def test_reading_a_raw_dir_gives_the_concatenation_of_its_records(tmp_path):
+    """read_raw_dir copies each record straight into columns sized for the whole
+    directory: same rows as decoding the records one by one and concatenating
+    them (string pools merged, corr kept one value until a record sets it)."""
+    rng = np.random.default_rng(7)
+
+    def chunk(n, names, corr=None):
+        t = EventTable.from_records(ts=rng.integers(0, 10**9, n).tolist(), dur=rng.integers(0, 99, n).tolist(),
+                                    name=[names[i % len(names)] for i in range(n)], type="t",
+                                    source="npuprof", tid=rng.integers(1, 4, n).tolist())
+        return t if corr is None else t.with_column("corr", np.asarray(corr, dtype=np.int64))
+
+    parts = [chunk(5, ["a", "b"]), chunk(4, ["c", "a"], corr=[3, -1, 7, 9]), chunk(1, ["d"]), chunk(6, ["b"])]
+    writer = rawstore.RawWriter(tmp_path / "NPUPROF", segment_bytes=1)   # one segment per record
+    for t in parts:
+        writer.append(t)
+    writer.close()
+    table, report = rawstore.read_raw_dir(tmp_path / "NPUPROF")
+    assert report.files == len(parts) and report.records == len(parts) and not report.problems
+    _same_events(table, EventTable.concat(parts))
+    assert table["corr"].tolist() == [-1] * 5 + [3, -1, 7, 9] + [-1] * 7
+    writer = rawstore.RawWriter(tmp_path / "plain", segment_bytes=1)
+    for t in (parts[0], parts[3]):
+        writer.append(t)
+    writer.close()
+    plain, _ = rawstore.read_raw_dir(tmp_path / "plain")
+    assert plain["corr"].strides == (0,) and plain["corr"].tolist() == [-1] * 11   # no record set it
+    _same_events(plain, EventTable.concat([parts[0], parts[3]]))
