@@ -44,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from enum import IntEnum
 from typing import Any, Iterable, Optional, Sequence
 
@@ -233,7 +234,9 @@ class EventTable:
         if not release:
             return self.select(order)
         # each column is gathered into the memory of the previous column of its item size
-        # (fresh pages cost more here than the copy: ~1 ns per byte in page faults)
+        # (fresh pages cost more here than the copy: ~1 ns per byte in page faults); only
+        # memory no other column shares is reused
+        owners = Counter(id(_owner(c)) for c in self.cols.values())
         spare: dict[int, np.ndarray] = {}
         for key in list(self.cols):
             col = self.cols[key]
@@ -244,7 +247,7 @@ class EventTable:
             out = np.empty(len(col), dtype=col.dtype) if free is None else free.view(col.dtype)
             np.take(col, order, out=out, mode="clip")   # order is a permutation: no index to clip
             self.cols[key] = out
-            if col.flags.writeable and col.flags.c_contiguous:
+            if col.flags.writeable and col.flags.c_contiguous and owners[id(_owner(col))] == 1:
                 spare[size] = col
         return self
 
@@ -402,6 +405,11 @@ def _used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray]
     remap = np.zeros(len(strings), dtype=np.int32)
     remap[used] = np.arange(len(used), dtype=np.int32)
     return remap, [strings[i] for i in used.tolist()]
+
+
+def _owner(col: np.ndarray) -> np.ndarray:
+    """The array that owns ``col``'s memory (numpy points a view's ``base`` at it)."""
+    return col if col.base is None else col.base
 
 
 def _is_constant(col: np.ndarray) -> bool:

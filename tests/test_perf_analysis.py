@@ -219,6 +219,21 @@ def test_concat_consume_and_sorted_release():
     assert got.sorted() is got   # already in order: no copy
 
 
+def test_sorted_release_reuses_no_memory_two_columns_share():
+    """sorted(release=True) gathers each column into the memory an earlier column of its
+    item size left, but never into memory another column still holds."""
+    ev = random_events(500, seed=3, sorted_ts=False)
+    shared = np.array(ev.cols["name"])
+    cols = {"ts": np.random.default_rng(3).permutation(ev.cols["ts"]),   # out of order: sorting gathers
+            "type": shared}                                    # "type" first: its memory is the first spare
+    cols.update({k: np.array(v) for k, v in ev.cols.items() if k not in cols})
+    cols["args"] = shared[:]                                   # the same memory as "type", gathered last
+    want = EventTable({k: np.array(v) for k, v in cols.items()}, list(ev.strings)).sorted()
+    got = EventTable(cols, list(ev.strings)).sorted(release=True)
+    for k in want.cols:
+        assert np.array_equal(want.cols[k], got.cols[k]), k
+
+
 def _with_tensor_args(ev, seed=5):
     """The same events, kernels given op_summary tensor fields in their args (some none, one unparsable)."""
     import json as _json
