@@ -331,6 +331,14 @@ def bounds(results: dict) -> list[str]:
                        f"step_trace_time.csv and communication*.json ({r['precomputed_bytes'] / 2**10:,.0f} kB; "
                        f"{r['msprof']['cpu_seconds']['median']:.1f} CPU s, {r['msprof']['processes']} processes)")
     sustained = ann.get("sustained") or {}
+    ck = (ann.get("clock_pair") or {}).get("median")
+    slow = [k for k, v in sustained.items() if isinstance(v, dict) and "median" in v and ck
+            and (v["median"] > 1000 or v["median"] > 6 * ck)]
+    if slow and "record_function" in ann and "record_function_amortised" in ann:
+        burst, amortised = ann["record_function"]["median"], ann["record_function_amortised"]["median"]
+        out.append(f"sustained medians ({', '.join(slow)}): the Python floor (`record_function` in a burst, nothing "
+                   f"converted: {_ns(burst)}, {burst / ck:.1f}x a clock pair) plus the conversion and write the "
+                   f"recording thread does itself ({_ns(amortised - burst)} per event: amortised minus burst)")
     spiky = [k for k, v in sustained.items() if isinstance(v, dict) and "worst" in v and v["worst"] > 2 * v["median"]]
     if spiky:
         out.append(f"sustained worst windows ({', '.join(spiky)}): a window holds one or two of the recording "
@@ -338,8 +346,11 @@ def bounds(results: dict) -> list[str]:
                    "beyond that the spread is the machine's (other processes, the second core)")
     a10 = results.get("analysis_10M", {})
     if "events_per_s" in a10 and a10["events_per_s"]["median"] < ANALYSIS_GOAL:
-        out.append("analysis at 10M: loading the raw data (read, CRC, decode, concatenate, sort) is serial "
-                   "(load_raw_and_sort above), trace_view.json renders on the second core only while one is free")
+        outputs = a10.get("outputs") or {}
+        written = sum(outputs.values()) / max(1, a10.get("events", 1))
+        out.append(f"analysis at 10M: writing {written:.0f} B/event of outputs (trace_view.json, kernel_details.csv; "
+                   "the plain write speed is below) and rendering trace_view.json (on the second core only while "
+                   "one is free); loading the raw data is serial (load_raw_and_sort above)")
     if "disk_write_bytes_per_s" in a1:
         out.append(f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output "
                    "directory")
