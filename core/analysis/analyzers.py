@@ -119,7 +119,8 @@ def _text_codes(parsed: list[dict], keys: tuple, default: str) -> tuple[np.ndarr
     return per_args, pool
 
 
-def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
+def core_types(events: EventTable, rows: np.ndarray,
+               parsed_args: Optional[tuple[np.ndarray, list[dict]]] = None) -> tuple[np.ndarray, list]:
     """The core type of each of ``rows`` as codes into a pool: what the data names
     (kernel_details' ``Accelerator Core``, CANN's ``Task Type``); ``HOST_CPU`` for
     host operators, ``HCCL`` for communication without one, ``N/A`` for kernels
@@ -132,8 +133,10 @@ def core_types(events: EventTable, rows: np.ndarray) -> tuple[np.ndarray, list]:
         >>> codes, pool = core_types(ev, np.arange(3))
         >>> [pool[c] for c in codes.tolist()]
         ['AI_VECTOR_CORE', 'N/A', 'HOST_CPU']
+
+    ``parsed_args``: the rows' ``_parsed_args`` when the caller has them already.
     """
-    which, parsed = _parsed_args(events, rows)
+    which, parsed = parsed_args if parsed_args is not None else _parsed_args(events, rows)
     per_args, pool = _text_codes(parsed, CORE_TYPE_KEYS, "N/A")
     codes = per_args[which]
     kind = events["kind"][rows]
@@ -495,14 +498,15 @@ class KernelDetailsTable(EventRowsTable):
     ``Wait Time(us)``, tensor and PMU columns ...) come from the events' args
     as written; ``Wait Time(us)`` is computed only where the data has none."""
 
-    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray, texts: "_ArgsColumns") -> None:
+    def __init__(self, events: EventTable, rows: np.ndarray, wait: np.ndarray, texts: "_ArgsColumns",
+                 cores: tuple[np.ndarray, list]) -> None:
         extra = [c for c in texts.columns if c not in _COLUMN_KEYS]
         super().__init__("kernel_details", KERNEL_DETAILS_COLUMNS + extra, len(rows))
         self.events = events
         self.index = rows
         self.wait = wait
         self.texts = texts
-        self.cores = core_types(events, rows)
+        self.cores = cores
 
     def block(self, lo: int, hi: int) -> dict:
         ev, idx = self.events, self.index[lo:hi]
@@ -545,16 +549,16 @@ class _StreamIds:
         return [v if v >= 0 else "N/A" for v in self.values.tolist()]
 
 
-def _kernel_texts(events: EventTable, rows: np.ndarray) -> tuple["_ArgsColumns", np.ndarray]:
+def _kernel_texts(which: np.ndarray, parsed: list[dict]) -> tuple["_ArgsColumns", np.ndarray]:
     """The kernel_details columns kept in the rows' args, and the ``Wait Time`` (ns, -1 where
     none) of each parsed args object (index it with the columns' ``which``).
 
     ``Model ID``/``Task ID``/``Block Dim`` always ("N/A" where absent); the
     other columns of a kernel_details row (args holding ``Accelerator Core``:
     a row the Ascend reader took from the tool's file) in their order there,
-    and op_summary's tensor columns wherever kernels carry them.
+    and op_summary's tensor columns wherever kernels carry them. ``which`` and
+    ``parsed``: the rows' :func:`_parsed_args`.
     """
-    which, parsed = _parsed_args(events, rows)
     texts = {col: _text_codes(parsed, keys, "N/A") for col, keys in _COLUMN_KEYS.items()}
     extra: dict[str, None] = {}
     for obj in parsed:
@@ -684,11 +688,12 @@ def kernel_details(events: EventTable) -> Table:
         order = np.argsort(ts, kind="stable")
         rows, ts = rows[order], ts[order]
         wait = _wait_times(ts, ts + all_dur[rows], queue_of(0, len(rows)))
-    texts, wait_of = _kernel_texts(events, rows)
+    parsed_args = _parsed_args(events, rows)   # each distinct args text parsed once for both uses
+    texts, wait_of = _kernel_texts(*parsed_args)
     if (wait_of >= 0).any():    # the data's own Wait Time where it has one
         read = wait_of[texts.which]
         np.copyto(wait, read, where=read >= 0)
-    return KernelDetailsTable(events, rows, wait, texts)
+    return KernelDetailsTable(events, rows, wait, texts, core_types(events, rows, parsed_args))
 
 
 def range_statistic(events: EventTable) -> Table:

@@ -227,9 +227,6 @@ def step_key(step: int) -> str:
     return f"step{step}" if step >= 0 else "step"
 
 
-_step_key = step_key    # the name export/analysis_db.py still imports
-
-
 # -- HCCL tasks: CANN's communication analysis --------------------------------------------------------------
 @dataclass
 class _Task:

@@ -70,7 +70,7 @@ def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
 
 def _matrix_per_op(comm) -> list:
     """CommAnalyzerMatrix rows of the MindSpore layout: links summed per operator instance and src-dst."""
-    from ..analysis.communication import MB, _step_key, is_p2p, link_owners, op_instance_names
+    from ..analysis.communication import MB, is_p2p, link_owners, op_instance_names, step_key
 
     owner = link_owners(comm)
     names = op_instance_names(comm)
@@ -81,7 +81,7 @@ def _matrix_per_op(comm) -> list:
             continue
         name, group = _split(names[o])
         kind = "p2p" if is_p2p(str(comm.ops["type"][o])) else "collective"
-        key = (_step_key(int(comm.ops["step"][o])), kind, name, group, int(comm.links["src"][i]),
+        key = (step_key(int(comm.ops["step"][o])), kind, name, group, int(comm.links["src"][i]),
                int(comm.links["dst"][i]))
         a = agg.setdefault(key, [str(comm.links["transport"][i]), 0.0, 0.0])
         a[1] += float(comm.links["size"][i]) / MB
