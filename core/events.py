@@ -172,11 +172,7 @@ class EventTable:
         if len(tables) == 1:
             return tables[0]
         pool = StringPool()
-        remaps = []
-        for t in tables:
-            remap = pool.codes(t.strings)
-            identity = len(remap) == 0 or bool((remap == np.arange(len(remap))).all())
-            remaps.append(None if identity else remap)
+        remaps = [pool_remap(pool, t.strings) for t in tables]
         n = sum(len(t) for t in tables)
         cols: dict[str, np.ndarray] = {}
         for key in (*NUMERIC_COLUMNS, *STRING_COLUMNS):
@@ -192,10 +188,7 @@ class EventTable:
             for t, remap in zip(tables, remaps):
                 src = t.cols[key]
                 hi = lo + len(src)
-                if key in STRING_COLUMNS and remap is not None:
-                    np.take(remap, src, out=out[lo:hi])
-                else:
-                    out[lo:hi] = src
+                put_column(out[lo:hi], src, remap if key in STRING_COLUMNS else None)
                 lo = hi
                 if consume:
                     del t.cols[key]
@@ -405,6 +398,21 @@ def _used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray]
     remap = np.zeros(len(strings), dtype=np.int32)
     remap[used] = np.arange(len(used), dtype=np.int32)
     return remap, [strings[i] for i in used.tolist()]
+
+
+def pool_remap(pool: StringPool, strings: Sequence[str]) -> Optional[np.ndarray]:
+    """Codes of a table's ``strings`` in ``pool`` (added to it), as a remap of the table's
+    string codes; None when the codes stay as they are."""
+    remap = pool.codes(strings)
+    return None if not len(remap) or bool((remap == np.arange(len(remap))).all()) else remap
+
+
+def put_column(out: np.ndarray, src: np.ndarray, remap: Optional[np.ndarray] = None) -> None:
+    """Copy ``src`` into ``out`` (same length), through ``remap`` (string codes) when given."""
+    if remap is None:
+        out[...] = src
+    else:   # codes of a table are always in its pool: "clip" takes the unbuffered path ("raise" copies out)
+        np.take(remap, src, out=out, mode="clip")
 
 
 def _owner(col: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .errors import ProfilerDataError
 from .events import (CONSTANT_WHEN_SCALAR, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
-                     _is_constant, _release_free_memory, _used_strings)
+                     _is_constant, _used_strings, pool_remap, put_column)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -376,9 +376,7 @@ class _Columns:
         if not k:
             return
         lo, hi = self.n, self.n + k
-        remap = self.pool.codes(table.strings)
-        if not len(remap) or bool((remap == np.arange(len(remap))).all()):
-            remap = None
+        remap = pool_remap(self.pool, table.strings)
         for key, src in table.cols.items():
             if key in CONSTANT_WHEN_SCALAR and key not in self.cols and (k == 1 or _is_constant(src)):
                 value = src[0].item()
@@ -389,10 +387,7 @@ class _Columns:
                 out = self.cols[key] = np.empty(self.bound, dtype=NUMERIC_COLUMNS.get(key, np.int32))
                 if key in self.constant:
                     out[:lo] = self.constant.pop(key)
-            if remap is not None and key in STRING_COLUMNS:
-                np.take(remap, src, out=out[lo:hi], mode="clip")   # codes checked in decode_chunk
-            else:
-                out[lo:hi] = src
+            put_column(out[lo:hi], src, remap if key in STRING_COLUMNS else None)   # codes checked in decode_chunk
         self.n = hi
 
     def table(self) -> EventTable:
@@ -401,7 +396,6 @@ class _Columns:
         cols = {key: out[:self.n] for key, out in self.cols.items()}
         for key, value in self.constant.items():
             cols[key] = _constant(value, self.n, NUMERIC_COLUMNS[key])
-        _release_free_memory()
         return EventTable(cols, list(self.pool.strings))
 
 
