@@ -23,16 +23,16 @@ column of one value is coded once, and a record is encoded into one buffer.
 
 Each thread owns three flat lists (flat, not a tuple per event: ints and strs
 are not tracked by the garbage collector, so a million buffered events cost
-no GC passes, and the flusher slices columns out with ``buf[i::k]`` in C):
+no GC passes, and conversion slices columns out with ``buf[i::k]`` in C):
 
 - ``ranges``: plain ``record_function`` ranges, 3 items per event
   ``name, t0_mono_ns, t1_mono_ns``;
 - ``events``: everything else, 6 items per event
   ``kind, name, t0_mono_ns, t1_mono_ns, type, args``;
 - ``steps``: ``prof.step()``'s step ranges, 3 items per step
-  ``step_num, t0_mono_ns, t1_mono_ns``; the flusher turns them into
+  ``step_num, t0_mono_ns, t1_mono_ns``; conversion turns them into
   ``ProfilerStep#N`` events (formatting the name costs ~1 µs on the cold
-  caches a step() runs on, nothing in the flusher).
+  caches a step() runs on, next to nothing in conversion).
 
 ``list += tuple`` (an extend) is one atomic operation under the GIL, so a
 buffer's length is always a whole number of events. Draining uses ``n = len(buf);
@@ -73,7 +73,7 @@ SELF_FLUSH_EVENTS = MAX_FLUSH_EVENTS
 RANGE_ITEMS = 3     # name, t0, t1
 EVENT_ITEMS = 6     # kind, name, t0, t1, type, args
 STEP_ITEMS = 3      # step_num, t0, t1
-MAX_POOL_STRINGS = 1 << 16   # distinct strings the flusher keeps codes for across flushes
+MAX_POOL_STRINGS = 1 << 16   # distinct strings conversion keeps codes for across records
 _RANGES_FULL = SELF_FLUSH_EVENTS * RANGE_ITEMS
 _EVENTS_FULL = SELF_FLUSH_EVENTS * EVENT_ITEMS
 
@@ -168,6 +168,17 @@ class Recorder:
         if len(buf) >= _EVENTS_FULL:
             self.flush_buffers()
 
+    def add_range(self, name: str, t0: int, t1: int) -> None:
+        """Record one plain range (monotonic ns) from any thread; ``record_function``'s
+        fast path does the same inline."""
+        try:
+            buf = self._local.r
+        except AttributeError:
+            buf = self._register().ranges
+        buf += (name, t0, t1)
+        if len(buf) >= _RANGES_FULL:
+            self.flush_buffers()
+
     def add_step(self, step_num: int, t0: int, t1: int) -> None:
         """Record the range of step ``step_num`` (monotonic ns) from the calling thread.
 
@@ -220,7 +231,7 @@ class Recorder:
         written, budget = 0, self.pending()
         while True:
             with self._flush_lock:
-                drained, n = self._flush_locked(MAX_FLUSH_EVENTS)
+                drained, n = self._flush_locked()
             written += n
             budget -= drained
             if not drained or budget <= 0:
@@ -236,14 +247,14 @@ class Recorder:
         written = 0
         while True:
             with self._flush_lock:
-                drained, n = self._flush_locked(MAX_FLUSH_EVENTS, [bufs])
+                drained, n = self._flush_locked([bufs])
             written += n
             if drained < MAX_FLUSH_EVENTS:
                 return written
 
-    def _flush_locked(self, limit: int, threads: Optional[list] = None) -> tuple[int, int]:
-        """Drain up to ``limit`` events of ``threads`` (all when None) and write them
-        (``_flush_lock`` held): (drained, written)."""
+    def _flush_locked(self, threads: Optional[list] = None) -> tuple[int, int]:
+        """Drain up to ``MAX_FLUSH_EVENTS`` events of ``threads`` (all when None) and write them
+        as one record (``_flush_lock`` held): (drained, written)."""
         if threads is None:
             with self._reg_lock:
                 threads = list(self._threads)
@@ -251,7 +262,7 @@ class Recorder:
             self._first = first = (self._first + 1) % len(threads)
             threads = threads[first:] + threads[:first]
         chunks = []
-        left = limit
+        left = MAX_FLUSH_EVENTS
         for bufs in threads:
             if left <= 0:
                 break
@@ -544,13 +555,7 @@ class record_function:
         if args:
             rec.add(_RANGE, self.name, self._t0, t1, "", args)
         else:
-            try:
-                buf = rec._local.r
-            except AttributeError:
-                buf = rec._register().ranges
-            buf += (self.name, self._t0, t1)
-            if len(buf) >= _RANGES_FULL:
-                rec.flush_buffers()
+            rec.add_range(self.name, self._t0, t1)
         if rec._sinks:
             for sink, rid in zip(rec._sinks, getattr(self, "_sink_ids", ())):
                 sink.range_end(rid)
