@@ -150,12 +150,17 @@ def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path,
 
 @pytest.mark.parametrize("kernel_copy", [True, False])
 def test_append_file_in_the_kernel_or_by_reads_and_writes(tmp_path, monkeypatch, kernel_copy):
+    calls = []
     if not kernel_copy:
         def refused(*a):
             raise OSError(18, "Invalid cross-device link")
         monkeypatch.setattr(os, "copy_file_range", refused, raising=False)
+    elif hasattr(os, "copy_file_range"):
+        real = os.copy_file_range
+        monkeypatch.setattr(os, "copy_file_range", lambda *a: calls.append(a) or real(*a))
     src, dst = tmp_path / "part", tmp_path / "file"
     src.write_bytes(bytes(range(256)) * 40000)
     dst.write_bytes(b"head-" * 3)
     trace_json._append_file(src, dst, 15)
     assert dst.read_bytes() == b"head-" * 3 + bytes(range(256)) * 40000
+    assert bool(calls) == (kernel_copy and hasattr(os, "copy_file_range"))   # the path the test names ran
