@@ -115,11 +115,12 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
                "cpu_seconds": summary([x["cpu_seconds"] for x in ok]),
                "events_per_s": summary([x["events_per_s"] for x in ok]),
                "peak_rss_bytes": summary([x["peak_rss_bytes"] for x in ok]),
+               "children_cpu_seconds": summary([x["children_cpu_seconds"] for x in ok]),
                "import_s": summary([x["import_s"] for x in ok]), "outputs": ok[-1]["outputs"]}
         for x in ok:
             for k in ("phases_s", "trace_json_events_per_s", "trace_json_bytes_per_s", "trace_bytes",
                       "trace_events", "trace_bytes_per_event", "gzip_bytes_per_event", "gzip_seconds",
-                      "disk_write_bytes_per_s"):
+                      "disk_write_bytes_per_s", "disk_rewrite_bytes_per_s"):
                 if k in x:
                     res[k] = x[k]
         results[f"analysis_{label}"] = res

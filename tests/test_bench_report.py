@@ -37,3 +37,19 @@ def test_analysis_bound_gives_the_bytes_written_per_event():
     assert "writing 251 B/event of outputs" in line
     assert not [b for b in report.bounds({"analysis_10M": dict(a10, events_per_s=_median(2.5e6))})
                 if b.startswith("analysis at 10M")]
+
+
+def test_analysis_bound_sets_the_write_time_against_the_goal():
+    a10 = {"events": 10**7, "events_per_s": _median(1.0e6), "cpu_seconds": _median(9.0),
+           "children_cpu_seconds": _median(8.5),
+           "outputs": {"trace_view.json": 1_750_000_000, "kernel_details.csv": 760_000_000}}
+    a1 = {"disk_write_bytes_per_s": 251e6, "disk_rewrite_bytes_per_s": 2.5e9}
+    results = {"analysis_10M": a10, "analysis_1M": a1, "machine": {"cores": 2}}
+    (line,) = [b for b in report.bounds(results) if b.startswith("analysis at 10M")]
+    assert "2.51 GB, 1.0–10.0 CPU s at the two write speeds below, of the run's 17.5 CPU s" in line
+    assert "the goal allows 5.0 s on 2 cores" in line
+    (disk,) = [b for b in report.bounds(results) if b.startswith("disk:")]
+    assert "251 MB/s" in disk and "2500 MB/s for the same writes again" in disk
+    older = {"analysis_10M": {k: v for k, v in a10.items() if k != "children_cpu_seconds"}, "analysis_1M": a1}
+    (line,) = [b for b in report.bounds(older) if b.startswith("analysis at 10M")]
+    assert "CPU s" not in line and "writing 251 B/event" in line
