@@ -22,7 +22,7 @@ LAYERS = {
     "npuprof.events": 1, "npuprof.rawstore": 1, "npuprof.runinfo": 1, "npuprof.config": 1,
     "npuprof.schedule": 1, "npuprof.traceflows": 1, "npuprof.hookspecs": 1, "npuprof.handlers": 1,
     # collection
-    "npuprof.recorder": 2, "npuprof.session": 2, "npuprof.hostsys": 2, "npuprof.plugins.manager": 2,
+    "npuprof.recorder": 2, "npuprof._hotpath": 2, "npuprof.session": 2, "npuprof.hostsys": 2, "npuprof.plugins.manager": 2,
     "npuprof.dirlock": 2, "npuprof.exitguard": 2, "npuprof.forkguard": 2,
     # other tools' files
     "npuprof.readers": 3,
@@ -53,6 +53,8 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+# compiled modules (their C sources sit beside the Python ones): imported, never parsed here
+COMPILED = {f"npuprof.{c.stem}" for c in (ROOT / "core").glob("*.c")}
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -83,7 +85,7 @@ def imports_of(module: str) -> list[tuple[str, int, bool]]:
                 target = node.module or ""
             for alias in node.names:      # "from . import validate" imports the module npuprof.validate
                 name = f"{target}.{alias.name}"
-                out.append((name if name in MODULES else target, node.lineno, id(node) in top))
+                out.append((name if name in MODULES or name in COMPILED else target, node.lineno, id(node) in top))
         elif isinstance(node, ast.Import):
             out += [(a.name, node.lineno, id(node) in top) for a in node.names]
     return [(t, line, at_top) for t, line, at_top in out if t == "npuprof" or t.startswith("npuprof.")

@@ -1,0 +1,694 @@
+/* npuprof._hotpath: the annotation hot paths of npuprof/recorder.py, compiled.
+ *
+ * Why: in pure Python, constructing a record_function and running its
+ * __enter__/__exit__ costs ~1.2 us on the 2-core bench VM, 5-6x a
+ * perf_counter_ns() pair, before any conversion; the same steps here cost
+ * about half. The pure-Python code in recorder.py stays the reference and the
+ * fallback (this module failed to build, or NPUPROF_PURE_PYTHON=1); each
+ * function below does exactly what its Python twin does, in the same order:
+ *
+ *   RangeBase  <-> _PyRange (record_function's enter/exit)
+ *   mark       <-> _mark
+ *   range_start / range_end <-> _range_start / _range_end
+ *   Traced     <-> the wrapper trace_api builds
+ *
+ * Nothing is kept here but references: bind() hands over recorder.py's module
+ * dict, and every call reads the live _recorder / _enter_hook from it, appends
+ * to the same per-thread lists and calls the same Python methods
+ * (Recorder._register, Recorder.flush_buffers, record_function._record_slow).
+ * Appending one event's items runs without releasing the GIL and without
+ * running Python code in between, so a buffer's length stays a whole number
+ * of events, as ``list += tuple`` guarantees in Python.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+#endif
+
+static PyObject *g_globals;          /* recorder.py's module dict */
+static PyObject *g_kind_range, *g_kind_mark, *g_kind_api, *g_empty;
+static PyObject *s_recorder, *s_enter_hook, *s_plain, *s_local, *s_r, *s_e, *s_b, *s_register, *s_ranges,
+    *s_events, *s_flush_buffers, *s_record_slow, *s_domain_filter, *s_sinks, *s_mark, *s_range_start,
+    *s_range_end, *s_range_ids, *s_open_ranges, *s_same_thread, *s_default, *s_ranges_full, *s_events_full;
+
+static long long
+now_ns(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyTime_t t;
+    (void)PyTime_PerfCounterRaw(&t);
+    return (long long)t;
+#else
+    return (long long)_PyTime_GetPerfCounter();   /* what time.perf_counter_ns() returns */
+#endif
+}
+
+/* g_globals[key], borrowed; NULL with no error when unbound or absent */
+static PyObject *
+global(PyObject *key)
+{
+    return g_globals == NULL ? NULL : PyDict_GetItemWithError(g_globals, key);
+}
+
+static PyObject *
+active_recorder(void)
+{
+    PyObject *rec = global(s_recorder);
+    return rec == Py_None ? NULL : rec;
+}
+
+/* The calling thread's list ``rec._local.<attr>``; registers the thread (rec._register()) on first
+ * use and takes ``<field>`` of the buffers it returns. New reference. */
+static PyObject *
+thread_list(PyObject *rec, PyObject *attr, PyObject *field)
+{
+    PyObject *local = PyObject_GetAttr(rec, s_local);
+    if (local == NULL)
+        return NULL;
+    PyObject *buf = PyObject_GetAttr(local, attr);
+    Py_DECREF(local);
+    if (buf != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return buf;
+    PyErr_Clear();
+    PyObject *bufs = PyObject_CallMethodNoArgs(rec, s_register);
+    if (bufs == NULL)
+        return NULL;
+    buf = PyObject_GetAttr(bufs, field);
+    Py_DECREF(bufs);
+    return buf;
+}
+
+/* Append ``items`` to list ``buf`` (one event), then write the buffer once it holds the module
+ * global ``full_key`` items (read each time, as the Python code does):
+ * ``rec.flush_buffers()``, or ``rec.flush_buffers(bufs)`` for another thread's buffers. */
+static int
+append_event(PyObject *rec, PyObject *buf, PyObject **items, Py_ssize_t n, PyObject *full_key, PyObject *bufs)
+{
+    if (!PyList_Check(buf)) {
+        PyErr_SetString(PyExc_TypeError, "npuprof: a recorder buffer is not a list");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyList_Append(buf, items[i]) < 0)
+            return -1;
+    PyObject *full_obj = global(full_key);
+    if (full_obj == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "npuprof._hotpath: the recorder has no %U", full_key);
+        return -1;
+    }
+    Py_ssize_t full = PyLong_AsSsize_t(full_obj);
+    if (full == -1 && PyErr_Occurred())
+        return -1;
+    if (PyList_GET_SIZE(buf) >= full) {
+        PyObject *r = bufs == NULL ? PyObject_CallMethodNoArgs(rec, s_flush_buffers)
+                                   : PyObject_CallMethodOneArg(rec, s_flush_buffers, bufs);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    return 0;
+}
+
+static int
+is_plain(PyObject *rec)
+{
+    PyObject *plain = PyObject_GetAttr(rec, s_plain);
+    if (plain == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(plain);
+    Py_DECREF(plain);
+    return truth;
+}
+
+/* -- RangeBase: record_function's construction, __enter__ and __exit__ ----------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;
+    PyObject *args;
+    long long t0;
+    PyObject *stack;
+    PyObject *sink_ids;
+} Range;
+
+static int
+Range_init(Range *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"name", "args", NULL};
+    PyObject *name, *rargs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:record_function", kwlist, &name, &rargs))
+        return -1;
+    Py_INCREF(name);
+    Py_XSETREF(self->name, name);
+    Py_INCREF(rargs);
+    Py_XSETREF(self->args, rargs);
+    return 0;
+}
+
+static int
+Range_traverse(Range *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->name);
+    Py_VISIT(self->args);
+    Py_VISIT(self->stack);
+    Py_VISIT(self->sink_ids);
+    return 0;
+}
+
+static int
+Range_clear(Range *self)
+{
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->args);
+    Py_CLEAR(self->stack);
+    Py_CLEAR(self->sink_ids);
+    return 0;
+}
+
+static void
+Range_dealloc(Range *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Range_clear(self);
+    tp->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Range_enter(Range *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *hook = global(s_enter_hook);
+    if (hook == NULL && PyErr_Occurred())
+        return NULL;
+    if (hook != NULL && hook != Py_None) {
+        PyObject *r = PyObject_CallOneArg(hook, (PyObject *)self);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    self->t0 = now_ns();
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+Range_exit(Range *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+{
+    long long t1 = now_ns();
+    PyObject *rec = active_recorder();
+    if (rec == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_INCREF(rec);
+    int plain = is_plain(rec);
+    int ok = -1;
+    PyObject *t1o = PyLong_FromLongLong(t1);
+    if (plain < 0 || t1o == NULL)
+        goto done;
+    if (plain && self->args == Py_None) {
+        PyObject *buf = thread_list(rec, s_r, s_ranges);
+        if (buf == NULL)
+            goto done;
+        PyObject *t0o = PyLong_FromLongLong(self->t0);
+        if (t0o != NULL) {
+            PyObject *items[3] = {self->name, t0o, t1o};
+            ok = append_event(rec, buf, items, 3, s_ranges_full, NULL);
+            Py_DECREF(t0o);
+        }
+        Py_DECREF(buf);
+    }
+    else {
+        PyObject *r = PyObject_CallMethodObjArgs((PyObject *)self, s_record_slow, rec, t1o, NULL);
+        if (r != NULL) {
+            Py_DECREF(r);
+            ok = 0;
+        }
+    }
+done:
+    Py_XDECREF(t1o);
+    Py_DECREF(rec);
+    if (ok < 0)
+        return NULL;
+    Py_RETURN_FALSE;
+}
+
+static PyMethodDef Range_methods[] = {
+    {"__enter__", (PyCFunction)Range_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))Range_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Range_members[] = {
+    {"name", T_OBJECT_EX, offsetof(Range, name), 0, NULL},
+    {"args", T_OBJECT_EX, offsetof(Range, args), 0, NULL},
+    {"_t0", T_LONGLONG, offsetof(Range, t0), 0, NULL},
+    {"_stack", T_OBJECT_EX, offsetof(Range, stack), 0, NULL},
+    {"_sink_ids", T_OBJECT_EX, offsetof(Range, sink_ids), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject RangeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npuprof._hotpath.RangeBase",
+    .tp_doc = "record_function's construction, __enter__ and __exit__ (see recorder._PyRange).",
+    .tp_basicsize = sizeof(Range),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Range_init,
+    .tp_dealloc = (destructor)Range_dealloc,
+    .tp_traverse = (traverseproc)Range_traverse,
+    .tp_clear = (inquiry)Range_clear,
+    .tp_methods = Range_methods,
+    .tp_members = Range_members,
+};
+
+/* -- mstx.mark / range_start / range_end -------------------------------------------------------- */
+
+/* Whether ``rec`` records ``domain`` (its domain_filter, when set, says so): 1, 0, or -1 on error. */
+static int
+records_domain(PyObject *rec, PyObject *domain)
+{
+    PyObject *filter = PyObject_GetAttr(rec, s_domain_filter);
+    if (filter == NULL)
+        return -1;
+    if (filter == Py_None) {
+        Py_DECREF(filter);
+        return 1;
+    }
+    PyObject *r = PyObject_CallOneArg(filter, domain);
+    Py_DECREF(filter);
+    if (r == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth;
+}
+
+static PyObject *
+mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"message", "stream", "domain", NULL};
+    PyObject *message, *stream = Py_None, *domain = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:mark", kwlist, &message, &stream, &domain))
+        return NULL;
+    PyObject *rec = active_recorder();
+    if (rec == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(rec);
+    PyObject *dom = domain != NULL ? domain : s_default;
+    PyObject *t = NULL, *buf = NULL, *sinks = NULL;
+    int ok = -1;
+    int wanted = records_domain(rec, dom);
+    if (wanted <= 0) {
+        ok = wanted;
+        goto done;
+    }
+    t = PyLong_FromLongLong(now_ns());
+    if (t == NULL || (buf = thread_list(rec, s_e, s_events)) == NULL)
+        goto done;
+    PyObject *items[6] = {g_kind_mark, message, t, t, dom, g_empty};
+    if (append_event(rec, buf, items, 6, s_events_full, NULL) < 0)
+        goto done;
+    int plain = is_plain(rec);
+    if (plain < 0)
+        goto done;
+    if (!plain) {
+        if ((sinks = PyObject_GetAttr(rec, s_sinks)) == NULL)
+            goto done;
+        PyObject *seq = PySequence_Fast(sinks, "npuprof: recorder sinks are not a sequence");
+        if (seq == NULL)
+            goto done;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            PyObject *r = PyObject_CallMethodObjArgs(PySequence_Fast_GET_ITEM(seq, i), s_mark, message, stream, NULL);
+            if (r == NULL) {
+                Py_DECREF(seq);
+                goto done;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(seq);
+    }
+    ok = 0;
+done:
+    Py_XDECREF(sinks);
+    Py_XDECREF(buf);
+    Py_XDECREF(t);
+    Py_DECREF(rec);
+    if (ok < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+range_start(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"message", "stream", "domain", NULL};
+    PyObject *message, *stream = Py_None, *domain = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:range_start", kwlist, &message, &stream, &domain))
+        return NULL;
+    PyObject *rec = active_recorder();
+    if (rec == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyLong_FromLong(0);
+    }
+    Py_INCREF(rec);
+    PyObject *dom = domain != NULL ? domain : s_default;
+    PyObject *rid = NULL, *sinks = NULL, *tokens = NULL, *bufs = NULL, *t0 = NULL, *opened = NULL;
+    PyObject *result = NULL;
+    int wanted = records_domain(rec, dom);
+    if (wanted < 0)
+        goto done;
+    if (!wanted) {
+        result = PyLong_FromLong(0);
+        goto done;
+    }
+    PyObject *ids = global(s_range_ids), *open = global(s_open_ranges);
+    if (ids == NULL || open == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "npuprof._hotpath is not bound to the recorder");
+        goto done;
+    }
+    if ((rid = PyIter_Next(ids)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "npuprof: range ids ran out");
+        goto done;
+    }
+    /* mstx ranges may end on another thread: sinks use start/stop ranges, not push/pop */
+    if ((sinks = PyObject_GetAttr(rec, s_sinks)) == NULL)
+        goto done;
+    Py_ssize_t n = PyObject_Length(sinks);
+    if (n < 0 || (tokens = PyTuple_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *sink = PySequence_GetItem(sinks, i);
+        if (sink == NULL)
+            goto done;
+        PyObject *call_args[3] = {sink, message, Py_False};
+        PyObject *kwnames = PyTuple_Pack(1, s_same_thread);
+        PyObject *token = kwnames == NULL ? NULL
+            : PyObject_VectorcallMethod(s_range_start, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+        Py_XDECREF(kwnames);
+        PyObject *pair = token == NULL ? NULL : PyTuple_Pack(2, sink, token);
+        Py_DECREF(sink);
+        Py_XDECREF(token);
+        if (pair == NULL)
+            goto done;
+        PyTuple_SET_ITEM(tokens, i, pair);
+    }
+    PyObject *local = PyObject_GetAttr(rec, s_local);
+    if (local == NULL)
+        goto done;
+    bufs = PyObject_GetAttr(local, s_b);
+    Py_DECREF(local);
+    if (bufs == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            goto done;
+        PyErr_Clear();
+        if ((bufs = PyObject_CallMethodNoArgs(rec, s_register)) == NULL)
+            goto done;
+    }
+    if ((t0 = PyLong_FromLongLong(now_ns())) == NULL)
+        goto done;
+    if ((opened = PyTuple_Pack(6, message, t0, dom, rec, bufs, tokens)) == NULL)
+        goto done;
+    if (PyDict_SetItem(open, rid, opened) < 0)
+        goto done;
+    result = Py_NewRef(rid);
+done:
+    Py_XDECREF(opened);
+    Py_XDECREF(t0);
+    Py_XDECREF(bufs);
+    Py_XDECREF(tokens);
+    Py_XDECREF(sinks);
+    Py_XDECREF(rid);
+    Py_DECREF(rec);
+    return result;
+}
+
+static PyObject *
+range_end(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"range_id", "domain", NULL};
+    PyObject *range_id, *domain = NULL;
+    long long t1 = now_ns();
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:range_end", kwlist, &range_id, &domain))
+        return NULL;
+    PyObject *open = global(s_open_ranges);
+    if (open == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "npuprof._hotpath is not bound to the recorder");
+        return NULL;
+    }
+    PyObject *opened = PyDict_GetItemWithError(open, range_id);
+    if (opened == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(opened);
+    PyObject *t1o = NULL, *buf = NULL;
+    int ok = -1;
+    if (PyDict_DelItem(open, range_id) < 0)
+        goto done;
+    if (!PyTuple_Check(opened) || PyTuple_GET_SIZE(opened) != 6) {
+        PyErr_SetString(PyExc_TypeError, "npuprof: an open mstx range is not a 6-tuple");
+        goto done;
+    }
+    PyObject *message = PyTuple_GET_ITEM(opened, 0), *t0 = PyTuple_GET_ITEM(opened, 1),
+             *dom = PyTuple_GET_ITEM(opened, 2), *rec = PyTuple_GET_ITEM(opened, 3),
+             *bufs = PyTuple_GET_ITEM(opened, 4), *tokens = PyTuple_GET_ITEM(opened, 5);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(tokens, i);
+        PyObject *r = PyObject_CallMethodOneArg(PyTuple_GET_ITEM(pair, 0), s_range_end, PyTuple_GET_ITEM(pair, 1));
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    /* recorded on the thread that started the range; dropped if its window already ended */
+    PyObject *current = global(s_recorder);
+    if (current == NULL && PyErr_Occurred())
+        goto done;
+    if (rec == current) {
+        if ((t1o = PyLong_FromLongLong(t1)) == NULL || (buf = PyObject_GetAttr(bufs, s_events)) == NULL)
+            goto done;
+        PyObject *items[6] = {g_kind_range, message, t0, t1o, dom, g_empty};
+        if (append_event(rec, buf, items, 6, s_events_full, bufs) < 0)
+            goto done;
+    }
+    ok = 0;
+done:
+    Py_XDECREF(buf);
+    Py_XDECREF(t1o);
+    Py_DECREF(opened);
+    if (ok < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* -- Traced: the callable trace_api returns ------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;
+    PyObject *label;
+    PyObject *level;
+    PyObject *dict;
+    vectorcallfunc vectorcall;
+} Traced;
+
+static PyObject *
+Traced_vectorcall(Traced *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *rec = active_recorder();
+    if (rec == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    }
+    Py_INCREF(rec);
+    long long t0 = now_ns();
+    PyObject *result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
+    long long t1 = now_ns();
+    /* like Python's try/finally: the event is recorded whether the call returned or raised */
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb);
+    PyObject *t0o = PyLong_FromLongLong(t0), *t1o = PyLong_FromLongLong(t1), *buf = NULL;
+    int ok = -1;
+    if (t0o != NULL && t1o != NULL && (buf = thread_list(rec, s_e, s_events)) != NULL) {
+        PyObject *items[6] = {g_kind_api, self->label, t0o, t1o, self->level, g_empty};
+        ok = append_event(rec, buf, items, 6, s_events_full, NULL);
+    }
+    Py_XDECREF(buf);
+    Py_XDECREF(t0o);
+    Py_XDECREF(t1o);
+    Py_DECREF(rec);
+    if (ok < 0) {   /* an error while recording replaces the call's outcome, as in Python's finally */
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        Py_XDECREF(result);
+        return NULL;
+    }
+    PyErr_Restore(exc_type, exc, tb);
+    return result;
+}
+
+static PyObject *
+Traced_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"func", "label", "level", NULL};
+    PyObject *func, *label, *level;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:Traced", kwlist, &func, &label, &level))
+        return NULL;
+    Traced *self = (Traced *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->func = Py_NewRef(func);
+    self->label = Py_NewRef(label);
+    self->level = Py_NewRef(level);
+    self->vectorcall = (vectorcallfunc)Traced_vectorcall;
+    return (PyObject *)self;
+}
+
+static int
+Traced_traverse(Traced *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->func);
+    Py_VISIT(self->label);
+    Py_VISIT(self->level);
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+static int
+Traced_clear(Traced *self)
+{
+    Py_CLEAR(self->func);
+    Py_CLEAR(self->label);
+    Py_CLEAR(self->level);
+    Py_CLEAR(self->dict);
+    return 0;
+}
+
+static void
+Traced_dealloc(Traced *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Traced_clear(self);
+    tp->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Traced_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);   /* a method of the class it decorates, like the function it wraps */
+}
+
+static PyGetSetDef Traced_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TracedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npuprof._hotpath.Traced",
+    .tp_doc = "A callable timing every call of func as an API event (see recorder.trace_api).",
+    .tp_basicsize = sizeof(Traced),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = Traced_new,
+    .tp_dealloc = (destructor)Traced_dealloc,
+    .tp_traverse = (traverseproc)Traced_traverse,
+    .tp_clear = (inquiry)Traced_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Traced, vectorcall),
+    .tp_descr_get = Traced_get,
+    .tp_dictoffset = offsetof(Traced, dict),
+    .tp_getset = Traced_getset,
+};
+
+/* -- bind ------------------------------------------------------------------------------------------ */
+
+static PyObject *
+bind(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *globals, *kind_range, *kind_mark, *kind_api;
+    if (!PyArg_ParseTuple(args, "O!OOO:bind", &PyDict_Type, &globals, &kind_range, &kind_mark, &kind_api))
+        return NULL;
+    Py_XSETREF(g_globals, Py_NewRef(globals));
+    Py_XSETREF(g_kind_range, Py_NewRef(kind_range));
+    Py_XSETREF(g_kind_mark, Py_NewRef(kind_mark));
+    Py_XSETREF(g_kind_api, Py_NewRef(kind_api));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"bind", bind, METH_VARARGS,
+     "bind(globals, kind_range, kind_mark, kind_api): the recorder module's dict and its event kinds."},
+    {"mark", (PyCFunction)(void (*)(void))mark, METH_VARARGS | METH_KEYWORDS,
+     "mark(message, stream=None, domain='default')\n--\n\nmstx.mark (see recorder._mark)."},
+    {"range_start", (PyCFunction)(void (*)(void))range_start, METH_VARARGS | METH_KEYWORDS,
+     "range_start(message, stream=None, domain='default')\n--\n\nmstx.range_start (see recorder._range_start)."},
+    {"range_end", (PyCFunction)(void (*)(void))range_end, METH_VARARGS | METH_KEYWORDS,
+     "range_end(range_id, domain='default')\n--\n\nmstx.range_end (see recorder._range_end)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef hotpath_module = {
+    PyModuleDef_HEAD_INIT, "npuprof._hotpath", "The annotation hot paths of npuprof.recorder, compiled.", -1,
+    module_methods,
+};
+
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+
+PyMODINIT_FUNC
+PyInit__hotpath(void)
+{
+    INTERN(s_recorder, "_recorder");
+    INTERN(s_enter_hook, "_enter_hook");
+    INTERN(s_plain, "_plain");
+    INTERN(s_local, "_local");
+    INTERN(s_r, "r");
+    INTERN(s_e, "e");
+    INTERN(s_b, "b");
+    INTERN(s_register, "_register");
+    INTERN(s_ranges, "ranges");
+    INTERN(s_events, "events");
+    INTERN(s_flush_buffers, "flush_buffers");
+    INTERN(s_record_slow, "_record_slow");
+    INTERN(s_domain_filter, "domain_filter");
+    INTERN(s_sinks, "_sinks");
+    INTERN(s_mark, "mark");
+    INTERN(s_range_start, "range_start");
+    INTERN(s_range_end, "range_end");
+    INTERN(s_range_ids, "_range_ids");
+    INTERN(s_open_ranges, "_open_ranges");
+    INTERN(s_same_thread, "same_thread");
+    INTERN(s_default, "default");
+    INTERN(s_ranges_full, "_RANGES_FULL");
+    INTERN(s_events_full, "_EVENTS_FULL");
+    INTERN(g_empty, "");
+    if (PyType_Ready(&RangeType) < 0 || PyType_Ready(&TracedType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&hotpath_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObject(m, "RangeBase", Py_NewRef((PyObject *)&RangeType)) < 0
+        || PyModule_AddObject(m, "Traced", Py_NewRef((PyObject *)&TracedType)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,153 @@
+"""The compiled annotation hot paths (core/_hotpath.c) against their Python reference (recorder.py):
+the install builds them, both record the same events, and the recorder's tests pass on the fallback."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import npuprof
+from npuprof import recorder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Every annotation path, with and without a profiler, with sinks, stacks and args, across threads,
+# with exceptions; prints the events recorded (timestamps aside) and which implementation ran.
+WORKLOAD = r'''
+import json, sys, threading
+from pathlib import Path
+import npuprof
+from npuprof import mstx, record_function, recorder, trace_api
+from npuprof.rawstore import read_raw_dir
+
+out = Path(sys.argv[1])
+
+
+class Sink:
+    def __init__(self):
+        self.calls = []
+    def range_start(self, name, same_thread=True):
+        self.calls.append(["start", name, same_thread])
+        return len(self.calls)
+    def range_end(self, token):
+        self.calls.append(["end", token])
+    def mark(self, message, stream=None):
+        self.calls.append(["mark", message, stream])
+
+
+@trace_api
+def add(a, b=1):
+    return a + b
+
+
+@trace_api(level="DataLoader", name="loader.next")
+def fail():
+    raise KeyError("boom")
+
+
+class Model:
+    @trace_api
+    def forward(self, x):
+        return x * 2
+
+
+returned = {"outside": [mstx.range_start("nobody"), add(2, b=3)]}
+with record_function("outside"):
+    pass
+with npuprof.Profiler(output_path=out / "plain", activities=["CPU"]) as prof:
+    with record_function("outer"):
+        with record_function("inner", args={"k": 1}):
+            mstx.mark("tick")
+            mstx.mark("tock", domain="io")
+    try:
+        with record_function("raises"):
+            raise ValueError("x")
+    except ValueError:
+        pass
+    rid = mstx.range_start("load", domain="data")
+    t = threading.Thread(target=lambda: (mstx.range_end(rid), mstx.mark("from thread")))
+    t.start(); t.join()
+    mstx.range_end(12345)
+    returned["add"] = add(40, 2)
+    returned["forward"] = Model().forward(21)
+    try:
+        fail()
+    except KeyError as e:
+        returned["fail"] = str(e)
+    returned["names"] = [add.__name__, add.__wrapped__.__name__, Model.forward.__qualname__]
+sink = Sink()
+with npuprof.Profiler(output_path=out / "sinks", activities=["CPU"], with_stack=True) as prof2:
+    recorder.active_recorder().sinks = [sink]
+    with record_function("stacked"):
+        mstx.mark("m", stream="s0")
+    rid = mstx.range_start("r")
+    mstx.range_end(rid)
+filtered = npuprof.Profiler(output_path=out / "filtered", activities=["CPU"], mstx_domain_include=["keep"])
+with filtered:
+    mstx.mark("kept", domain="keep")
+    mstx.mark("dropped", domain="other")
+    returned["dropped_range"] = mstx.range_start("dropped", domain="other")
+
+
+def events(run):
+    t, report = read_raw_dir(run / "NPUPROF")
+    rows = zip(t["kind"].tolist(), t.column_strings("name"), t.column_strings("type"), t.column_strings("args"),
+               t["dur"].tolist())
+    rows = [[k, n, ty, ("Call stack" if "Call stack" in a else a), d >= 0] for k, n, ty, a, d in rows]
+    return sorted(r for r in rows if not r[1].startswith("ProfilerStep"))
+
+
+print(json.dumps({"compiled": recorder._hotpath is not None, "returned": returned, "sink": sink.calls,
+                  "plain": events(prof.saved_runs[0]), "sinks": events(prof2.saved_runs[0]),
+                  "filtered": events(filtered.saved_runs[0])}))
+'''
+
+
+def _run_workload(tmp_path: Path, pure: bool) -> dict:
+    script = tmp_path / "workload.py"
+    script.write_text(WORKLOAD)
+    env = dict(os.environ, NPUPROF_PURE_PYTHON="1" if pure else "0")
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / ("py" if pure else "c"))], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_install_built_the_compiled_hot_paths():
+    # `make venv` (pip install -e .) compiles core/_hotpath.c here; a silent fallback would hide a broken build
+    assert recorder._hotpath is not None
+    assert issubclass(npuprof.record_function, recorder._hotpath.RangeBase)
+    assert npuprof.mstx.mark is recorder._hotpath.mark
+
+
+def test_compiled_and_python_paths_record_the_same_events(tmp_path):
+    compiled, python = _run_workload(tmp_path, pure=False), _run_workload(tmp_path, pure=True)
+    assert compiled.pop("compiled") is True and python.pop("compiled") is False
+    assert compiled == python
+    kinds = {row[1]: row[0] for row in compiled["plain"]}
+    assert set(kinds) >= {"outer", "inner", "tick", "tock", "raises", "load", "from thread", "add",
+                          "Model.forward", "loader.next"}
+    assert compiled["returned"]["outside"] == [0, 5] and compiled["returned"]["fail"] == "'boom'"
+    assert compiled["returned"]["add"] == 42 and compiled["returned"]["forward"] == 42
+    assert compiled["returned"]["names"] == ["add", "add", "Model.forward"]
+    assert compiled["sink"][0] == ["start", "stacked", True] and ["start", "r", False] in compiled["sink"]
+    assert [row[1] for row in compiled["filtered"]] == ["kept"] and compiled["returned"]["dropped_range"] == 0
+
+
+def test_the_recorder_tests_pass_on_the_python_fallback():
+    env = dict(os.environ, NPUPROF_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(ROOT / "tests" / "test_perf_recorder.py")], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-3000:]
+    assert " passed" in out.stdout
+
+
+@pytest.mark.parametrize("value,compiled", [("1", False), ("yes", False), ("0", True), ("", True)])
+def test_npuprof_pure_python_chooses_the_implementation(value, compiled):
+    env = dict(os.environ, NPUPROF_PURE_PYTHON=value)
+    out = subprocess.run([sys.executable, "-c", "from npuprof import recorder; print(recorder._hotpath is not None)"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == str(compiled), out.stderr
