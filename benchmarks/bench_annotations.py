@@ -20,6 +20,9 @@ profiling, per 50,000-event window, the conversion and writes included (the
 recording thread writes each 30,000 events itself): the median window and the
 worst one.
 
+With ``sustained_only`` (and ``NPUPROF_PURE_PYTHON=1`` in its environment) the same sustained
+figures for the Python fallback of the compiled hot paths.
+
 Also measured: an idle ``npuprof.dynamic_profile.step()`` (a config watched,
 no capture due), the per-step cost of leaving dynamic profiling on.
 
@@ -145,6 +148,11 @@ def run(params: dict) -> dict:
     import npuprof
     from npuprof import recorder as rec_mod
 
+    compiled = rec_mod._hotpath is not None   # NPUPROF_PURE_PYTHON=1 (or no build): the Python fallback
+    if params.get("sustained_only"):
+        out = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-ann-"))
+        return {"sustained": sustained(out / "sustained", int(params.get("n_sustained", 1_000_000))),
+                "compiled": compiled}
     reps = int(params.get("reps", 7))
     n = int(params.get("n", 25_000))          # under SELF_FLUSH_EVENTS: buffered, as torch does
     n_torch = int(params.get("n_torch", 20_000))
@@ -241,6 +249,7 @@ def run(params: dict) -> dict:
     dp.finalize()
     res["sustained"] = sustained(out / "sustained", int(params.get("n_sustained", 1_000_000)))
     res["torch"] = torch_info
+    res["compiled"] = compiled
     res["n"] = n
     res["n_torch"] = n_torch
     res["reps"] = reps

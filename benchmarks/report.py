@@ -70,9 +70,12 @@ def build_rows(results: dict) -> list[dict]:
                 continue
             w = sus[key]
             ok = w["median"] <= 1000 and w["median"] <= 6 * ck["median"] and w["worst"] <= 2 * w["median"]
+            fallback = (ann.get("sustained_python") or {}).get(key)
+            also = (f" (Python fallback: median {_ns(fallback['median'])}, worst {_ns(fallback['worst'])})"
+                    if ann.get("compiled") and fallback else "")
             rows.append(_row("Annotations", f"{label} sustained: {sus['n']:,} events at full rate, per "
                                             f"{sus['window']:,}-event window, conversion and writes included",
-                             f"median {_ns(w['median'])}, worst {_ns(w['worst'])}",
+                             f"median {_ns(w['median'])}, worst {_ns(w['worst'])}{also}",
                              f"`perf_counter_ns()` pair {_ns(ck['median'])}",
                              f"{w['median'] / ck['median']:.2f}x; worst/median {w['worst'] / w['median']:.2f}",
                              "<= 1 µs and <= 6x a clock pair; worst <= 2x median", ok, f"sustained_{key}",
@@ -336,9 +339,11 @@ def bounds(results: dict) -> list[str]:
             and (v["median"] > 1000 or v["median"] > 6 * ck)]
     if slow and "record_function" in ann and "record_function_amortised" in ann:
         burst, amortised = ann["record_function"]["median"], ann["record_function_amortised"]["median"]
-        out.append(f"sustained medians ({', '.join(slow)}): the Python floor (`record_function` in a burst, nothing "
-                   f"converted: {_ns(burst)}, {burst / ck:.1f}x a clock pair) plus the conversion and write the "
-                   f"recording thread does itself ({_ns(amortised - burst)} per event: amortised minus burst)")
+        how = "compiled" if ann.get("compiled") else "in Python"
+        out.append(f"sustained medians ({', '.join(slow)}): the annotation itself ({how}: `record_function` in a "
+                   f"burst, nothing converted: {_ns(burst)}, {burst / ck:.1f}x a clock pair) plus the conversion and "
+                   f"write the recording thread does itself ({_ns(amortised - burst)} per event: amortised minus "
+                   "burst)")
     spiky = [k for k, v in sustained.items() if isinstance(v, dict) and "worst" in v and v["worst"] > 2 * v["median"]]
     if spiky:
         out.append(f"sustained worst windows ({', '.join(spiky)}): a window holds one or two of the recording "

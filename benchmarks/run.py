@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
                 "reps": 3 if q else 15, "n": 10_000 if q else 25_000, "n_torch": 5_000 if q else 20_000,
                 "n_sustained": 200_000 if q else 1_000_000,
                 "out": str(work / "annotations")}, env=SINGLE_THREAD_ENV)
+            log("annotations: sustained cost of the Python fallback (NPUPROF_PURE_PYTHON=1)")
+            fallback = run_child("bench_annotations", {
+                "sustained_only": True, "n_sustained": 200_000 if q else 1_000_000,
+                "out": str(work / "annotations_python")}, env={**SINGLE_THREAD_ENV, "NPUPROF_PURE_PYTHON": "1"})
+            if isinstance(results["annotations"], dict) and "sustained" in fallback:
+                results["annotations"]["sustained_python"] = fallback["sustained"]
         if "host" in only:
             log("host overhead: numpy MLP loop, unprofiled / profiled / profiled + host_sys")
             host = run_child("bench_host", {"reps": 5 if q else 31, "steps": 20 if q else 40,

@@ -23,6 +23,7 @@ def test_sustained_bounds_name_the_annotations_that_miss():
     (line,) = [b for b in report.bounds({"annotations": _annotations(1500.0, 1800.0)})
                if b.startswith("sustained medians")]
     assert "(record_function)" in line and "1,300 ns, 6.5x a clock pair" in line and "400 ns per event" in line
+    assert "(in Python: " in line
     assert not [b for b in report.bounds({"annotations": _annotations(1500.0, 1800.0)})
                 if b.startswith("sustained worst")]
     spiky = report.bounds({"annotations": _annotations(1500.0, 3100.0)})
@@ -53,3 +54,17 @@ def test_analysis_bound_sets_the_write_time_against_the_goal():
     older = {"analysis_10M": {k: v for k, v in a10.items() if k != "children_cpu_seconds"}, "analysis_1M": a1}
     (line,) = [b for b in report.bounds(older) if b.startswith("analysis at 10M")]
     assert "CPU s" not in line and "writing 251 B/event" in line
+
+
+def test_sustained_rows_give_the_python_fallback_beside_the_compiled_figure():
+    ann = dict(_annotations(700.0, 900.0), compiled=True, rf_over_clock={"median": 3.0, "min": 3.0, "max": 3.0},
+               sustained_python={"record_function": {"median": 1500.0, "worst": 1800.0}})
+    ann["clock_pair"] = {"median": 200.0, "min": 190.0, "max": 210.0}
+    for key in ("record_function", "mstx_mark", "record_function_idle"):
+        ann[key] = {"median": 600.0, "min": 590.0, "max": 610.0}
+    (row,) = [r for r in report.build_rows({"annotations": ann}) if r["key"] == "sustained_record_function"]
+    assert row["met"] is True and "(Python fallback: median 1,500 ns, worst 1,800 ns)" in row["npuprof"]
+    (line,) = [b for b in report.bounds({"annotations": dict(ann, sustained={
+        "record_function": {"median": 1300.0, "worst": 1400.0}, "n": 10**6, "window": 50000})})
+        if b.startswith("sustained medians")]
+    assert "(compiled: " in line
