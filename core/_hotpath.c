@@ -124,6 +124,43 @@ is_plain(PyObject *rec)
     return truth;
 }
 
+/* Arguments of a METH_FASTCALL | METH_KEYWORDS call into ``out`` (borrowed; NULL when not given):
+ * ``names`` lists the parameters, the first ``required`` of them mandatory. What
+ * PyArg_ParseTupleAndKeywords does, without building an argument tuple per call. */
+static int
+parse_args(const char *func, const char *const *names, int count, int required, PyObject *const *args,
+           Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    if (nargs > count) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", func, count, nargs);
+        return -1;
+    }
+    for (int i = 0; i < count; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < count && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+            i++;
+        if (i == count) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", func, key);
+            return -1;
+        }
+        if (out[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", func, names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < required; i++)
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", func, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
 /* -- RangeBase: record_function's construction, __enter__ and __exit__ ----------------------- */
 
 typedef struct {
@@ -212,6 +249,10 @@ Range_exit(Range *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(n
     if (plain < 0 || t1o == NULL)
         goto done;
     if (plain && self->args == Py_None) {
+        if (self->name == NULL) {   /* never initialised: Python's self.name would raise the same */
+            PyErr_SetString(PyExc_AttributeError, "name");
+            goto done;
+        }
         PyObject *buf = thread_list(rec, s_r, s_ranges);
         if (buf == NULL)
             goto done;
@@ -290,13 +331,15 @@ records_domain(PyObject *rec, PyObject *domain)
     return truth;
 }
 
+static const char *const mstx_params[] = {"message", "stream", "domain"};
+
 static PyObject *
-mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+mark(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"message", "stream", "domain", NULL};
-    PyObject *message, *stream = Py_None, *domain = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:mark", kwlist, &message, &stream, &domain))
+    PyObject *given[3];
+    if (parse_args("mark", mstx_params, 3, 1, args, nargs, kwnames, given) < 0)
         return NULL;
+    PyObject *message = given[0], *stream = given[1] ? given[1] : Py_None, *domain = given[2];
     PyObject *rec = active_recorder();
     if (rec == NULL) {
         if (PyErr_Occurred())
@@ -349,12 +392,12 @@ done:
 }
 
 static PyObject *
-range_start(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+range_start(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"message", "stream", "domain", NULL};
-    PyObject *message, *stream = Py_None, *domain = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:range_start", kwlist, &message, &stream, &domain))
+    PyObject *given[3];
+    if (parse_args("range_start", mstx_params, 3, 1, args, nargs, kwnames, given) < 0)
         return NULL;
+    PyObject *message = given[0], *domain = given[2];
     PyObject *rec = active_recorder();
     if (rec == NULL) {
         if (PyErr_Occurred())
@@ -436,13 +479,14 @@ done:
 }
 
 static PyObject *
-range_end(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
+range_end(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"range_id", "domain", NULL};
-    PyObject *range_id, *domain = NULL;
+    static const char *const params[] = {"range_id", "domain"};
     long long t1 = now_ns();
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:range_end", kwlist, &range_id, &domain))
+    PyObject *given[2];
+    if (parse_args("range_end", params, 2, 1, args, nargs, kwnames, given) < 0)
         return NULL;
+    PyObject *range_id = given[0];
     PyObject *open = global(s_open_ranges);
     if (open == NULL) {
         if (!PyErr_Occurred())
@@ -597,6 +641,18 @@ Traced_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
     return PyMethod_New(self, obj);   /* a method of the class it decorates, like the function it wraps */
 }
 
+/* pickled by reference, as the function it wraps would be (functools.update_wrapper set __qualname__) */
+static PyObject *
+Traced_reduce(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef Traced_methods[] = {
+    {"__reduce__", Traced_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef Traced_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -616,6 +672,7 @@ static PyTypeObject TracedType = {
     .tp_vectorcall_offset = offsetof(Traced, vectorcall),
     .tp_descr_get = Traced_get,
     .tp_dictoffset = offsetof(Traced, dict),
+    .tp_methods = Traced_methods,
     .tp_getset = Traced_getset,
 };
 
@@ -637,11 +694,11 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
 static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS,
      "bind(globals, kind_range, kind_mark, kind_api): the recorder module's dict and its event kinds."},
-    {"mark", (PyCFunction)(void (*)(void))mark, METH_VARARGS | METH_KEYWORDS,
+    {"mark", (PyCFunction)(void (*)(void))mark, METH_FASTCALL | METH_KEYWORDS,
      "mark(message, stream=None, domain='default')\n--\n\nmstx.mark (see recorder._mark)."},
-    {"range_start", (PyCFunction)(void (*)(void))range_start, METH_VARARGS | METH_KEYWORDS,
+    {"range_start", (PyCFunction)(void (*)(void))range_start, METH_FASTCALL | METH_KEYWORDS,
      "range_start(message, stream=None, domain='default')\n--\n\nmstx.range_start (see recorder._range_start)."},
-    {"range_end", (PyCFunction)(void (*)(void))range_end, METH_VARARGS | METH_KEYWORDS,
+    {"range_end", (PyCFunction)(void (*)(void))range_end, METH_FASTCALL | METH_KEYWORDS,
      "range_end(range_id, domain='default')\n--\n\nmstx.range_end (see recorder._range_end)."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,9 @@
 """Host-side event recording: per-thread buffers and a background flusher.
 
 The hot path (``record_function`` exit, ``mstx.mark``) is a clock read, one
-``list += tuple`` onto the calling thread's buffer and one ``len()``.
+``list += tuple`` onto the calling thread's buffer and one ``len()``. The
+same steps also exist compiled (``_hotpath.c``, see :func:`_load_hotpath`);
+the Python code here is their reference and fallback.
 
 A buffer that reaches ``SELF_FLUSH_EVENTS`` events is written by the thread
 that filled it, as one record, in the append that filled it; a burst smaller

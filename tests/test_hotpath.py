@@ -2,6 +2,7 @@
 the install builds them, both record the same events, and the recorder's tests pass on the fallback."""
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import npuprof
-from npuprof import recorder
+from npuprof import recorder, trace_api
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,3 +152,21 @@ def test_npuprof_pure_python_chooses_the_implementation(value, compiled):
     out = subprocess.run([sys.executable, "-c", "from npuprof import recorder; print(recorder._hotpath is not None)"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == str(compiled), out.stderr
+
+
+@trace_api
+def _pickled_by_reference(x):
+    return x + 1
+
+
+def test_both_paths_refuse_the_same_bad_arguments_and_pickle_the_same():
+    hot = recorder._hotpath
+    pairs = [(hot.mark, recorder._mark), (hot.range_start, recorder._range_start), (hot.range_end, recorder._range_end)]
+    bad_calls = [((), {}), (("a", None, "d", "extra"), {}), (("a",), {"colour": 1}), (("a",), {"message": "b"})]
+    for compiled, python in pairs:
+        for args, kwargs in bad_calls:
+            for fn in (compiled, python):
+                with pytest.raises(TypeError):
+                    fn(*args, **kwargs)
+    assert pickle.loads(pickle.dumps(_pickled_by_reference)) is _pickled_by_reference
+    assert _pickled_by_reference(1) == 2 and _pickled_by_reference.__wrapped__(1) == 2
