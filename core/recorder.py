@@ -86,7 +86,7 @@ def _load_hotpath() -> Any:
 
     The Python functions below (``_PyRange``, ``_mark``, ``_range_start``, ``_range_end``,
     ``trace_api``'s wrapper) are the reference and the fallback; the compiled ones do the same
-    steps in the same order at about half the cost per annotation."""
+    steps in the same order for 35-55% less per annotation."""
     if os.environ.get("NPUPROF_PURE_PYTHON", "0") not in ("", "0"):
         return None
     try:
