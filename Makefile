@@ -7,7 +7,7 @@ STAMP := $(VENV)/.npuprof-installed
 
 .PHONY: demo test test-fast bench interop venv system-deps tf215 clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py core/_hotpath.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all,dev]"

@@ -178,7 +178,9 @@ Range_init(Range *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"name", "args", NULL};
     PyObject *name, *rargs = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:record_function", kwlist, &name, &rargs))
+    if (kwds == NULL && PyTuple_GET_SIZE(args) == 1)   /* record_function("name"): the common call, parsed fast */
+        name = PyTuple_GET_ITEM(args, 0);
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:record_function", kwlist, &name, &rargs))
         return -1;
     Py_INCREF(name);
     Py_XSETREF(self->name, name);
