@@ -43,4 +43,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache
+	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache build core/*.so
