@@ -663,7 +663,9 @@ class ForkedTrace:
             kind, payload = _receive(self._msg)
             if kind == b"S":
                 j, _, count = map(int, payload.split())
-                split = j + (count - j + 1) // 2
+                # the parent takes 2/5 of what is left: it also copies its part into the child's file
+                # afterwards, at about half the cost of rendering it (measured on the 2-core VM)
+                split = j + (count - j) * 3 // 5
                 os.write(self._ctl, b"L" + split.to_bytes(8, "little"))
                 if split < count:
                     try:
