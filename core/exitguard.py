@@ -95,6 +95,13 @@ def _postpone(signum: int) -> bool:
     return True
 
 
+def _in_weakref_callback(frame: Any) -> bool:
+    """Whether ``frame`` runs a weak reference's callback (a dead thread leaving threading's WeakSet,
+    a ``weakref.finalize``): Python only prints an exception raised there ("Exception ignored in"),
+    so a KeyboardInterrupt raised in it would be lost and the program would go on."""
+    return frame is not None and os.path.basename(frame.f_code.co_filename) in ("_weakrefset.py", "weakref.py")
+
+
 def make_signal_handler(previous: Any, running: Callable[[], Optional[Stoppable]]) -> Callable:
     """A handler that stops the running profiler on SIGTERM, then chains to ``previous``."""
     def handler(signum: int, frame: Any) -> None:
@@ -104,7 +111,7 @@ def make_signal_handler(previous: Any, running: Callable[[], Optional[Stoppable]
                 prof._deferred.append((signum, frame, previous))
                 return
             # a second signal while the first is held back: act at once
-        elif held_here() and _postpone(signum):
+        elif (held_here() or (signum == signal.SIGINT and _in_weakref_callback(frame))) and _postpone(signum):
             return
         _postponed_since.pop(signum, None)
         handle_signal(prof, signum, frame, previous)

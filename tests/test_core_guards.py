@@ -117,3 +117,22 @@ def test_a_forked_child_holds_no_profiler(tmp_path):
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert prof._dir_lock is not None
+
+
+def test_sigint_landing_in_a_weakref_callback_is_delivered_again(monkeypatch):
+    """A KeyboardInterrupt raised inside a weak reference's callback is only printed by Python,
+    so the program would go on: the handler delivers SIGINT again instead (it failed a CI run)."""
+    import signal
+    import sys as _sys
+
+    from npuprof import exitguard
+
+    redelivered = []
+    monkeypatch.setattr(exitguard, "_postpone", lambda signum: redelivered.append(signum) or True)
+    handler = exitguard.make_signal_handler(signal.default_int_handler, lambda: None)
+    scope: dict = {"sys": _sys}
+    exec(compile("frame = sys._getframe()", "/usr/lib/python3.11/_weakrefset.py", "exec"), scope)
+    handler(signal.SIGINT, scope["frame"])
+    assert redelivered == [signal.SIGINT]
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGINT, _sys._getframe())
