@@ -34,6 +34,7 @@ static PyObject *g_kind_range, *g_kind_mark, *g_kind_api, *g_empty;
 static PyObject *s_recorder, *s_enter_hook, *s_plain, *s_local, *s_r, *s_e, *s_b, *s_register, *s_ranges,
     *s_events, *s_flush_buffers, *s_record_slow, *s_domain_filter, *s_sinks, *s_mark, *s_range_start,
     *s_range_end, *s_range_ids, *s_open_ranges, *s_same_thread, *s_default, *s_ranges_full, *s_events_full;
+static PyObject *g_same_thread_kw;   /* ("same_thread",): the keyword names of sinks' range_start calls */
 
 static long long
 now_ns(void)
@@ -440,10 +441,8 @@ range_start(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
         if (sink == NULL)
             goto done;
         PyObject *call_args[3] = {sink, message, Py_False};
-        PyObject *kwnames = PyTuple_Pack(1, s_same_thread);
-        PyObject *token = kwnames == NULL ? NULL
-            : PyObject_VectorcallMethod(s_range_start, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-        Py_XDECREF(kwnames);
+        PyObject *token = PyObject_VectorcallMethod(s_range_start, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                    g_same_thread_kw);
         PyObject *pair = token == NULL ? NULL : PyTuple_Pack(2, sink, token);
         Py_DECREF(sink);
         Py_XDECREF(token);
@@ -736,6 +735,8 @@ PyInit__hotpath(void)
     INTERN(s_range_ids, "_range_ids");
     INTERN(s_open_ranges, "_open_ranges");
     INTERN(s_same_thread, "same_thread");
+    if ((g_same_thread_kw = PyTuple_Pack(1, s_same_thread)) == NULL)
+        return NULL;
     INTERN(s_default, "default");
     INTERN(s_ranges_full, "_RANGES_FULL");
     INTERN(s_events_full, "_EVENTS_FULL");
