@@ -7,7 +7,7 @@ STAMP := $(VENV)/.npuprof-installed
 
 .PHONY: demo test test-fast bench interop venv system-deps tf215 clean
 
-$(STAMP): pyproject.toml setup.py core/_hotpath.c
+$(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all,dev]"
@@ -43,4 +43,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache build core/*.so
+	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache build core/*.so core/export/*.so

@@ -29,3 +29,16 @@ def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ.pop("TMPDIR", None)
     else:
         os.environ["TMPDIR"] = saved_env
+
+
+@pytest.fixture(params=["compiled", "cells"])
+def both_renderers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with textrows' compiled renderer and again with its cell renderer (the
+    fallback); tests/test_rowrender.py checks that the install built the compiled one."""
+    from npuprof.export import textrows
+
+    if request.param == "cells":
+        monkeypatch.setattr(textrows, "_compiled", None)
+    elif textrows._compiled is None:
+        pytest.skip("the compiled renderer is not built here (test_rowrender.py fails for that)")
+    return request.param

@@ -28,7 +28,7 @@ LAYERS = {
     "npuprof.readers": 3,
     # analysis (reads, computes)
     "npuprof.analysis": 4,
-    # export (writes)
+    # export (writes; its row renderer compiled: npuprof.export._rowrender)
     "npuprof.export": 5,
     # the Profiler ties collection to analysis and export
     "npuprof.profiler": 6,
@@ -54,7 +54,7 @@ def _modules() -> dict[str, Path]:
 
 MODULES = _modules()
 # compiled modules (their C sources sit beside the Python ones): imported, never parsed here
-COMPILED = {f"npuprof.{c.stem}" for c in (ROOT / "core").glob("*.c")}
+COMPILED = {".".join(("npuprof", *c.relative_to(ROOT / "core").with_suffix("").parts)) for c in (ROOT / "core").rglob("*.c")}
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuprof.export.textrows import BackgroundWriter, RowBuilder
+from npuprof.export.textrows import BackgroundWriter, CellRows, RowBuilder
+
+pytestmark = pytest.mark.usefixtures("both_renderers")   # each test: compiled, then cells
 
 INT64 = st.integers(min_value=-(2**62), max_value=2**62)
 
@@ -57,11 +59,16 @@ def test_pooled_literal_and_present_mask():
 
 
 def test_single_value_pieces_become_literals():
+    cells = CellRows(3)
+    cells.pooled(np.array([1, 1, 1]), ["x", "same"])
+    cells.integer(np.array([7, 7, 7]))
+    cells.literal("\n")
+    assert cells.parts == [] and cells.render() == b"same7\n" * 3
     rows = RowBuilder(3)
     rows.pooled(np.array([1, 1, 1]), ["x", "same"])
     rows.integer(np.array([7, 7, 7]))
     rows.literal("\n")
-    assert rows.parts == [] and rows.render() == b"same7\n" * 3
+    assert rows.render() == b"same7\n" * 3
 
 
 def test_pooled_large_pool_uses_only_rows_strings():

@@ -6,6 +6,8 @@ import pytest
 from npuprof.export.textrows import RowBuilder
 
 
+pytestmark = pytest.mark.usefixtures("both_renderers")   # each test: compiled, then cells
+
 def _render_ints(values: np.ndarray) -> list[str]:
     rows = RowBuilder(len(values))
     rows.integer(values)

@@ -22,10 +22,17 @@ Example::
     {"id":5,"t":1.500}
     {"id":-12,"t":0.007}
     {"id":300,"t":-0.001}
+
+The same rows are also rendered compiled (``_rowrender.c``: each row written
+once, piece after piece, into the output); :class:`RowBuilder` records the
+pieces and renders them with it when it is built (see :func:`_load_compiled`).
+The cell renderer here is the reference and the fallback; both give the same
+bytes.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+import os
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -146,11 +153,18 @@ class Pool:
     (after the literal that precedes the piece) are laid out once, when the pool is small
     (under :data:`MATRIX_BYTES`); a chunk then takes its rows' strings in one gather."""
 
-    __slots__ = ("texts", "_cells")
+    __slots__ = ("texts", "_cells", "_packed")
 
     def __init__(self, texts: Sequence[Text]) -> None:
         self.texts = texts
         self._cells: dict = {}
+        self._packed: Optional[tuple[bytes, np.ndarray]] = None
+
+    def packed(self) -> tuple[bytes, np.ndarray]:
+        """The texts packed for the compiled renderer (see :func:`pack`), once."""
+        if self._packed is None:
+            self._packed = pack(self.texts)
+        return self._packed
 
     def __getitem__(self, i: int) -> Text:
         return self.texts[i]
@@ -167,8 +181,101 @@ class Pool:
         return got or None
 
 
+# piece tags shared with _rowrender.c
+_LITERAL, _POOLED, _INTEGER, _FIXED3 = 0, 1, 2, 3
+
+
+def _load_compiled() -> Any:
+    """The compiled renderer (``npuprof.export._rowrender``, built from ``_rowrender.c`` when
+    npuprof is installed), or None: not built here, or ``NPUPROF_PURE_PYTHON`` is set (not "0")."""
+    if os.environ.get("NPUPROF_PURE_PYTHON", "0") not in ("", "0"):
+        return None
+    try:
+        from . import _rowrender
+    except ImportError:
+        return None
+    return _rowrender
+
+
+_compiled = _load_compiled()
+
+
 class RowBuilder:
     """Collects the pieces of ``n`` rows, then renders them (see module doc)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.pieces: list[tuple] = []
+
+    def literal(self, text: Text) -> None:
+        """The same text in every row (adjacent literals are merged)."""
+        if self.pieces and self.pieces[-1][0] == _LITERAL:
+            self.pieces[-1] = (_LITERAL, self.pieces[-1][1] + _b(text))
+        else:
+            self.pieces.append((_LITERAL, _b(text)))
+
+    def pooled(self, codes: np.ndarray, texts: Union[Sequence[Text], Pool],
+               present: Optional[np.ndarray] = None) -> None:
+        """``texts[codes[i]]`` in row i; rows where ``present`` is False stay empty."""
+        self.pieces.append((_POOLED, np.asarray(codes), texts, present))
+
+    def integer(self, values: np.ndarray, present: Optional[np.ndarray] = None) -> None:
+        """``str(values[i])`` in row i; rows where ``present`` is False stay empty."""
+        self.pieces.append((_INTEGER, np.asarray(values), present))
+
+    def fixed3(self, values: np.ndarray, present: Optional[np.ndarray] = None, strip: bool = False) -> None:
+        """Integer thousandths as ``int.ddd`` in row i (see :func:`fixed3_cells`)."""
+        self.pieces.append((_FIXED3, np.asarray(values), present, strip))
+
+    def render(self, compiled: Optional[bool] = None) -> bytes:
+        """All rows, concatenated: compiled when built (or as ``compiled`` says), else as cells."""
+        if compiled is None:
+            compiled = _compiled is not None
+        if compiled:
+            return _compiled.render(self.n, [_compiled_piece(p) for p in self.pieces])
+        cells = CellRows(self.n)
+        for tag, *args in self.pieces:
+            (cells.literal, cells.pooled, cells.integer, cells.fixed3)[tag](*args)
+        return cells.render()
+
+
+# bytes after a packed pool's last text: the compiled renderer copies texts 16 bytes at a time
+_PACK_PAD = 16
+
+
+def pack(texts: Sequence[Text]) -> tuple[bytes, np.ndarray]:
+    """``(blob, offsets)``: text ``k`` is ``blob[offsets[k]:offsets[k + 1]]`` (UTF-8), and the
+    blob ends with padding the compiled renderer may read past the last text.
+
+    Example::
+
+        >>> pack(["ab", "", "ü"])[1].tolist()
+        [0, 2, 2, 4]
+    """
+    encoded = [_b(t) for t in texts]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    return b"".join(encoded) + bytes(_PACK_PAD), offsets
+
+
+def _compiled_piece(piece: tuple) -> tuple:
+    """A recorded piece as ``_rowrender.render`` takes it: pools packed (see the C source)."""
+    if piece[0] != _POOLED:
+        return piece
+    _, codes, texts, present = piece
+    if isinstance(texts, Pool):
+        blob, offsets = texts.packed()
+    elif len(texts) > 4 * len(codes) + (1 << 16):   # a large pool for few rows: pack only what they use
+        used, codes = np.unique(codes, return_inverse=True)
+        blob, offsets = pack([texts[c] for c in used.tolist()])
+        codes = codes.reshape(-1)
+    else:
+        blob, offsets = pack(texts)
+    return (_POOLED, codes, blob, offsets, present)
+
+
+class CellRows:
+    """The cell renderer (see module doc): the reference for, and fallback of, the compiled one."""
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -181,17 +288,13 @@ class RowBuilder:
             self._literal = b""
 
     def literal(self, text: Text) -> None:
-        """The same text in every row (adjacent literals are merged)."""
         self._literal += _b(text)
 
     def pooled(self, codes: np.ndarray, texts: Union[Sequence[Text], Pool],
                present: Optional[np.ndarray] = None) -> None:
-        """``texts[codes[i]]`` in row i; rows where ``present`` is False stay empty.
-
-        Only the strings used by these rows are laid out (found with one
-        ``bincount``, or a sort for pools much larger than the rows); a piece
-        that is the same in every row becomes a literal.
-        """
+        """Only the strings used by these rows are laid out (found with one ``bincount``, or a
+        sort for pools much larger than the rows); a piece that is the same in every row becomes
+        a literal."""
         codes = np.asarray(codes, dtype=np.int64)
         if isinstance(texts, Pool):
             laid = texts.cells(self._literal) if self.n and (present is None or present.all()) else None
@@ -243,10 +346,6 @@ class RowBuilder:
             cells *= present.astype(np.uint32)[:, None]
         self._flush_literal()
         self.parts.append(cells)
-
-    def width(self) -> int:
-        """Bytes per row of the matrix so far (before NUL removal)."""
-        return CELL * sum(p.shape[1] for p in self.parts) + len(self._literal)
 
     def render(self) -> bytes:
         """All rows, concatenated, filler removed."""
