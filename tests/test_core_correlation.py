@@ -321,3 +321,28 @@ def test_flow_ends_share_a_link_per_connected_call_and_number_odd_ids_after_the_
     assert flow_ends([{"ph": "s", "id": 1, "cat": "HostToDevice", "ts": "x"}], ("HostToDevice",), lambda t: None) == {}
     damaged = [{"ph": "s", "id": [1], "cat": ["x"], "pid": {}, "tid": None, "ts": 1}] + flow(4, 1, 2)
     assert flow_ends(damaged, ("HostToDevice",), lambda t: t) == {(1, 1, 1): 4, (2, 1, 2): 4}
+
+
+@pytest.mark.parametrize("const", [{"ts": 5}, {"pid": "x"}, {"pid": 1.5}, {"device": 1 << 40}, {"nope": 1},
+                                   {"name": 9}, [1], {"value": True}, {"stream": -(1 << 40)}])
+def test_bad_constant_columns_are_an_undecodable_record(const):
+    """A record's "const" header entry is checked like its columns: a bad one is reported, never raised."""
+    from npuprof.events import _constant
+
+    ev = EventTable.from_records(ts=[1, 2], name=["a", "a"])
+    cols = dict(ev.cols)
+    for key in ("pid", "device", "value", "stream", "name"):   # one-value columns, as the recorder passes them
+        cols[key] = _constant(cols[key][0], 2, cols[key].dtype)
+    payload = rawstore.encode_chunk(EventTable(cols, ev.strings))
+    (hlen,) = struct.unpack_from("<I", payload)
+    head = json.loads(payload[4:4 + hlen])
+    assert set(head["const"]) == {"pid", "device", "value", "stream", "name"}
+    assert rawstore.decode_chunk(payload).column_strings("name") == ["a", "a"]
+    head["const"] = {**head["const"], **const} if isinstance(const, dict) else const
+    bad_header = json.dumps(head).encode()
+    bad = struct.pack("<I", len(bad_header)) + bad_header + payload[4 + hlen:]
+    with pytest.raises((ValueError, OverflowError)):
+        rawstore.decode_chunk(bad)
+    report = rawstore.ReadReport()
+    frame = rawstore.FRAME.pack(rawstore.MAGIC, len(bad), zlib.crc32(bad)) + bad
+    assert rawstore.parse_records(frame, "seg", report) == [] and "undecodable" in report.problems[0]

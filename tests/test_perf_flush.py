@@ -1,6 +1,9 @@
 """The flusher's conversion: string codes kept across flushes (and bounded),
 one-value columns kept as stride-0 views, and records encoded in one buffer
 that read back exactly as the materialised columns would."""
+import json
+import struct
+
 import numpy as np
 
 from npuprof import recorder, rawstore
@@ -64,15 +67,24 @@ def test_one_value_and_mixed_columns_from_several_threads():
     assert t2.column_strings("name") == ["7", "7"]
 
 
-def test_encoded_record_is_the_materialised_tables_record(tmp_path):
+def test_one_value_columns_are_written_once_per_record(tmp_path):
     pool = recorder._StringCodes()
     chunks = [(3, 4, ["a", 10, 20] * 5, [API, "f", 1, 2, "Python", ""] * 3)]
     t = recorder.chunks_to_table(chunks, 1_000, pool)
-    assert any(v.strides == (0,) for v in t.cols.values())          # one-value columns are views
+    views = {k for k, v in t.cols.items() if v.strides == (0,)}     # one-value columns are views
+    assert {"pid", "tid", "device", "stream", "value", "step", "source", "corr"} <= views
     full = _materialised(t)
-    payload = rawstore.encode_chunk(t)
-    assert payload == rawstore.encode_chunk(full)
-    _same_events(rawstore.decode_chunk(payload), full)
+    payload, materialised = rawstore.encode_chunk(t), rawstore.encode_chunk(full)
+    (hlen,) = struct.unpack_from("<I", payload)
+    const = json.loads(payload[4:4 + hlen])["const"]
+    assert set(const) == views - {"corr"} and const["pid"] == 3 and const["tid"] == 4   # corr: not written at all
+    # the column section holds only the other columns: ts, dur, kind, name and type here (args: all "")
+    row_bytes = sum(rawstore._DTYPES[k].itemsize for k in rawstore.COLUMN_ORDER if k not in const)
+    assert len(payload) - 4 - hlen == row_bytes * len(t) and row_bytes == 25 and len(materialised) > len(payload)
+    for back in (rawstore.decode_chunk(payload), rawstore.decode_chunk(payload, copy=False)):
+        _same_events(back, full)
+    assert rawstore.decode_chunk(payload)["pid"].flags.writeable            # copy=True: plain columns
+    assert rawstore.decode_chunk(payload, copy=False)["pid"].strides == (0,)
     w = rawstore.RawWriter(tmp_path / "NPUPROF")
     w.append(t)
     w.append(recorder.chunks_to_table([(3, 4, ["b", 30, 31], [])], 0, pool))

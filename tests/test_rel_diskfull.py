@@ -166,19 +166,21 @@ def test_enospc_on_a_full_tmpfs(tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
     copy = tmp_path / "copy"
-    # 6 MB fill up well into the run: enough events are older than the failure horizon on a slow machine
+    # 2.6 MB fill up well into the run (~4.6 MB of raw data in all): enough events are older than the
+    # failure horizon on a slow machine
     cfg = {"out": str(mnt / "out"), "steps": 3000, "marks": 40, "flush": 0.05, "copy_to": str(copy)}
-    argv = _in_private_tmpfs("6m", mnt, [sys.executable, str(CHILD), json.dumps(cfg)])
+    argv = _in_private_tmpfs("2600k", mnt, [sys.executable, str(CHILD), json.dumps(cfg)])
     proc, truth, failed_at = _run_child(argv)
     checked = _check_child(proc, truth, failed_at, copy, "No space left on device")
     rs.COUNTS["write faults injected"] += 1
-    print(f"ENOSPC on a 6 MB tmpfs: {checked['checked']} marks made before the failure all readable")
+    print(f"ENOSPC on a 2.6 MB tmpfs: {checked['checked']} marks made before the failure all readable")
 
 
 def test_efbig_under_rlimit_fsize(tmp_path):
     out = tmp_path / "out"
-    # 4 MB fill up ~1.5 s into the run: enough events are older than the failure horizon even on a slow machine
-    cfg = {"out": str(out), "steps": 2400, "marks": 40, "flush": 0.05, "fsize": 4 << 20}
+    # 2 MB fill up about halfway into the run (~3.6 MB of raw data in all): enough events are older than the
+    # failure horizon even on a slow machine
+    cfg = {"out": str(out), "steps": 2400, "marks": 40, "flush": 0.05, "fsize": 2 << 20}
     proc, truth, failed_at = _run_child([sys.executable, str(CHILD), json.dumps(cfg)])
     checked = _check_child(proc, truth, failed_at, out, "File too large")
     info = checked["result"].info.raw["npuprof"]
