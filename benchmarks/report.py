@@ -164,10 +164,13 @@ def build_rows(results: dict) -> list[dict]:
         if "events_per_s" in a:
             eps, rss = a["events_per_s"], a["peak_rss_bytes"]
             goal = size == "10M"
+            py = a.get("python_events_per_s")
+            fallback = (f"rows rendered by the numpy fallback (`NPUPROF_PURE_PYTHON=1`, same run): "
+                        f"{py['median'] / 1e6:.2f}M events/s" if py else "")
             rows.append(_row("Analysis", f"synthetic host raw data, {a['events'] / 1e6:g}M events -> every "
                                          f"output ({a['raw_bytes'] / 2**20:,.0f} MB raw)",
                              f"{_s(a['seconds']['median'])} [{_s(a['seconds']['min'])}–{_s(a['seconds']['max'])}]",
-                             "", f"{eps['median'] / 1e6:.2f}M events/s", f">= {ANALYSIS_GOAL / 1e6:g}M events/s"
+                             fallback, f"{eps['median'] / 1e6:.2f}M events/s", f">= {ANALYSIS_GOAL / 1e6:g}M events/s"
                              if goal else "", eps["median"] >= ANALYSIS_GOAL if goal else None,
                              f"analysis_rate_{size}", eps["median"]))
             rows.append(_row("Analysis", f"peak RSS of that analysis ({a['events'] / 1e6:g}M)", _mb(rss["max"]),
@@ -364,8 +367,12 @@ def bounds(results: dict) -> list[str]:
                      f"speeds below, of the run's {parent + child:.1f} CPU s (parent {parent:.1f}, forked trace "
                      f"child {child:.1f}), where the goal allows {events / ANALYSIS_GOAL:.1f} s on {cores} cores "
                      "for everything")
-        out.append(line + "; and rendering trace_view.json (on the second core only while one is free); loading "
-                   "the raw data is serial (load_raw_and_sort above)")
+            if "system_seconds" in a10:
+                line += (f"; of those CPU s, {a10['system_seconds']['median']:.1f} in the kernel (faulting in fresh "
+                         f"memory: the event table and the outputs' page cache) and "
+                         f"{a10['user_seconds']['median']:.1f} in npuprof's own code (parsing, sorting, the "
+                         "analyzers, compiled row rendering)")
+        out.append(line + "; loading the raw data is serial (load_raw_and_sort above)")
     if "disk_write_bytes_per_s" in a1:
         line = f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output directory"
         if "disk_rewrite_bytes_per_s" in a1:

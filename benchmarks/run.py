@@ -101,11 +101,15 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
         if "error" in gen:
             results[f"analysis_{label}"] = gen
             continue
-        runs = []
+        runs, fallback = [], []
         for r in range(reps[label]):
             extra = {"breakdown": True, "size": True} if (label == "1M" and r == reps[label] - 1) else {}
             log(f"analysis: {label} pass {r + 1}/{reps[label]}")
             runs.append(run_child("bench_analysis", {"mode": "analyse", "run_dir": gen["run_dir"], **extra}))
+            if label == "10M" and r < 2:   # the numpy row renderer (the fallback), passes interleaved
+                log(f"analysis: {label} with the Python fallback (NPUPROF_PURE_PYTHON=1), pass {r + 1}/2")
+                fallback.append(run_child("bench_analysis", {"mode": "analyse", "run_dir": gen["run_dir"]},
+                                          env={"NPUPROF_PURE_PYTHON": "1"}))
         ok = [x for x in runs if "error" not in x]
         if not ok:
             results[f"analysis_{label}"] = runs[0]
@@ -116,6 +120,8 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
                "events_per_s": summary([x["events_per_s"] for x in ok]),
                "peak_rss_bytes": summary([x["peak_rss_bytes"] for x in ok]),
                "children_cpu_seconds": summary([x["children_cpu_seconds"] for x in ok]),
+               "system_seconds": summary([x["system_seconds"] for x in ok]),
+               "user_seconds": summary([x["user_seconds"] for x in ok]),
                "import_s": summary([x["import_s"] for x in ok]), "outputs": ok[-1]["outputs"]}
         for x in ok:
             for k in ("phases_s", "trace_json_events_per_s", "trace_json_bytes_per_s", "trace_bytes",
@@ -123,6 +129,10 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
                       "disk_write_bytes_per_s", "disk_rewrite_bytes_per_s"):
                 if k in x:
                     res[k] = x[k]
+        fallback_ok = [x for x in fallback if "error" not in x]
+        if fallback_ok:
+            res["python_events_per_s"] = summary([x["events_per_s"] for x in fallback_ok])
+            res["python_cpu_seconds"] = summary([x["cpu_seconds"] + x["children_cpu_seconds"] for x in fallback_ok])
         results[f"analysis_{label}"] = res
         shutil.rmtree(work / label, ignore_errors=True)
 

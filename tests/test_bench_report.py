@@ -51,6 +51,11 @@ def test_analysis_bound_sets_the_write_time_against_the_goal():
     assert "the goal allows 5.0 s on 2 cores" in line
     (disk,) = [b for b in report.bounds(results) if b.startswith("disk:")]
     assert "251 MB/s" in disk and "2500 MB/s for the same writes again" in disk
+    assert "in the kernel" not in line   # a results file from before the split
+    split = dict(results, analysis_10M=dict(a10, system_seconds=_median(7.2), user_seconds=_median(10.3)))
+    (line,) = [b for b in report.bounds(split) if b.startswith("analysis at 10M")]
+    assert "of those CPU s, 7.2 in the kernel (faulting in fresh memory" in line
+    assert "10.3 in npuprof's own code" in line
     older = {"analysis_10M": {k: v for k, v in a10.items() if k != "children_cpu_seconds"}, "analysis_1M": a1}
     (line,) = [b for b in report.bounds(older) if b.startswith("analysis at 10M")]
     assert "CPU s" not in line and "writing 251 B/event" in line
