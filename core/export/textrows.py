@@ -232,6 +232,8 @@ class RowBuilder:
         if compiled is None:
             compiled = _compiled is not None
         if compiled:
+            if _compiled is None:
+                raise RuntimeError("the compiled row renderer is not built here (core/export/_rowrender.c)")
             return _compiled.render(self.n, [_compiled_piece(p) for p in self.pieces])
         cells = CellRows(self.n)
         for tag, *args in self.pieces:
