@@ -30,6 +30,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+#endif
+
 enum { LITERAL = 0, POOLED = 1, INTEGER = 2, FIXED3 = 3 };
 enum { PAD = 16, NUMBER_MAX = 26 };   /* "-" + 20 digits + ".ddd", rounded up */
 
@@ -44,6 +48,7 @@ typedef struct {
     Py_ssize_t text_len;             /* LITERAL: its length; POOLED: the longest text */
     const int64_t *offsets;          /* POOLED: m + 1 of them */
     Py_ssize_t m;
+    PyObject *blob;                  /* POOLED: held while the piece is */
     int strip;
 } Piece;
 
@@ -59,6 +64,8 @@ program_release(Program *g)
     for (Py_ssize_t j = 0; j < g->n_pieces; j++)
         if (g->pieces[j].tag == LITERAL)
             PyMem_Free((void *)g->pieces[j].text);
+        else
+            Py_XDECREF(g->pieces[j].blob);
     for (Py_ssize_t v = 0; v < g->n_views; v++)
         PyBuffer_Release(&g->views[v]);
     PyMem_Free(g->pieces);
@@ -186,6 +193,7 @@ parse_piece(Program *g, PyObject *spec, Py_ssize_t n, Py_ssize_t j)
     }
     p->offsets = offsets->buf;
     p->m = offsets->shape[0] - 1;
+    p->blob = Py_NewRef(blob);
     p->text = PyBytes_AS_STRING(blob);
     Py_ssize_t longest = 0;
     for (Py_ssize_t k = 0; k < p->m; k++) {
