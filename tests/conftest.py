@@ -12,6 +12,7 @@ makes the next run fail with ENOSPC (it did, once).
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from typing import Iterator
 
@@ -29,6 +30,23 @@ def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ.pop("TMPDIR", None)
     else:
         os.environ["TMPDIR"] = saved_env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sigint_not_ignored() -> Iterator[None]:
+    """The child processes the crash tests send SIGINT to start as a program started from a shell
+    does: SIGINT at its default. A suite started as a background job of a non-interactive shell
+    (``cmd &``, no job control) inherits SIGINT ignored, and so would every child; npuprof then
+    rightly leaves it ignored, the SIGINT kills do nothing and those tests fail for the launch,
+    not for npuprof. A handler set here is reset to the default in children at exec."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture(params=["compiled", "cells"])
