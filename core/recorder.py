@@ -2,7 +2,7 @@
 
 The hot path (``record_function`` exit, ``mstx.mark``) is a clock read, one
 ``list += tuple`` onto the calling thread's buffer and one ``len()``. The
-same steps also exist compiled (``_hotpath.c``, see :func:`_load_hotpath`);
+same steps also exist compiled (``_hotpath.c``, see :mod:`npuprof.compiled`);
 the Python code here is their reference and fallback.
 
 A buffer that reaches ``SELF_FLUSH_EVENTS`` events is written by the thread
@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import numpy as np
 
+from .compiled import load_compiled
 from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant, _used_strings
 from .rawstore import RawWriter
 from .sigsafe import SignalSafeLock
@@ -80,23 +81,11 @@ _RANGES_FULL = SELF_FLUSH_EVENTS * RANGE_ITEMS
 _EVENTS_FULL = SELF_FLUSH_EVENTS * EVENT_ITEMS
 
 
-def _load_hotpath() -> Any:
-    """The compiled annotation hot paths (``npuprof._hotpath``, built from ``_hotpath.c`` when
-    npuprof is installed), or None: not built here, or ``NPUPROF_PURE_PYTHON`` is set (not "0").
-
-    The Python functions below (``_PyRange``, ``_mark``, ``_range_start``, ``_range_end``,
-    ``trace_api``'s wrapper) are the reference and the fallback; the compiled ones do the same
-    steps in the same order for 35-55% less per annotation."""
-    if os.environ.get("NPUPROF_PURE_PYTHON", "0") not in ("", "0"):
-        return None
-    try:
-        from . import _hotpath
-    except ImportError:
-        return None
-    return _hotpath
-
-
-_hotpath = _load_hotpath()
+# The compiled annotation hot paths (built from ``_hotpath.c``), or None (see npuprof.compiled).
+# The Python functions below (``_PyRange``, ``_mark``, ``_range_start``, ``_range_end``,
+# ``trace_api``'s wrapper) are the reference and the fallback; the compiled ones do the same
+# steps in the same order for 35-55% less per annotation.
+_hotpath = load_compiled("npuprof._hotpath")
 
 
 def active_recorder() -> Optional["Recorder"]:

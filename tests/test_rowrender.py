@@ -132,3 +132,10 @@ def test_npuprof_pure_python_chooses_the_renderer(value, compiled):
                           "from npuprof.export import textrows; print(textrows._compiled is not None)"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == str(compiled), out.stderr
+
+
+def test_a_compiled_module_that_is_not_built_loads_as_none():
+    from npuprof.compiled import load_compiled
+
+    assert load_compiled("npuprof.export._not_built_here") is None
+    assert load_compiled("npuprof.export._rowrender") is textrows._compiled

@@ -25,16 +25,17 @@ Example::
 
 The same rows are also rendered compiled (``_rowrender.c``: each row written
 once, piece after piece, into the output); :class:`RowBuilder` records the
-pieces and renders them with it when it is built (see :func:`_load_compiled`).
+pieces and renders them with it when it is built (see :mod:`npuprof.compiled`).
 The cell renderer here is the reference and the fallback; both give the same
 bytes.
 """
 from __future__ import annotations
 
-import os
-from typing import Any, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
+
+from ..compiled import load_compiled
 
 FILL = 0
 _FILL_BYTE = bytes([FILL])
@@ -185,19 +186,8 @@ class Pool:
 _LITERAL, _POOLED, _INTEGER, _FIXED3 = 0, 1, 2, 3
 
 
-def _load_compiled() -> Any:
-    """The compiled renderer (``npuprof.export._rowrender``, built from ``_rowrender.c`` when
-    npuprof is installed), or None: not built here, or ``NPUPROF_PURE_PYTHON`` is set (not "0")."""
-    if os.environ.get("NPUPROF_PURE_PYTHON", "0") not in ("", "0"):
-        return None
-    try:
-        from . import _rowrender
-    except ImportError:
-        return None
-    return _rowrender
-
-
-_compiled = _load_compiled()
+# the compiled renderer (built from ``_rowrender.c``), or None (see npuprof.compiled)
+_compiled = load_compiled("npuprof.export._rowrender")
 
 
 class RowBuilder:
