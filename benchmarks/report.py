@@ -174,7 +174,7 @@ def build_rows(results: dict) -> list[dict]:
                              if goal else "", eps["median"] >= ANALYSIS_GOAL if goal else None,
                              f"analysis_rate_{size}", eps["median"]))
             rows.append(_row("Analysis", f"peak RSS of that analysis ({a['events'] / 1e6:g}M)", _mb(rss["max"]),
-                             f"its table alone: {a['events'] * 67 / 2**20:,.0f} MB", "",
+                             f"its table alone: {a['table_bytes'] / 2**20:,.0f} MB", "",
                              "< 1 GB" if goal else "", rss["max"] < 2**30 if goal else None,
                              f"analysis_rss_{size}", rss["max"]))
         elif a:

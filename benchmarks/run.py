@@ -114,7 +114,8 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
         if not ok:
             results[f"analysis_{label}"] = runs[0]
             continue
-        res = {"events": ok[0]["events"], "raw_bytes": gen["raw_bytes"], "generate_s": gen["seconds"],
+        res = {"events": ok[0]["events"], "table_bytes": ok[0]["table_bytes"], "raw_bytes": gen["raw_bytes"],
+               "generate_s": gen["seconds"],
                "seconds": summary([x["seconds"] for x in ok]),
                "cpu_seconds": summary([x["cpu_seconds"] for x in ok]),
                "events_per_s": summary([x["events_per_s"] for x in ok]),

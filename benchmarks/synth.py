@@ -91,10 +91,15 @@ def synth_chunk(first_step: int, n_steps: int, events_per_step: int, t0_ns: int,
     point = (kind == int(EventKind.MARK)) | (kind == int(EventKind.COUNTER))
     dur[point] = 0
     value[kind == int(EventKind.COUNTER)] = rng.random(int((kind == int(EventKind.COUNTER)).sum())) * 100
-    source = np.ones(n, np.int32)
+    # as the recorder hands them over: a column of one value is a stride-0 view, which the raw
+    # record stores once in its header
+    def one(value: int, dtype: type) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value, dtype), (n,))
+
     table = EventTable.from_codes(
-        {"ts": ts, "dur": dur, "kind": kind, "pid": np.int64(pid), "tid": tid, "value": value},
-        {"name": name, "type": type_, "source": source}, strings)
+        {"ts": ts, "dur": dur, "kind": kind, "pid": one(pid, np.int64), "tid": tid, "value": value,
+         "device": one(-1, np.int16), "stream": one(-1, np.int32), "step": one(-1, np.int32)},
+        {"name": name, "type": type_, "source": one(1, np.int32), "args": one(0, np.int32)}, strings)
     # the recorder writes each flush thread by thread: time order holds per thread only
     return table.select(np.argsort(tid, kind="stable"))
 

@@ -32,6 +32,12 @@ times); one host event may launch several device tasks. Values are unique
 per run (readers of several sources offset them apart, see
 :func:`offset_corr`).
 
+A column that holds one value in every row may be a read-only stride-0 view
+(no memory per row): a loaded run keeps each column every raw record held as
+one value that way (host events' pid, device, stream, step, source ...), and
+so do :meth:`EventTable.concat`, :meth:`~EventTable.select` and
+:meth:`~EventTable.sorted`. Columns are read, never written in place.
+
 Example::
 
     >>> t = EventTable.from_records(
@@ -84,6 +90,9 @@ _DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 
 # Columns that are usually one value for the whole table (no launch links in host-only data):
 # given as a scalar they are kept as a stride-0 read-only view, 0 bytes instead of 8 per event.
 CONSTANT_WHEN_SCALAR = frozenset({"corr"})
+# Any column but ``ts`` that is already a stride-0 view in every part (a raw record's "const"
+# columns: pid, device, stream, step, source ... of host events) stays one when parts are joined.
+JOINED_CONSTANT = frozenset({*NUMERIC_COLUMNS, *STRING_COLUMNS} - {"ts"})
 
 
 def parse_args_text(text: str) -> dict:
@@ -176,9 +185,9 @@ class EventTable:
         n = sum(len(t) for t in tables)
         cols: dict[str, np.ndarray] = {}
         for key in (*NUMERIC_COLUMNS, *STRING_COLUMNS):
-            same = _common_constant(key, [t.cols[key] for t in tables])
+            same = _common_constant(key, [t.cols[key] for t in tables], remaps)
             if same is not None:
-                cols[key] = _constant(same, n, NUMERIC_COLUMNS[key])
+                cols[key] = _constant(same, n, NUMERIC_COLUMNS.get(key, np.int32))
                 if consume:
                     for t in tables:
                         del t.cols[key]
@@ -429,13 +438,19 @@ def _value_of(key: str, col: np.ndarray) -> Any:
     return col[0] if len(col) else _DEFAULTS.get(key, 0)
 
 
-def _common_constant(key: str, cols: list) -> Any:
-    """The one value of these parts of a CONSTANT_WHEN_SCALAR column when
-    each is a constant view (or a single row), else None."""
-    if key not in CONSTANT_WHEN_SCALAR or not all(_is_constant(c) or len(c) <= 1 for c in cols):
+def _common_constant(key: str, cols: list, remaps: Sequence[Optional[np.ndarray]]) -> Any:
+    """The one value of these parts of a column when each part is a constant view of it (or
+    a single row), else None. String codes are compared through each part's ``remap`` into
+    the joined pool (:func:`pool_remap`): equal codes of two pools may be different strings."""
+    if key not in JOINED_CONSTANT or not all(_is_constant(c) or len(c) <= 1 for c in cols):
         return None
-    values = {c[0].item() for c in cols if len(c)}
+    values = {joined_value(key, c[0].item(), remap) for c, remap in zip(cols, remaps) if len(c)}
     return values.pop() if len(values) == 1 else None
+
+
+def joined_value(key: str, value: Any, remap: Optional[np.ndarray]) -> Any:
+    """``value`` of column ``key`` in a part, as it reads in the joined table (string codes remapped)."""
+    return int(remap[value]) if remap is not None and key in STRING_COLUMNS else value
 
 
 def _broadcast(value: Any, n: int, dtype: Any) -> np.ndarray:

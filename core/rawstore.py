@@ -47,8 +47,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from .errors import ProfilerDataError
-from .events import (CONSTANT_WHEN_SCALAR, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
-                     _is_constant, _used_strings, pool_remap, put_column)
+from .events import (JOINED_CONSTANT, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
+                     _is_constant, _used_strings, joined_value, pool_remap, put_column)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -390,9 +390,10 @@ class _Columns:
     least that many bytes per row, and no more than ``size`` bytes of a
     segment are read. It only reserves address space (up to ~8x the raw
     bytes over all columns when most columns are "const"): pages past the
-    rows written are never touched. A column in
-    ``CONSTANT_WHEN_SCALAR`` stays a stride-0 view while every chunk holds
-    one and the same value in it.
+    rows written are never touched. Any column but ``ts`` stays a stride-0
+    view while every chunk holds one and the same value in it (a record's
+    "const" columns), so a host run's pid, device, stream, step, source ...
+    take no memory per row; the first chunk that differs fills it in.
     """
 
     def __init__(self, bound: int) -> None:
@@ -409,8 +410,8 @@ class _Columns:
         lo, hi = self.n, self.n + k
         remap = pool_remap(self.pool, table.strings)
         for key, src in table.cols.items():
-            if key in CONSTANT_WHEN_SCALAR and key not in self.cols and (k == 1 or _is_constant(src)):
-                value = src[0].item()
+            if key in JOINED_CONSTANT and key not in self.cols and (k == 1 or _is_constant(src)):
+                value = joined_value(key, src[0].item(), remap)
                 if self.constant.setdefault(key, value) == value:
                     continue
             out = self.cols.get(key)
@@ -426,7 +427,7 @@ class _Columns:
             return EventTable.empty()
         cols = {key: out[:self.n] for key, out in self.cols.items()}
         for key, value in self.constant.items():
-            cols[key] = _constant(value, self.n, NUMERIC_COLUMNS[key])
+            cols[key] = _constant(value, self.n, NUMERIC_COLUMNS.get(key, np.int32))
         return EventTable(cols, list(self.pool.strings))
 
 

@@ -73,3 +73,11 @@ def test_sustained_rows_give_the_python_fallback_beside_the_compiled_figure():
         "record_function": {"median": 1300.0, "worst": 1400.0}, "n": 10**6, "window": 50000})})
         if b.startswith("sustained medians")]
     assert "(compiled: " in line
+
+
+def test_the_rss_row_gives_the_event_table_as_measured():
+    timing = {"median": 5.0, "min": 4.0, "max": 6.0}
+    a10 = {"events": 10**7, "table_bytes": 410 * 2**20, "raw_bytes": 397 * 2**20, "seconds": timing,
+           "events_per_s": {"median": 2.0e6}, "peak_rss_bytes": {"max": 700 * 2**20}}
+    (row,) = [r for r in report.build_rows({"analysis_10M": a10}) if r["key"] == "analysis_rss_10M"]
+    assert row["baseline"] == "its table alone: 410 MB" and row["met"] is True

@@ -5,6 +5,7 @@ import json
 import struct
 
 import numpy as np
+import pytest
 
 from npuprof import recorder, rawstore
 from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTable
@@ -172,3 +173,81 @@ def test_reading_a_raw_dir_gives_the_concatenation_of_its_records(tmp_path):
     plain, _ = rawstore.read_raw_dir(tmp_path / "plain")
     assert plain["corr"].strides == (0,) and plain["corr"].tolist() == [-1] * 11   # no record set it
     _same_events(plain, EventTable.concat([parts[0], parts[3]]))
+
+
+def _record(tmp_path, name, tables):
+    writer = rawstore.RawWriter(tmp_path / name, segment_bytes=1)   # one segment per record
+    for t in tables:
+        writer.append(t)
+    writer.close()
+    return rawstore.read_raw_dir(tmp_path / name)[0]
+
+
+def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(tmp_path):
+    """Records whose pools code "npuprof" differently still load as one source value; the first record
+    that holds another value (a string or a number) makes the column real, with every row right."""
+    def host(n, pool, source, pid=7):
+        table = EventTable.from_codes({"ts": np.arange(n, dtype=np.int64), "pid": np.int64(pid)},
+                                      {"name": np.zeros(n, np.int32)}, pool)
+        return table.with_column("source", np.broadcast_to(np.int32(pool.index(source)), (n,))) \
+                    .with_column("pid", np.broadcast_to(np.int64(pid), (n,)))
+
+    same = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "x", "npuprof"], "npuprof"), host(1, ["npuprof"], "npuprof")]
+    table = _record(tmp_path, "same", same)
+    one_value = {k for k, v in table.cols.items() if v.strides == (0,)}
+    assert one_value == {"pid", "source", "corr"}     # the columns the records held as one value
+    _same_events(table, EventTable.concat([_materialised(t) for t in same]))
+    assert EventTable.concat(same)["source"].strides == (0,)          # concat keeps it too, through the remaps
+
+    mixed = same + [host(2, ["", "mindspore"], "mindspore", pid=8), host(2, ["npuprof", ""], "npuprof")]
+    table = _record(tmp_path, "mixed", mixed)
+    assert table["source"].strides != (0,) and table["pid"].strides != (0,) and table["source"].flags.writeable
+    assert table.column_strings("source") == ["npuprof"] * 6 + ["mindspore"] * 2 + ["npuprof"] * 2
+    assert table["pid"].tolist() == [7] * 6 + [8] * 2 + [7] * 2
+    _same_events(table, EventTable.concat([_materialised(t) for t in mixed]))
+    assert EventTable.concat(mixed).column_strings("source") == table.column_strings("source")
+    same_code = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "mindspore"], "mindspore")]   # code 1 in both
+    for table in (_record(tmp_path, "same_code", same_code), EventTable.concat(same_code)):
+        assert table.column_strings("source") == ["npuprof"] * 3 + ["mindspore"] * 2
+
+
+@pytest.mark.parametrize("forked", [False, True])
+def test_outputs_of_a_run_are_the_same_whether_its_records_hold_one_value_columns_or_not(tmp_path, monkeypatch,
+                                                                                        forked):
+    """The synthetic run (one-value columns in the record headers, as the recorder writes them) and the
+    same records with every column written per row give byte-identical outputs, with the trace rendered
+    in many chunks by a forked child or in one process."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from npuprof.export import textrows, trace_json
+    from npuprof.export.writer import analyse_and_export
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import synth
+
+    if forked:
+        monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk
+        monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+        monkeypatch.setattr(trace_json, "_only_daemon_threads", lambda: True)
+
+    monkeypatch.setattr(synth.time, "time_ns", lambda: 1_700_000_000_000_000_000)
+    compact = synth.make_run(tmp_path / "compact", 30_000, chunk_events=4_000)
+    full = tmp_path / "full" / compact.name
+    shutil.copytree(compact, full)
+    shutil.rmtree(full / rawstore.RAW_DIR)
+    writer = rawstore.RawWriter(full / rawstore.RAW_DIR)
+    report = rawstore.ReadReport()
+    for path in sorted((compact / rawstore.RAW_DIR).glob(rawstore.SEGMENT_GLOB), key=rawstore.segment_order):
+        for t in rawstore.parse_records(path.read_bytes(), path.name, report):
+            writer.append(_materialised(t))
+    writer.close()
+    assert report.records > 1 and not report.problems
+    size = {run: sum(p.stat().st_size for p in (run / rawstore.RAW_DIR).iterdir()) for run in (compact, full)}
+    assert size[compact] < 0.7 * size[full]
+    outputs = {}
+    for run in (compact, full):
+        (result,) = analyse_and_export(run)
+        outputs[run] = {p.name: p.read_bytes() for p in result.outputs if p.is_file()}
+    assert "trace_view.json" in outputs[compact] and "kernel_details.csv" in outputs[compact]
+    assert outputs[compact] == outputs[full]
