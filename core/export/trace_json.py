@@ -235,8 +235,9 @@ def _render_instants(p: _Pools, c: dict, base_ns: int, kind: int) -> bytes:
     return rows.render()
 
 
-def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
-    """Trace lines (each followed by ``,\\n``) of a chunk of short rows.
+def _render_rows(p: _Pools, cols: dict, base_ns: int) -> list[bytes]:
+    """Trace lines (each followed by ``,\\n``) of a chunk of short rows, as one block per group
+    (written one after another, not joined: a join would copy every byte once more).
 
     Spans come first, then marks, counters and memory instants: each group
     keeps time order, and one template per group keeps the rendering tight
@@ -246,7 +247,7 @@ def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
     kind = cols["kind"]
     group = _GROUP[kind]   # 0: span, else the instant kind's place in _INSTANTS
     if not group.any():
-        return _render_x(p, cols, base_ns)
+        return [_render_x(p, cols, base_ns)]
     out = []
     rows = np.flatnonzero(group == 0)
     if len(rows):   # each group takes only the columns its template reads
@@ -255,7 +256,7 @@ def _render_rows(p: _Pools, cols: dict, base_ns: int) -> bytes:
         rows = np.flatnonzero(group == g)
         if len(rows):
             out.append(_render_instants(p, {key: cols[key][rows] for key in _INSTANT_COLUMNS}, base_ns, k))
-    return b"".join(out)
+    return out
 
 
 _INSTANTS = (_MARK, _COUNTER, _MEMORY)
@@ -369,20 +370,21 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     est = 2 * int(p.name_len.max(initial=2)) + 200
     step = chunk_rows(est, CHUNK)
     count = -(-len(events) // step)
+    may_be_long = 2 * int(p.name_len.max(initial=0)) + int(p.args_len.max(initial=0)) > LONG_ROW
     for j, lo in enumerate(range(first_chunk * step, len(events), step), start=first_chunk):
         if stop is not None and stop(j, count):
             return
         hi = min(len(events), lo + step)
         cols = _chunk_columns(events, lo, hi, linked)
+        if not may_be_long:   # no pooled text is long enough: no row to look at one by one
+            yield from _render_rows(p, cols, base_ns)
+            continue
         text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
         long_rows = np.flatnonzero(text_len > LONG_ROW)
-        if not len(long_rows):
-            yield _render_rows(p, cols, base_ns)
-            continue
         start = 0
         for r in long_rows.tolist() + [hi - lo]:
             if r > start:
-                yield _render_rows(p, {k: v[start:r] for k, v in cols.items()}, base_ns)
+                yield from _render_rows(p, {k: v[start:r] for k, v in cols.items()}, base_ns)
             if r < hi - lo:
                 yield (_row_python(p, int(cols["kind"][r]), int(cols["name"][r]), int(cols["pid"][r]),
                                    int(cols["tid"][r]), (int(cols["ts"][r]) - base_ns) / 1000.0,
