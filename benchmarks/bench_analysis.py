@@ -72,7 +72,8 @@ def analyse(params: dict) -> dict:
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)   # the forked trace writer, once reaped
     # one-value columns are stride-0 views: no memory per row
     table_bytes = sum(col.nbytes for col in res.events.cols.values() if col.strides != (0,))
-    out: dict = {"events": n, "table_bytes": table_bytes, "seconds": c.wall, "cpu_seconds": c.cpu, "events_per_s": n / c.wall,
+    out: dict = {"events": n, "table_bytes": table_bytes, "seconds": c.wall, "cpu_seconds": c.cpu,
+                 "events_per_s": n / c.wall,
                  "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,
                  # kernel time: mostly faulting in fresh memory (the event table, the outputs' page cache)
                  "system_seconds": after.ru_stime - before.ru_stime + kids.ru_stime,

@@ -50,6 +50,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from enum import IntEnum
 from typing import Any, Iterable, Optional, Sequence
@@ -444,13 +445,19 @@ def _common_constant(key: str, cols: list, remaps: Sequence[Optional[np.ndarray]
     the joined pool (:func:`pool_remap`): equal codes of two pools may be different strings."""
     if key not in JOINED_CONSTANT or not all(_is_constant(c) or len(c) <= 1 for c in cols):
         return None
-    values = {joined_value(key, c[0].item(), remap) for c, remap in zip(cols, remaps) if len(c)}
-    return values.pop() if len(values) == 1 else None
+    values = [joined_value(key, c[0].item(), remap) for c, remap in zip(cols, remaps) if len(c)]
+    return values[0] if values and all(same_value(values[0], v) for v in values[1:]) else None
 
 
 def joined_value(key: str, value: Any, remap: Optional[np.ndarray]) -> Any:
     """``value`` of column ``key`` in a part, as it reads in the joined table (string codes remapped)."""
     return int(remap[value]) if remap is not None and key in STRING_COLUMNS else value
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two cells hold the same value: -0.0 is not 0.0 (a trace writes them apart), NaN is never
+    the same (its payload is not compared: such a column is filled in)."""
+    return a == b and (type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b))
 
 
 def _broadcast(value: Any, n: int, dtype: Any) -> np.ndarray:

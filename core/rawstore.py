@@ -48,7 +48,7 @@ import numpy as np
 
 from .errors import ProfilerDataError
 from .events import (JOINED_CONSTANT, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
-                     _is_constant, _used_strings, joined_value, pool_remap, put_column)
+                     _is_constant, _used_strings, joined_value, pool_remap, put_column, same_value)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .sigsafe import SignalSafeLock
 
@@ -412,7 +412,7 @@ class _Columns:
         for key, src in table.cols.items():
             if key in JOINED_CONSTANT and key not in self.cols and (k == 1 or _is_constant(src)):
                 value = joined_value(key, src[0].item(), remap)
-                if self.constant.setdefault(key, value) == value:
+                if same_value(self.constant.setdefault(key, value), value):
                     continue
             out = self.cols.get(key)
             if out is None:

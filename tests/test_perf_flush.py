@@ -211,6 +211,19 @@ def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(
         assert table.column_strings("source") == ["npuprof"] * 3 + ["mindspore"] * 2
 
 
+def test_one_value_columns_of_different_values_are_filled_in_even_when_they_compare_equal(tmp_path):
+    """0.0 and -0.0 compare equal but write apart; NaN never equals itself: both make the column real."""
+    def counters(value, n=2):
+        table = EventTable.from_codes({"ts": np.arange(n, dtype=np.int64)}, {}, [""])
+        return table.with_column("value", np.broadcast_to(np.float64(value), (n,)))
+
+    for values, view in (([0.0, -0.0], False), ([float("nan")] * 2, False), ([2.5, 2.5], True)):
+        parts = [counters(v) for v in values]
+        for table in (_record(tmp_path, f"values_{values}", parts), EventTable.concat(parts)):
+            assert (table["value"].strides == (0,)) is view
+            assert [repr(v) for v in table["value"].tolist()] == [repr(v) for v in values for _ in range(2)]
+
+
 @pytest.mark.parametrize("forked", [False, True])
 def test_outputs_of_a_run_are_the_same_whether_its_records_hold_one_value_columns_or_not(tmp_path, monkeypatch,
                                                                                         forked):
