@@ -2,13 +2,21 @@
 one-value columns kept as stride-0 views, and records encoded in one buffer
 that read back exactly as the materialised columns would."""
 import json
+import shutil
 import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from npuprof import recorder, rawstore
 from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTable
+from npuprof.export import textrows, trace_json
+from npuprof.export.writer import analyse_and_export
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import synth  # noqa: E402
 
 MARK, API, RANGE = int(EventKind.MARK), int(EventKind.API), int(EventKind.RANGE)
 
@@ -187,12 +195,12 @@ def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(
     """Records whose pools code "npuprof" differently still load as one source value; the first record
     that holds another value (a string or a number) makes the column real, with every row right."""
     def host(n, pool, source, pid=7):
-        table = EventTable.from_codes({"ts": np.arange(n, dtype=np.int64), "pid": np.int64(pid)},
-                                      {"name": np.zeros(n, np.int32)}, pool)
+        table = EventTable.from_codes({"ts": np.arange(n, dtype=np.int64)}, {"name": np.zeros(n, np.int32)}, pool)
         return table.with_column("source", np.broadcast_to(np.int32(pool.index(source)), (n,))) \
                     .with_column("pid", np.broadcast_to(np.int64(pid), (n,)))
 
-    same = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "x", "npuprof"], "npuprof"), host(1, ["npuprof"], "npuprof")]
+    same = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "x", "npuprof"], "npuprof"),
+            host(1, ["npuprof"], "npuprof")]
     table = _record(tmp_path, "same", same)
     one_value = {k for k, v in table.cols.items() if v.strides == (0,)}
     assert one_value == {"pid", "source", "corr"}     # the columns the records held as one value
@@ -230,15 +238,6 @@ def test_outputs_of_a_run_are_the_same_whether_its_records_hold_one_value_column
     """The synthetic run (one-value columns in the record headers, as the recorder writes them) and the
     same records with every column written per row give byte-identical outputs, with the trace rendered
     in many chunks by a forked child or in one process."""
-    import shutil
-    import sys
-    from pathlib import Path
-
-    from npuprof.export import textrows, trace_json
-    from npuprof.export.writer import analyse_and_export
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import synth
-
     if forked:
         monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk
         monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
