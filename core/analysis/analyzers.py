@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, parse_args_text
+from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, _is_constant, parse_args_text
 from . import memory
 from .grouping import group_by, small_unique
 from .steps import STEP_RE, step_spans
@@ -356,6 +356,10 @@ def _stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
     cols = [events[c] if isinstance(c, str) else c for c in key_cols]
     lows, spans = [], []
     for c in cols:
+        if _is_constant(c):   # one value: no need to gather the masked rows
+            lows.append(int(c[0]))
+            spans.append(1)
+            continue
         sel = c[mask]
         lows.append(int(sel.min()))
         spans.append(int(sel.max()) - lows[-1] + 1)
