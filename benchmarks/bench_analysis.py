@@ -58,6 +58,7 @@ def analyse(params: dict) -> dict:
     base_rss = rss_bytes()
     with Clock() as c:
         from npuprof.analysis import pipeline
+        from npuprof.events import _is_constant
         from npuprof.export.writer import analyse_and_export
     import_s = c.wall
     run_dir = Path(params["run_dir"])
@@ -70,8 +71,7 @@ def analyse(params: dict) -> dict:
     res = run.result
     n = len(res.events)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)   # the forked trace writer, once reaped
-    # one-value columns are stride-0 views: no memory per row
-    table_bytes = sum(col.nbytes for col in res.events.cols.values() if col.strides != (0,))
+    table_bytes = sum(col.nbytes for col in res.events.cols.values() if not _is_constant(col))   # no bytes per row
     out: dict = {"events": n, "table_bytes": table_bytes, "seconds": c.wall, "cpu_seconds": c.cpu,
                  "events_per_s": n / c.wall,
                  "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from npuprof.events import EventKind, EventTable
+from npuprof.events import EventKind, EventTable, _constant
 from npuprof.rawstore import RAW_DIR, RawWriter
 from npuprof.runinfo import base_info, new_run_dir, write_info
 
@@ -93,13 +93,12 @@ def synth_chunk(first_step: int, n_steps: int, events_per_step: int, t0_ns: int,
     value[kind == int(EventKind.COUNTER)] = rng.random(int((kind == int(EventKind.COUNTER)).sum())) * 100
     # as the recorder hands them over: a column of one value is a stride-0 view, which the raw
     # record stores once in its header
-    def one(value: int, dtype: type) -> np.ndarray:
-        return np.broadcast_to(np.asarray(value, dtype), (n,))
-
     table = EventTable.from_codes(
-        {"ts": ts, "dur": dur, "kind": kind, "pid": one(pid, np.int64), "tid": tid, "value": value,
-         "device": one(-1, np.int16), "stream": one(-1, np.int32), "step": one(-1, np.int32)},
-        {"name": name, "type": type_, "source": one(1, np.int32), "args": one(0, np.int32)}, strings)
+        {"ts": ts, "dur": dur, "kind": kind, "pid": _constant(pid, n, np.int64), "tid": tid, "value": value,
+         "device": _constant(-1, n, np.int16), "stream": _constant(-1, n, np.int32),
+         "step": _constant(-1, n, np.int32)},
+        {"name": name, "type": type_, "source": _constant(1, n, np.int32), "args": _constant(0, n, np.int32)},
+        strings)
     # the recorder writes each flush thread by thread: time order holds per thread only
     return table.select(np.argsort(tid, kind="stable"))
 

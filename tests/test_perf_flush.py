@@ -33,6 +33,15 @@ def _same_events(a: EventTable, b: EventTable) -> None:
         assert a.column_strings(key) == b.column_strings(key), key
 
 
+def _written_and_read(tmp_path, name, tables):
+    """``tables`` written as raw records, one segment each, and read back: (table, report)."""
+    writer = rawstore.RawWriter(tmp_path / name, segment_bytes=1)
+    for t in tables:
+        writer.append(t)
+    writer.close()
+    return rawstore.read_raw_dir(tmp_path / name)
+
+
 def test_codes_kept_across_flushes_and_each_table_has_only_its_strings():
     pool = recorder._StringCodes()
     t1 = recorder.chunks_to_table([(1, 2, ["a", 1, 2, "b", 3, 5], [MARK, "m", 4, 4, "dom", ""])], 0, pool)
@@ -166,29 +175,13 @@ def test_reading_a_raw_dir_gives_the_concatenation_of_its_records(tmp_path):
         return t if corr is None else t.with_column("corr", np.asarray(corr, dtype=np.int64))
 
     parts = [chunk(5, ["a", "b"]), chunk(4, ["c", "a"], corr=[3, -1, 7, 9]), chunk(1, ["d"]), chunk(6, ["b"])]
-    writer = rawstore.RawWriter(tmp_path / "NPUPROF", segment_bytes=1)   # one segment per record
-    for t in parts:
-        writer.append(t)
-    writer.close()
-    table, report = rawstore.read_raw_dir(tmp_path / "NPUPROF")
+    table, report = _written_and_read(tmp_path, "NPUPROF", parts)
     assert report.files == len(parts) and report.records == len(parts) and not report.problems
     _same_events(table, EventTable.concat(parts))
     assert table["corr"].tolist() == [-1] * 5 + [3, -1, 7, 9] + [-1] * 7
-    writer = rawstore.RawWriter(tmp_path / "plain", segment_bytes=1)
-    for t in (parts[0], parts[3]):
-        writer.append(t)
-    writer.close()
-    plain, _ = rawstore.read_raw_dir(tmp_path / "plain")
+    plain, _ = _written_and_read(tmp_path, "plain", [parts[0], parts[3]])
     assert plain["corr"].strides == (0,) and plain["corr"].tolist() == [-1] * 11   # no record set it
     _same_events(plain, EventTable.concat([parts[0], parts[3]]))
-
-
-def _record(tmp_path, name, tables):
-    writer = rawstore.RawWriter(tmp_path / name, segment_bytes=1)   # one segment per record
-    for t in tables:
-        writer.append(t)
-    writer.close()
-    return rawstore.read_raw_dir(tmp_path / name)[0]
 
 
 def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(tmp_path):
@@ -201,21 +194,21 @@ def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(
 
     same = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "x", "npuprof"], "npuprof"),
             host(1, ["npuprof"], "npuprof")]
-    table = _record(tmp_path, "same", same)
+    table = _written_and_read(tmp_path, "same", same)[0]
     one_value = {k for k, v in table.cols.items() if v.strides == (0,)}
     assert one_value == {"pid", "source", "corr"}     # the columns the records held as one value
     _same_events(table, EventTable.concat([_materialised(t) for t in same]))
     assert EventTable.concat(same)["source"].strides == (0,)          # concat keeps it too, through the remaps
 
     mixed = same + [host(2, ["", "mindspore"], "mindspore", pid=8), host(2, ["npuprof", ""], "npuprof")]
-    table = _record(tmp_path, "mixed", mixed)
+    table = _written_and_read(tmp_path, "mixed", mixed)[0]
     assert table["source"].strides != (0,) and table["pid"].strides != (0,) and table["source"].flags.writeable
     assert table.column_strings("source") == ["npuprof"] * 6 + ["mindspore"] * 2 + ["npuprof"] * 2
     assert table["pid"].tolist() == [7] * 6 + [8] * 2 + [7] * 2
     _same_events(table, EventTable.concat([_materialised(t) for t in mixed]))
     assert EventTable.concat(mixed).column_strings("source") == table.column_strings("source")
     same_code = [host(3, ["", "npuprof"], "npuprof"), host(2, ["", "mindspore"], "mindspore")]   # code 1 in both
-    for table in (_record(tmp_path, "same_code", same_code), EventTable.concat(same_code)):
+    for table in (_written_and_read(tmp_path, "same_code", same_code)[0], EventTable.concat(same_code)):
         assert table.column_strings("source") == ["npuprof"] * 3 + ["mindspore"] * 2
 
 
@@ -227,7 +220,7 @@ def test_one_value_columns_of_different_values_are_filled_in_even_when_they_comp
 
     for values, view in (([0.0, -0.0], False), ([float("nan")] * 2, False), ([2.5, 2.5], True)):
         parts = [counters(v) for v in values]
-        for table in (_record(tmp_path, f"values_{values}", parts), EventTable.concat(parts)):
+        for table in (_written_and_read(tmp_path, f"values_{values}", parts)[0], EventTable.concat(parts)):
             assert (table["value"].strides == (0,)) is view
             assert [repr(v) for v in table["value"].tolist()] == [repr(v) for v in values for _ in range(2)]
 

@@ -367,10 +367,10 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     linked = links[0] if links is not None else None
     p = _Pools(events.strings)
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
-    est = 2 * int(p.name_len.max(initial=2)) + 200
-    step = chunk_rows(est, CHUNK)
+    longest_name = int(p.name_len.max(initial=2))
+    step = chunk_rows(2 * longest_name + 200, CHUNK)
     count = -(-len(events) // step)
-    may_be_long = 2 * int(p.name_len.max(initial=0)) + int(p.args_len.max(initial=0)) > LONG_ROW
+    may_be_long = 2 * longest_name + int(p.args_len.max(initial=0)) > LONG_ROW
     for j, lo in enumerate(range(first_chunk * step, len(events), step), start=first_chunk):
         if stop is not None and stop(j, count):
             return
