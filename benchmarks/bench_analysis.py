@@ -11,8 +11,8 @@ Modes (``params["mode"]``), each run in a fresh interpreter by ``run.py``:
   child: its RSS counts the event table it shares copy-on-write); with
   ``breakdown`` also time the phases separately (a second pass); with
   ``size`` measure trace_view.json bytes per event, plain and gzip (level 6),
-  the speed of trace JSON encoding alone and of plain file writes here
-  (into memory the page cache takes fresh, and again into memory just freed).
+  the speed of trace JSON encoding alone and of file writes here (plain into
+  memory the page cache takes fresh, written behind, plain into memory just freed).
 """
 from __future__ import annotations
 
@@ -37,21 +37,31 @@ def generate(params: dict) -> dict:
 
 
 def _write_speeds(directory: Path, total: int = 256 << 20) -> dict:
-    """Bytes per second of plain buffered writes of large blocks into ``directory``: into a new
-    file, then into another right after deleting the first. The second lands in the page-cache
-    memory the first just gave back; on a VM that lets the host reclaim free memory, the first
-    pays for memory the guest has not touched lately, as an analysis's outputs do."""
+    """Bytes per second of buffered writes of large blocks into ``directory``, three ways in a row:
+    plain into a new file; written behind as npuprof writes its long outputs
+    (:class:`npuprof.fileio.WriteBehind`) into another new file, the first still there; plain again
+    right after deleting both. The last lands in the page-cache memory the first two just gave back;
+    on a VM that lets the host reclaim free memory, the first pays for memory the guest has not
+    touched lately, as a plain write of an analysis's outputs does."""
+    from npuprof.fileio import WriteBehind
+
     block = os.urandom(1 << 20) * 4
-    speeds = []
-    for _ in range(2):
-        path = directory / ".write_speed.tmp"
+    speeds = {}
+    paths = [directory / f".write_speed_{i}.tmp" for i in range(3)]
+    for key, path in zip(("disk_write_bytes_per_s", "disk_write_behind_bytes_per_s", "disk_rewrite_bytes_per_s"),
+                         paths):
+        if key == "disk_rewrite_bytes_per_s":
+            for p in paths[:2]:
+                p.unlink()
         with Clock() as c:
             with open(path, "wb") as fh:
+                behind = WriteBehind(fh.fileno() if key == "disk_write_behind_bytes_per_s" else -1)
                 for _ in range(total // len(block)):
                     fh.write(block)
-        path.unlink()
-        speeds.append(total / c.wall)
-    return {"disk_write_bytes_per_s": speeds[0], "disk_rewrite_bytes_per_s": speeds[1]}
+                    behind.update()
+        speeds[key] = total / c.wall
+    paths[2].unlink()
+    return speeds
 
 
 def analyse(params: dict) -> dict:

@@ -127,7 +127,7 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
         for x in ok:
             for k in ("phases_s", "trace_json_events_per_s", "trace_json_bytes_per_s", "trace_bytes",
                       "trace_events", "trace_bytes_per_event", "gzip_bytes_per_event", "gzip_seconds",
-                      "disk_write_bytes_per_s", "disk_rewrite_bytes_per_s"):
+                      "disk_write_bytes_per_s", "disk_write_behind_bytes_per_s", "disk_rewrite_bytes_per_s"):
                 if k in x:
                     res[k] = x[k]
         fallback_ok = [x for x in fallback if "error" not in x]

@@ -366,6 +366,15 @@ class StringPool:
         code = self.code
         return np.fromiter((code(str(v)) for v in values), dtype=np.int32, count=len(values))
 
+    def codes_of_strings(self, strings: Sequence[str]) -> np.ndarray:
+        """:meth:`codes` of values that are all ``str`` already (a table's pool): the
+        lookups run in one ``map``, the new strings are added after, in order."""
+        found = list(map(self._index.get, strings))
+        if None in found:
+            code = self.code
+            found = [code(s) if c is None else c for c, s in zip(found, strings)]
+        return np.array(found, dtype=np.int32)
+
 
 def _release_free_memory() -> None:
     """Hand freed heap pages back to the OS (glibc), so RSS follows what is in use.
@@ -413,7 +422,7 @@ def _used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray]
 def pool_remap(pool: StringPool, strings: Sequence[str]) -> Optional[np.ndarray]:
     """Codes of a table's ``strings`` in ``pool`` (added to it), as a remap of the table's
     string codes; None when the codes stay as they are."""
-    remap = pool.codes(strings)
+    remap = pool.codes_of_strings(strings)
     return None if not len(remap) or bool((remap == np.arange(len(remap))).all()) else remap
 
 

@@ -47,14 +47,19 @@ def test_analysis_bound_sets_the_write_time_against_the_goal():
     a1 = {"disk_write_bytes_per_s": 251e6, "disk_rewrite_bytes_per_s": 2.5e9}
     results = {"analysis_10M": a10, "analysis_1M": a1, "machine": {"cores": 2}}
     (line,) = [b for b in report.bounds(results) if b.startswith("analysis at 10M")]
-    assert "2.51 GB, 1.0–10.0 CPU s at the two write speeds below, of the run's 17.5 CPU s" in line
+    assert "2.51 GB, 1.0–10.0 CPU s at the two plain write speeds below, of the run's 17.5 CPU s" in line
     assert "the goal allows 5.0 s on 2 cores" in line
     (disk,) = [b for b in report.bounds(results) if b.startswith("disk:")]
-    assert "251 MB/s" in disk and "2500 MB/s for the same writes again" in disk
+    assert "251 MB/s" in disk and "2500 MB/s plain again" in disk and "written behind" not in disk
+    behind = dict(results, analysis_1M=dict(a1, disk_write_behind_bytes_per_s=1.255e9))
+    (line,) = [b for b in report.bounds(behind) if b.startswith("analysis at 10M")]
+    assert "2.51 GB, 2.0 s at the written-behind speed below (plain: 1.0–10.0 CPU s at the two plain" in line
+    (disk,) = [b for b in report.bounds(behind) if b.startswith("disk:")]
+    assert "251 MB/s in the output directory, 1255 MB/s written behind" in disk
     assert "in the kernel" not in line   # a results file from before the split
     split = dict(results, analysis_10M=dict(a10, system_seconds=_median(7.2), user_seconds=_median(10.3)))
     (line,) = [b for b in report.bounds(split) if b.startswith("analysis at 10M")]
-    assert "of those CPU s, 7.2 in the kernel (faulting in fresh memory" in line
+    assert "of those CPU s, 7.2 in the kernel (faulting in fresh memory for the event table" in line
     assert "10.3 in npuprof's own code" in line
     older = {"analysis_10M": {k: v for k, v in a10.items() if k != "children_cpu_seconds"}, "analysis_1M": a1}
     (line,) = [b for b in report.bounds(older) if b.startswith("analysis at 10M")]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from npuprof.export import textrows, trace_json
+from npuprof.fileio import WriteBehind
 from npuprof.export.writer import analyse_and_export
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -28,6 +29,7 @@ def _one_process(events, tmp_path, **settings) -> bytes:
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk: many chunks to share
+    monkeypatch.setattr(WriteBehind, "WINDOW", 4096)   # written behind at every few blocks
     monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
     monkeypatch.setattr(trace_json, "_only_daemon_threads", lambda: True)   # whatever other tests left running
 
@@ -110,6 +112,7 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
 
     run = make_run(tmp_path / "runs", 30_000)
     monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # chunks decide the grouping of kinds: the same in both
+    monkeypatch.setattr(WriteBehind, "WINDOW", 4096)
     monkeypatch.setenv("NPUPROF_NO_FORK", "1")
     analyse_and_export(run)
     out = run / "ASCEND_PROFILER_OUTPUT"
@@ -158,6 +161,7 @@ def test_append_file_in_the_kernel_or_by_reads_and_writes(tmp_path, monkeypatch,
     elif hasattr(os, "copy_file_range"):
         real = os.copy_file_range
         monkeypatch.setattr(os, "copy_file_range", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(WriteBehind, "WINDOW", 1 << 20)   # copied and written behind window by window
     src, dst = tmp_path / "part", tmp_path / "file"
     src.write_bytes(bytes(range(256)) * 40000)
     dst.write_bytes(b"head-" * 3)

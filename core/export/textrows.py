@@ -36,6 +36,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..compiled import load_compiled
+from ..fileio import WriteBehind
 
 FILL = 0
 _FILL_BYTE = bytes([FILL])
@@ -366,7 +367,8 @@ class BackgroundWriter:
     Rendering (numpy, GIL mostly released) and the ``write`` system calls
     (GIL released) then overlap on two cores. At most ``depth`` blocks wait;
     an error from the file is raised by the next :meth:`write` or by
-    :meth:`close`.
+    :meth:`close`. A file on disk is written behind (:class:`~npuprof.fileio.WriteBehind`)
+    unless ``write_behind`` is false.
 
     Example::
 
@@ -375,11 +377,16 @@ class BackgroundWriter:
                 w.write(block)
     """
 
-    def __init__(self, fh, depth: int = 3) -> None:
+    def __init__(self, fh, depth: int = 3, write_behind: bool = True) -> None:
         import queue
         import threading
 
         self.fh = fh
+        try:
+            fd = fh.fileno() if write_behind else -1
+        except (AttributeError, OSError, ValueError):   # in memory: nothing to write behind
+            fd = -1
+        self._behind = WriteBehind(fd)
         self.error: Optional[BaseException] = None
         self._queue: "queue.Queue" = queue.Queue(maxsize=depth)
         self._thread = threading.Thread(target=self._run, name="npuprof-writer", daemon=True)
@@ -393,6 +400,7 @@ class BackgroundWriter:
             if self.error is None:
                 try:
                     self.fh.write(block)
+                    self._behind.update()
                 except BaseException as e:  # reported to the producer
                     self.error = e
 

@@ -44,7 +44,7 @@ import orjson
 from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows
 from ..events import EventKind, EventTable
-from ..fileio import atomic_write, open_private, secure_mkdir, temporary_name
+from ..fileio import WriteBehind, atomic_write, open_private, secure_mkdir, temporary_name
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -706,7 +706,7 @@ class ForkedTrace:
         events, base = self.events, base_time_ns(self.events)
         fd = open_private(self.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         with os.fdopen(fd, "wb") as fh:
-            with BackgroundWriter(fh) as w:
+            with BackgroundWriter(fh, write_behind=False) as w:   # read back right away: kept cached
                 for block in event_blocks(events, base, first_chunk=first_chunk):
                     w.write(block)
                 w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
@@ -743,19 +743,22 @@ def _append_file(src: Path, dst: Path, offset: int) -> None:
         try:
             done = 0
             fast = hasattr(os, "copy_file_range")
+            behind = WriteBehind(fout, start=offset)
             while done < size:
+                step = min(size - done, behind.window)
                 if fast:
                     try:
-                        n = os.copy_file_range(fin, fout, size - done, done, offset + done)
+                        n = os.copy_file_range(fin, fout, step, done, offset + done)
                     except OSError:   # not here (another file system, an old kernel): read and write
                         fast = False
                         continue
                 else:
-                    data = os.pread(fin, min(size - done, 8 << 20), done)
+                    data = os.pread(fin, min(step, 8 << 20), done)
                     n = os.pwrite(fout, data, offset + done) if data else 0
                 if not n:
                     raise OSError(f"{src} ended after {done} of {size} bytes")
                 done += n
+                behind.update(offset + done)
         finally:
             os.close(fout)
     finally:

@@ -1,0 +1,98 @@
+"""Long outputs are written behind (npuprof.fileio.WriteBehind): writeback of each window is started as the
+file grows and the window two back is dropped from the page cache; the bytes written never change, and
+where the advice is missing or fails the write goes on as a plain one."""
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+
+from npuprof import fileio
+from npuprof.export.textrows import BackgroundWriter
+from npuprof.fileio import WriteBehind
+
+WINDOW = 64 << 10
+BLOCK = bytes(range(256)) * 100   # 25,600 bytes: windows end between blocks, never on them
+
+
+@pytest.fixture
+def advice(monkeypatch):
+    """Every sync_file_range and POSIX_FADV_DONTNEED call, recorded (and not made)."""
+    calls = {"started": [], "dropped": []}
+
+    def sync(fd, offset, length, flags):
+        calls["started"].append((offset, offset + length, flags))
+        return 0
+
+    def fadvise(fd, offset, length, advice):
+        calls["dropped"].append((offset, offset + length, advice))
+
+    monkeypatch.setattr(fileio, "_sync_file_range_fn", sync)
+    monkeypatch.setattr(os, "posix_fadvise", fadvise, raising=False)
+    return calls
+
+
+def _write(path, blocks: int, window: int = WINDOW) -> WriteBehind:
+    with open(path, "wb") as fh:
+        behind = WriteBehind(fh.fileno(), window=window)
+        for _ in range(blocks):
+            fh.write(BLOCK)
+            fh.flush()
+            behind.update()
+    return behind
+
+
+def test_each_window_is_started_once_and_dropped_two_windows_later(tmp_path, advice):
+    behind = _write(tmp_path / "out", 40)            # 1,024,000 bytes: 13 windows of >= 64 KiB
+    assert behind.active
+    started = advice["started"]
+    assert len(started) == 1_024_000 // (3 * len(BLOCK)) and started[0][0] == 0   # a window every third block
+    assert all(a[1] == b[0] for a, b in zip(started, started[1:]))                  # no gap, no overlap
+    assert all(end - lo >= WINDOW for lo, end, _ in started) and {f for *_, f in started} == {2}  # WRITE only
+    dropped = advice["dropped"]
+    assert dropped[0][0] == 0 and all(a[1] == b[0] for a, b in zip(dropped, dropped[1:]))
+    assert dropped[-1][1] == started[-2][0]          # the last two windows stay cached
+    assert {a for *_, a in dropped} == {os.POSIX_FADV_DONTNEED}
+    assert (tmp_path / "out").read_bytes() == BLOCK * 40
+
+
+def test_a_real_file_takes_the_advice_and_keeps_its_bytes(tmp_path):
+    """The real system calls on the test's file system: no error turns the advice off."""
+    if fileio._sync_file_range() is None:
+        pytest.skip("no sync_file_range/posix_fadvise here (not Linux): nothing is written behind")
+    behind = _write(tmp_path / "out", 400, window=4096)
+    assert behind.active
+    assert (tmp_path / "out").read_bytes() == BLOCK * 400
+
+
+def test_failing_advice_turns_itself_off_and_the_write_goes_on(tmp_path, advice, monkeypatch):
+    monkeypatch.setattr(fileio, "_sync_file_range_fn", lambda *a: advice["started"].append(a) or -1)
+    behind = _write(tmp_path / "out", 40)
+    assert not behind.active and len(advice["started"]) == 1 and not advice["dropped"]
+    assert (tmp_path / "out").read_bytes() == BLOCK * 40
+
+
+def test_nothing_is_written_behind_on_a_pipe_or_in_memory(advice):
+    r, w = os.pipe()
+    try:
+        assert not WriteBehind(w).active
+    finally:
+        os.close(r)
+        os.close(w)
+    buf = io.BytesIO()
+    with BackgroundWriter(buf) as out:
+        for _ in range(40):
+            out.write(BLOCK)
+    assert buf.getvalue() == BLOCK * 40 and advice == {"started": [], "dropped": []}
+
+
+@pytest.mark.parametrize("write_behind", [True, False])
+def test_background_writer_writes_behind_unless_told_not_to(tmp_path, advice, monkeypatch, write_behind):
+    monkeypatch.setattr(WriteBehind, "WINDOW", WINDOW)
+    with open(tmp_path / "out", "wb") as fh:
+        with BackgroundWriter(fh, write_behind=write_behind) as out:
+            for _ in range(40):
+                out.write(BLOCK)
+    assert bool(advice["started"]) == bool(advice["dropped"]) == write_behind
+    assert (tmp_path / "out").read_bytes() == BLOCK * 40
