@@ -54,8 +54,8 @@ def _write_speeds(directory: Path, total: int = 256 << 20) -> dict:
             for p in paths[:2]:
                 p.unlink()
         with Clock() as c:
-            with open(path, "wb") as fh:
-                behind = WriteBehind(fh.fileno() if key == "disk_write_behind_bytes_per_s" else -1)
+            with open(path, "wb") as fh, \
+                    WriteBehind(fh.fileno() if key == "disk_write_behind_bytes_per_s" else -1) as behind:
                 for _ in range(total // len(block)):
                     fh.write(block)
                     behind.update()

@@ -23,6 +23,7 @@ import contextvars
 import itertools
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
@@ -112,19 +113,22 @@ class WriteBehind:
     2-core bench VM, and 0.8-1.4 s with this (docs/performance.md). Dropped
     pages are free again for the next windows.
 
-    It never waits for the disk: writeback of a window is only started
-    (``sync_file_range``), and the window two back is dropped with
-    ``POSIX_FADV_DONTNEED``, which leaves pages still dirty or under writeback
-    in the cache. On a disk slower than the writer the file is cached as
-    before. Both calls are advice: where either is missing (not Linux, not a
-    regular file) or fails, this does nothing more and the write goes on.
+    Writeback of each window is started (``sync_file_range``) and the window
+    two back is dropped (``POSIX_FADV_DONTNEED``, which leaves pages still
+    dirty or under writeback in the cache). Starting writeback blocks once
+    the disk's queue is full, so both calls run in a thread of their own, on
+    a duplicate of the descriptor: the writer never waits for the disk. While
+    that thread is busy, windows add up and go over together when it is free;
+    on a disk slower than the writer the file stays cached, as a plain write
+    leaves it. Both calls are advice: where either is missing (not Linux, not
+    a regular file) or fails, this does nothing more and the write goes on.
 
     Example::
 
-        behind = WriteBehind(fh.fileno())
-        for block in blocks:
-            fh.write(block)
-            behind.update()          # from the fd's position
+        with WriteBehind(fh.fileno()) as behind:
+            for block in blocks:
+                fh.write(block)
+                behind.update()          # from the fd's position
     """
 
     WINDOW = 32 << 20
@@ -134,6 +138,10 @@ class WriteBehind:
         self.window = window or self.WINDOW
         self._started = self._previous = self._dropped = start
         self._sync = _sync_file_range() if _is_regular(fd) else None
+        self._cond = threading.Condition()
+        self._task: Optional[tuple[int, int, int, int]] = None   # (start, end, drop from, drop to), handed over
+        self._closed = False
+        self._thread: Optional[threading.Thread] = None
 
     @property
     def active(self) -> bool:
@@ -148,15 +156,55 @@ class WriteBehind:
                 end = os.lseek(self.fd, 0, os.SEEK_CUR)
             if end - self._started < self.window:
                 return
-            if self._sync(self.fd, self._started, end - self._started, _SYNC_FILE_RANGE_WRITE) != 0:
-                raise OSError("sync_file_range")
-            if self._previous > self._dropped:
-                os.posix_fadvise(self.fd, self._dropped, self._previous - self._dropped, os.POSIX_FADV_DONTNEED)
-                self._dropped = self._previous
-        except (OSError, ValueError):
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._advise, args=(os.dup(self.fd), self._sync),
+                                                name="npuprof-write-behind", daemon=True)
+                self._thread.start()
+        except (OSError, ValueError, RuntimeError):
             self._sync = None
             return
+        with self._cond:
+            if self._task is not None:   # still busy with the last windows: these go with the next ones
+                return
+            self._task = (self._started, end, self._dropped, self._previous)
+            self._cond.notify()
+        self._dropped = max(self._dropped, self._previous)
         self._previous, self._started = self._started, end
+
+    def close(self) -> None:
+        """No more windows; the advice thread ends after the one it is on (not waited for)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def __enter__(self) -> "WriteBehind":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _advise(self, fd: int, sync: Callable[[int, int, int, int], int]) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while self._task is None and not self._closed:
+                        self._cond.wait()
+                    if self._task is None:
+                        return
+                    start, end, drop_from, drop_to = self._task
+                try:
+                    if sync(fd, start, end - start, _SYNC_FILE_RANGE_WRITE) != 0:
+                        raise OSError("sync_file_range")
+                    if drop_to > drop_from:
+                        os.posix_fadvise(fd, drop_from, drop_to - drop_from, os.POSIX_FADV_DONTNEED)
+                except (OSError, ValueError):
+                    self._sync = None
+                    return
+                finally:
+                    with self._cond:
+                        self._task = None
+        finally:
+            os.close(fd)
 
 
 _SYNC_FILE_RANGE_WRITE = 2

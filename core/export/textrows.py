@@ -413,6 +413,7 @@ class BackgroundWriter:
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join()
+        self._behind.close()
         if self.error is not None:
             raise self.error
 
@@ -425,3 +426,4 @@ class BackgroundWriter:
         else:  # stop the thread; the producer's exception wins
             self._queue.put(None)
             self._thread.join()
+            self._behind.close()

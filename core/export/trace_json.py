@@ -735,30 +735,31 @@ class ForkedTrace:
 
 
 def _append_file(src: Path, dst: Path, offset: int) -> None:
-    """Copy the file ``src`` into ``dst`` from ``offset`` on (in the kernel where it can)."""
+    """Copy the file ``src`` into ``dst`` from ``offset`` on (in the kernel where it can), window
+    by window, written behind."""
     size = os.path.getsize(src)
     fin = os.open(src, os.O_RDONLY)
     try:
         fout = os.open(dst, os.O_WRONLY)
         try:
-            done = 0
-            fast = hasattr(os, "copy_file_range")
-            behind = WriteBehind(fout, start=offset)
-            while done < size:
-                step = min(size - done, behind.window)
-                if fast:
-                    try:
-                        n = os.copy_file_range(fin, fout, step, done, offset + done)
-                    except OSError:   # not here (another file system, an old kernel): read and write
-                        fast = False
-                        continue
-                else:
-                    data = os.pread(fin, min(step, 8 << 20), done)
-                    n = os.pwrite(fout, data, offset + done) if data else 0
-                if not n:
-                    raise OSError(f"{src} ended after {done} of {size} bytes")
-                done += n
-                behind.update(offset + done)
+            with WriteBehind(fout, start=offset) as behind:
+                done = 0
+                fast = hasattr(os, "copy_file_range")
+                while done < size:
+                    step = min(size - done, behind.window)
+                    if fast:
+                        try:
+                            n = os.copy_file_range(fin, fout, step, done, offset + done)
+                        except OSError:   # not here (another file system, an old kernel): read and write
+                            fast = False
+                            continue
+                    else:
+                        data = os.pread(fin, min(step, 8 << 20), done)
+                        n = os.pwrite(fout, data, offset + done) if data else 0
+                    if not n:
+                        raise OSError(f"{src} ended after {done} of {size} bytes")
+                    done += n
+                    behind.update(offset + done)
         finally:
             os.close(fout)
     finally:
