@@ -514,11 +514,18 @@ class KernelDetailsTable(EventRowsTable):
 
     def block(self, lo: int, hi: int) -> dict:
         ev, idx = self.events, self.index[lo:hi]
-        is_host = ev["kind"][idx] == _OP
-        stream = ev["stream"][idx]
+        step, device, stream = ev["step"], ev["device"], ev["stream"]
+        if _is_constant(device) and device[0] < 0:   # no device data: every row's Device_id is -1
+            device_ids: Any = _Const(-1, hi - lo)
+        else:
+            device_ids = np.where(ev["kind"][idx] == _OP, -1, device[idx])
+        if _is_constant(stream):
+            stream_ids: Any = _Const(int(stream[0]) if stream[0] >= 0 else "N/A", hi - lo)
+        else:
+            stream_ids = _StreamIds(stream[idx])
         out = {
-            "Step ID": ev["step"][idx], "Device_id": np.where(is_host, -1, ev["device"][idx]),
-            "Stream ID": _StreamIds(stream),
+            "Step ID": _Const(int(step[0]), hi - lo) if _is_constant(step) else step[idx],
+            "Device_id": device_ids, "Stream ID": stream_ids,
             "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
             "Accelerator Core": _Codes(self.cores[0][lo:hi], self.cores[1]),
             "Start Time(us)": _Fixed3(ev["ts"][idx], strip=False),
@@ -618,9 +625,11 @@ class _Fixed3:
 
 
 class _Const:
+    """One value in every row of a block (a one-value event column, not gathered)."""
+
     __slots__ = ("value", "n")
 
-    def __init__(self, value: str, n: int) -> None:
+    def __init__(self, value: Any, n: int) -> None:
         self.value, self.n = value, n
 
     def tolist(self) -> list:
