@@ -429,10 +429,7 @@ def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] =
             if not n:
                 continue
             base = 0 if width == RANGE_ITEMS else 1
-            t0 = np.fromiter(flat[base + 1::width], dtype=np.int64, count=n)
-            dur = np.fromiter(flat[base + 2::width], dtype=np.int64, count=n)
-            dur -= t0
-            t0 += offset_ns
+            t0, dur = _times(flat, width, base + 1, offset_ns, n)
             parts["ts"].append(t0)
             parts["dur"].append(dur)
             parts["name"].append(pool.column(flat[base::width]))
@@ -470,6 +467,34 @@ def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] =
     for key in ("device", "stream", "value", "step", "corr"):
         cols[key] = _constant(_DEFAULTS[key], total, NUMERIC_COLUMNS[key])
     return EventTable(cols, strings)
+
+
+def _times(flat: list, width: int, first: int, offset_ns: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start (``+ offset_ns``) and duration columns of the ``n`` events of a flat buffer whose
+    start and end times sit at ``first`` and ``first + 1`` of every ``width`` items.
+
+    Example::
+
+        >>> ts, dur = _times(["f", 10, 15, "g", 20, 27], 3, 1, 100, 2)
+        >>> ts.tolist(), dur.tolist()
+        ([110, 120], [5, 7])
+    """
+    if _compiled_times is not None:
+        ts, dur = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        try:
+            _compiled_times(flat, width, first, offset_ns, ts, dur)
+            return ts, dur
+        except (TypeError, OverflowError):   # an item that is not a plain int: numpy converts it
+            pass
+    ts = np.fromiter(flat[first::width], dtype=np.int64, count=n)
+    dur = np.fromiter(flat[first + 1::width], dtype=np.int64, count=n)
+    dur -= ts
+    ts += offset_ns
+    return ts, dur
+
+
+# ``_times`` compiled (one pass, no per-item iterator step), or None: the numpy path above
+_compiled_times = getattr(_hotpath, "times", None)
 
 
 def _join(parts: list, sizes: list, total: int, dtype: Any) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The compiled annotation hot paths (core/_hotpath.c) against their Python reference (recorder.py):
-the install builds them, both record the same events, and the recorder's tests pass on the fallback."""
+the install builds them, both record the same events, the recording thread's conversion gives the
+same columns, and the recorder's tests pass on the fallback."""
 import json
 import os
 import pickle
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import npuprof
 from npuprof import recorder, trace_api
@@ -170,3 +173,46 @@ def test_both_paths_refuse_the_same_bad_arguments_and_pickle_the_same():
                     fn(*args, **kwargs)
     assert pickle.loads(pickle.dumps(_pickled_by_reference)) is _pickled_by_reference
     assert _pickled_by_reference(1) == 2 and _pickled_by_reference.__wrapped__(1) == 2
+
+
+def _numpy_times(flat, width, first, offset, n):
+    compiled = recorder._compiled_times
+    recorder._compiled_times = None
+    try:
+        return recorder._times(flat, width, first, offset, n)
+    finally:
+        recorder._compiled_times = compiled
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**62), 2**62), st.integers(-(2**62), 2**62)), max_size=60),
+       st.sampled_from([(3, 1), (6, 2)]), st.integers(-(2**40), 2**40))
+def test_compiled_conversion_gives_the_numpy_columns(pairs, layout, offset):
+    """The recording thread's start/duration columns: compiled (one pass) and numpy (fromiter over
+    slices) agree, wrap-around included, for both buffer layouts (ranges: 3 items, events: 6)."""
+    width, first = layout
+    flat = []
+    for t0, t1 in pairs:
+        item = ["name"] * width
+        item[first], item[first + 1] = t0, t1
+        flat += item
+    assert recorder._compiled_times is recorder._hotpath.times
+    got = recorder._times(flat, width, first, offset, len(pairs))
+    want = _numpy_times(flat, width, first, offset, len(pairs))
+    assert [c.tolist() for c in got] == [c.tolist() for c in want]
+
+
+def test_items_that_are_not_plain_ints_take_the_numpy_path():
+    import numpy as np
+
+    flat = ["a", np.int64(10), 15, "b", True, 27]
+    ts, dur = recorder._times(flat, 3, 1, 100, 2)
+    assert ts.tolist() == [110, 101] and dur.tolist() == [5, 26]
+    with pytest.raises(TypeError):
+        recorder._hotpath.times(flat, 3, 1, 100, np.empty(2, np.int64), np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="hold 2 int64"):
+        recorder._hotpath.times(["a", 1, 2, "b", 3, 4], 3, 1, 0, np.empty(3, np.int64), np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="within width"):
+        recorder._hotpath.times([], 3, 2, 0, np.empty(0, np.int64), np.empty(0, np.int64))
+    with pytest.raises(OverflowError):   # as np.fromiter refuses it too
+        recorder._times(["a", 2**70, 1], 3, 1, 0, 1)
