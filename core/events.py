@@ -236,22 +236,28 @@ class EventTable:
         order = np.argsort(ts, kind="stable")
         if not release:
             return self.select(order)
-        # each column is gathered into the memory of the previous column of its item size
-        # (fresh pages cost more here than the copy: ~1 ns per byte in page faults); only
+        # each column is gathered into the memory a column gathered before it left (fresh pages
+        # cost more here than the copy: ~1 ns per byte in page faults, 5 ms per MB on the bench VM
+        # in its slow spells), widest first, so only the first column takes fresh memory; only
         # memory no other column shares is reused
         owners = Counter(id(_owner(c)) for c in self.cols.values())
-        spare: dict[int, np.ndarray] = {}
-        for key in list(self.cols):
+        spare: list[np.ndarray] = []   # bytes no column uses any more
+        for key in sorted(self.cols, key=lambda k: -self.cols[k].dtype.itemsize):
             col = self.cols[key]
             if _is_constant(col):
                 continue
-            size = col.dtype.itemsize
-            free = spare.pop(size, None)
-            out = np.empty(len(col), dtype=col.dtype) if free is None else free.view(col.dtype)
+            need = len(col) * col.dtype.itemsize
+            fits = [b for b in spare if b.nbytes >= need]
+            if fits:
+                free = min(fits, key=len)
+                spare.remove(free)
+                out = free[:need].view(col.dtype)
+            else:
+                out = np.empty(len(col), dtype=col.dtype)
             np.take(col, order, out=out, mode="clip")   # order is a permutation: no index to clip
             self.cols[key] = out
             if col.flags.writeable and col.flags.c_contiguous and owners[id(_owner(col))] == 1:
-                spare[size] = col
+                spare.append(col.view(np.uint8))
         return self
 
     def code_of(self, text: str) -> int:

@@ -219,9 +219,25 @@ def test_concat_consume_and_sorted_release():
     assert got.sorted() is got   # already in order: no copy
 
 
+def test_sorted_release_takes_fresh_memory_for_its_first_column_only():
+    """Widest first, each column after the first is gathered into memory a column before it
+    left, whatever its item size (8-byte columns' memory takes the 4- and 1-byte ones)."""
+    ev = random_events(400, seed=4, sorted_ts=False)
+    cols = {k: np.array(v) for k, v in ev.cols.items()}
+    cols["ts"] = np.random.default_rng(4).permutation(cols["ts"])
+    before = dict(cols)
+    want = EventTable({k: np.array(v) for k, v in cols.items()}, list(ev.strings)).sorted()
+    got = EventTable(cols, list(ev.strings)).sorted(release=True)
+    fresh = [k for k, c in got.cols.items() if not any(np.shares_memory(c, b) for b in before.values())]
+    assert len(fresh) == 1 and got.cols[fresh[0]].dtype.itemsize == 8
+    assert {c.dtype.itemsize for c in got.cols.values()} >= {1, 4, 8}
+    for k in want.cols:
+        assert np.array_equal(want.cols[k], got.cols[k]), k
+
+
 def test_sorted_release_reuses_no_memory_two_columns_share():
-    """sorted(release=True) gathers each column into the memory an earlier column of its
-    item size left, but never into memory another column still holds."""
+    """sorted(release=True) gathers each column into the memory an earlier column left, but
+    never into memory another column still holds."""
     ev = random_events(500, seed=3, sorted_ts=False)
     shared = np.array(ev.cols["name"])
     cols = {"ts": np.random.default_rng(3).permutation(ev.cols["ts"]),   # out of order: sorting gathers
