@@ -54,6 +54,7 @@ def _write_speeds(directory: Path, total: int = 256 << 20) -> dict:
             for p in paths[:2]:
                 p.unlink()
         with Clock() as c:
+            # WriteBehind(-1) is no file: it advises nothing (the two plain writes)
             with open(path, "wb") as fh, \
                     WriteBehind(fh.fileno() if key == "disk_write_behind_bytes_per_s" else -1) as behind:
                 for _ in range(total // len(block)):

@@ -364,11 +364,9 @@ def bounds(results: dict) -> list[str]:
         if cold and warm and "children_cpu_seconds" in a10:
             parent, child = a10["cpu_seconds"]["median"], a10["children_cpu_seconds"]["median"]
             cores = results.get("machine", {}).get("cores") or 1
-            line += f": {written / 1e9:.2f} GB, "
-            if behind:
-                line += f"{written / behind:.1f} s at the written-behind speed below (plain: "
-            line += f"{written / warm:.1f}–{written / cold:.1f} CPU s at the two plain write speeds below"
-            line += (f"{')' if behind else ''}, of the run's {parent + child:.1f} CPU s (parent {parent:.1f}, "
+            plain = f"{written / warm:.1f}–{written / cold:.1f} CPU s at the two plain write speeds below"
+            at = f"{written / behind:.1f} s at the written-behind speed below (plain: {plain})" if behind else plain
+            line += (f": {written / 1e9:.2f} GB, {at}, of the run's {parent + child:.1f} CPU s (parent {parent:.1f}, "
                      f"forked trace child {child:.1f}), where the goal allows {events / ANALYSIS_GOAL:.1f} s on "
                      f"{cores} cores for everything")
             if "system_seconds" in a10:
@@ -381,7 +379,7 @@ def bounds(results: dict) -> list[str]:
         line = f"disk: plain buffered writes {a1['disk_write_bytes_per_s'] / 1e6:.0f} MB/s in the output directory"
         if "disk_write_behind_bytes_per_s" in a1:
             line += (f", {a1['disk_write_behind_bytes_per_s'] / 1e6:.0f} MB/s written behind as npuprof writes its "
-                     "long outputs (the page cache keeps the last windows only)")
+                     "long outputs (most of the file leaves the page cache as it is written)")
         if "disk_rewrite_bytes_per_s" in a1:
             line += (f", {a1['disk_rewrite_bytes_per_s'] / 1e6:.0f} MB/s plain again right after deleting those "
                      "files (into memory just freed; memory the VM has not touched for a few seconds costs the "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import threading
+import time
 
 import pytest
 
@@ -37,18 +38,16 @@ def advice(monkeypatch):
     return calls
 
 
-def _write(path, blocks: int, window: int = WINDOW, between=None) -> WriteBehind:
-    """``blocks`` blocks written behind; returns once the advice thread is done."""
+def _write(path, blocks: int, window: int = WINDOW) -> WriteBehind:
+    """``blocks`` blocks written behind, each window's advice taken before the next block (a fast
+    fake disk: no window waits for another); returns once the advice thread has ended."""
     with open(path, "wb") as fh:
         with WriteBehind(fh.fileno(), window=window) as behind:
             for i in range(blocks):
                 fh.write(BLOCK)
                 fh.flush()
                 behind.update()
-                if between is not None:
-                    between(behind)
-        if between is not None:
-            between(behind)
+                _idle(behind)
     if behind._thread is not None:
         behind._thread.join(10)
         assert not behind._thread.is_alive()
@@ -56,13 +55,13 @@ def _write(path, blocks: int, window: int = WINDOW, between=None) -> WriteBehind
 
 
 def _idle(behind: WriteBehind) -> None:
-    """Wait until the advice thread has taken the advice it was given (a fast fake disk)."""
+    """Wait until the advice thread has taken the advice it was given."""
     while behind._task is not None:
-        threading.Event().wait(0.001)
+        time.sleep(0.001)
 
 
 def test_each_window_is_started_once_and_dropped_two_windows_later(tmp_path, advice):
-    behind = _write(tmp_path / "out", 40, between=_idle)     # 1,024,000 bytes: 13 windows of >= 64 KiB
+    behind = _write(tmp_path / "out", 40)     # 1,024,000 bytes: 13 windows of >= 64 KiB
     assert behind.active
     started = advice["started"]
     assert len(started) == 1_024_000 // (3 * len(BLOCK)) and started[0][0] == 0   # a window every third block
@@ -111,14 +110,14 @@ def test_a_real_file_takes_the_advice_and_keeps_its_bytes(tmp_path):
     """The real system calls on the test's file system: no error turns the advice off."""
     if fileio._sync_file_range() is None:
         pytest.skip("no sync_file_range/posix_fadvise here (not Linux): nothing is written behind")
-    behind = _write(tmp_path / "out", 400, window=4096, between=_idle)
+    behind = _write(tmp_path / "out", 400, window=4096)
     assert behind.active
     assert (tmp_path / "out").read_bytes() == BLOCK * 400
 
 
 def test_failing_advice_turns_itself_off_and_the_write_goes_on(tmp_path, advice, monkeypatch):
     monkeypatch.setattr(fileio, "_sync_file_range_fn", lambda *a: advice["started"].append(a) or -1)
-    behind = _write(tmp_path / "out", 40, between=_idle)
+    behind = _write(tmp_path / "out", 40)
     assert not behind.active and len(advice["started"]) == 1 and not advice["dropped"]
     assert (tmp_path / "out").read_bytes() == BLOCK * 40
 
@@ -153,6 +152,19 @@ def test_background_writer_writes_behind_unless_told_not_to(tmp_path, advice, mo
 
 def test_the_advice_thread_closes_its_own_descriptor(tmp_path, advice):
     before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
-    _write(tmp_path / "out", 40, between=_idle)
+    _write(tmp_path / "out", 40)
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_no_thread_to_be_had_means_no_advice_and_no_descriptor_left(tmp_path, advice, monkeypatch):
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    behind = _write(tmp_path / "out", 40)
+    assert not behind.active and advice["started"] == []
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
+    assert (tmp_path / "out").read_bytes() == BLOCK * 40

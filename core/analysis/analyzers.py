@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, _is_constant, parse_args_text
+from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, _is_constant, parse_args_text, take_rows
 from . import memory
 from .grouping import group_by, small_unique
 from .steps import STEP_RE, step_spans
@@ -514,18 +514,10 @@ class KernelDetailsTable(EventRowsTable):
 
     def block(self, lo: int, hi: int) -> dict:
         ev, idx = self.events, self.index[lo:hi]
-        step, device, stream = ev["step"], ev["device"], ev["stream"]
-        if _is_constant(device) and device[0] < 0:   # no device data: every row's Device_id is -1
-            device_ids: Any = _Const(-1, hi - lo)
-        else:
-            device_ids = np.where(ev["kind"][idx] == _OP, -1, device[idx])
-        if _is_constant(stream):
-            stream_ids: Any = _Const(int(stream[0]) if stream[0] >= 0 else "N/A", hi - lo)
-        else:
-            stream_ids = _StreamIds(stream[idx])
-        out = {
-            "Step ID": _Const(int(step[0]), hi - lo) if _is_constant(step) else step[idx],
-            "Device_id": device_ids, "Stream ID": stream_ids,
+        out = {   # one-value columns (a host run's step, device, stream) stay views: not gathered per block
+            "Step ID": take_rows(ev["step"], idx),
+            "Device_id": _device_ids(ev, idx),
+            "Stream ID": _StreamIds(take_rows(ev["stream"], idx)),
             "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
             "Accelerator Core": _Codes(self.cores[0][lo:hi], self.cores[1]),
             "Start Time(us)": _Fixed3(ev["ts"][idx], strip=False),
@@ -535,6 +527,14 @@ class KernelDetailsTable(EventRowsTable):
         for col, (per_args, pool) in self.texts.columns.items():
             out[col] = _Codes(per_args[which], pool)
         return out
+
+
+def _device_ids(ev: EventTable, idx: np.ndarray) -> np.ndarray:
+    """kernel_details' Device_id: the event's device, -1 for host operators (and where no row has one)."""
+    device = take_rows(ev["device"], idx)
+    if device.max(initial=-1) < 0:   # no device at all (a host run): -1 already, a view stays a view
+        return device
+    return np.where(ev["kind"][idx] == _OP, -1, device)
 
 
 class _ArgsColumns:
@@ -622,18 +622,6 @@ class _Fixed3:
         v = self.values.astype(np.int64)
         whole, frac = np.divmod(np.abs(v), 1000)
         return [f"{'-' if x < 0 else ''}{w}.{f:03d}" for x, w, f in zip(v.tolist(), whole.tolist(), frac.tolist())]
-
-
-class _Const:
-    """One value in every row of a block (a one-value event column, not gathered)."""
-
-    __slots__ = ("value", "n")
-
-    def __init__(self, value: Any, n: int) -> None:
-        self.value, self.n = value, n
-
-    def tolist(self) -> list:
-        return [self.value] * self.n
 
 
 def _mask_rows(mask: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from ..analysis.table import Table
+from ..events import _is_constant
 from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
 
@@ -71,12 +72,16 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
         elif kind == "_Fixed3":
             rows.fixed3(col.values, strip=col.strip)
         elif kind == "_StreamIds":       # few distinct streams: rendered as a pool ("N/A" where none)
-            uniq, inv = np.unique(col.values, return_inverse=True)
+            if _is_constant(col.values):   # one stream throughout (a host run): no np.unique per block
+                uniq, inv = col.values[:1], np.zeros(n, np.int64)
+            else:
+                uniq, inv = np.unique(col.values, return_inverse=True)
             rows.pooled(inv.reshape(-1), [str(v) if v >= 0 else "N/A" for v in uniq.tolist()])
-        elif kind == "_Const":
-            rows.literal(csv_cell(str(col.value)))
         elif isinstance(col, np.ndarray) and col.dtype.kind in "iu":
-            rows.integer(col)
+            if _is_constant(col):   # one value in every row (a one-value event column): written as text once
+                rows.literal(str(int(col[0])))
+            else:
+                rows.integer(col)
         else:
             return None
     rows.literal("\n")

@@ -411,11 +411,14 @@ class BackgroundWriter:
             self._queue.put(block)
 
     def close(self) -> None:
+        self._stop()
+        if self.error is not None:
+            raise self.error
+
+    def _stop(self) -> None:
         self._queue.put(None)
         self._thread.join()
         self._behind.close()
-        if self.error is not None:
-            raise self.error
 
     def __enter__(self) -> "BackgroundWriter":
         return self
@@ -424,6 +427,4 @@ class BackgroundWriter:
         if exc_type is None:
             self.close()
         else:  # stop the thread; the producer's exception wins
-            self._queue.put(None)
-            self._thread.join()
-            self._behind.close()
+            self._stop()
