@@ -785,7 +785,7 @@ def _after_fork_in_child() -> None:
     prof = _running
     _running = None
     _running_lock = threading.Lock()   # another thread may have held it at fork time
-    _rec._recorder = None
+    _rec._activate(None)
     if prof is not None and prof._dir_lock is not None:
         prof._dir_lock.forget_after_fork()
         prof._dir_lock = None

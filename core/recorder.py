@@ -148,7 +148,7 @@ class Recorder:
     def _update_plain(self) -> None:
         self._plain = not self.with_stack and not self._sinks
         if _recorder is self:
-            _set_enter_hook(self)
+            _activate(self)
 
     # -- buffers --------------------------------------------------------------
     def _register(self) -> _Buffers:
@@ -203,18 +203,14 @@ class Recorder:
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
-        global _recorder
         self._thread = threading.Thread(target=self._run, name="npuprof-flusher", daemon=True)
         self._thread.start()
-        _recorder = self
-        _set_enter_hook(self)
+        _activate(self)
 
     def stop(self) -> None:
         """Detach from annotations, flush everything, stop the flusher."""
-        global _recorder
         if _recorder is self:
-            _recorder = None
-            _set_enter_hook(None)
+            _activate(None)
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
@@ -311,11 +307,9 @@ class Recorder:
             self._fail(e)
 
     def _fail(self, error: BaseException) -> None:
-        global _recorder
         self.failed = error
         if _recorder is self:
-            _recorder = None
-            _set_enter_hook(None)
+            _activate(None)
         if self.on_failure is not None:
             self.on_failure(error)
 
@@ -327,9 +321,15 @@ def _drain(buf: list, limit: int = -1) -> list:
         n = limit
     if not n:
         return []
+    if _compiled_drain is not None:
+        return _compiled_drain(buf, n)
     chunk = buf[:n]
     del buf[:n]
     return chunk
+
+
+# ``_drain``'s slicing compiled (the items' references move instead of being copied and dropped), or None
+_compiled_drain = getattr(_hotpath, "drain", None)
 
 
 def _step_events(steps: list) -> list:
@@ -512,9 +512,19 @@ def _join(parts: list, sizes: list, total: int, dtype: Any) -> np.ndarray:
     return out
 
 
-def _set_enter_hook(rec: Optional[Recorder]) -> None:
-    global _enter_hook
-    _enter_hook = None if rec is None or (not rec.with_stack and not rec._sinks) else _slow_enter
+def _activate(rec: Optional[Recorder]) -> None:
+    """Make ``rec`` the recorder annotations write to (None: none).
+
+    Called whenever the active recorder changes, or what annotations read of
+    it: its ``_plain`` flag, ``domain_filter`` and sinks, and this module's
+    ``_RANGES_FULL`` / ``_EVENTS_FULL`` (the compiled hot paths read these
+    here, once per activation, instead of on every call).
+    """
+    global _recorder, _enter_hook
+    _recorder = rec
+    _enter_hook = None if rec is None or rec._plain else _slow_enter
+    if _hotpath is not None:
+        _hotpath.activate(globals(), rec)
 
 
 def _slow_enter(rf: "record_function") -> None:
@@ -738,4 +748,4 @@ def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[s
 
 
 if _hotpath is not None:
-    _hotpath.bind(globals(), _RANGE, _MARK, _API)
+    _hotpath.bind(_RANGE, _MARK, _API, _open_ranges, _range_ids)

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Every annotation path, with and without a profiler, with sinks, stacks and args, across threads,
 # with exceptions; prints the events recorded (timestamps aside) and which implementation ran.
 WORKLOAD = r'''
-import json, sys, threading
+import json, queue, sys, threading
 from pathlib import Path
 import npuprof
 from npuprof import mstx, record_function, recorder, trace_api
@@ -94,6 +94,27 @@ with filtered:
     mstx.mark("dropped", domain="other")
     returned["dropped_range"] = mstx.range_start("dropped", domain="other")
 
+# one profiler after another: the main thread and a worker that lives through both record into each
+# in turn (the compiled paths keep each thread's buffers per activation); a range started under the
+# first and ended under the second is dropped
+jobs = queue.Queue()
+worker = threading.Thread(target=lambda: [(job(), jobs.task_done()) for job in iter(jobs.get, None)])
+worker.start()
+again = []
+for i in range(2):
+    with npuprof.Profiler(output_path=out / f"again{i}", activities=["CPU"]) as p:
+        jobs.put(lambda i=i: (mstx.mark(f"worker {i}"), add(i)))
+        jobs.join()
+        with record_function(f"main {i}"):
+            pass
+        if i == 0:
+            carried = mstx.range_start("carried")
+        else:
+            mstx.range_end(carried)
+    again.append(p)
+jobs.put(None)
+worker.join()
+
 
 def events(run):
     t, report = read_raw_dir(run / "NPUPROF")
@@ -105,7 +126,8 @@ def events(run):
 
 print(json.dumps({"compiled": recorder._hotpath is not None, "returned": returned, "sink": sink.calls,
                   "plain": events(prof.saved_runs[0]), "sinks": events(prof2.saved_runs[0]),
-                  "filtered": events(filtered.saved_runs[0])}))
+                  "filtered": events(filtered.saved_runs[0]),
+                  "again": [events(p.saved_runs[0]) for p in again]}))
 '''
 
 
@@ -138,6 +160,8 @@ def test_compiled_and_python_paths_record_the_same_events(tmp_path):
     assert compiled["returned"]["names"] == ["add", "add", "Model.forward"]
     assert compiled["sink"][0] == ["start", "stacked", True] and ["start", "r", False] in compiled["sink"]
     assert [row[1] for row in compiled["filtered"]] == ["kept"] and compiled["returned"]["dropped_range"] == 0
+    assert [sorted(row[1] for row in run) for run in compiled["again"]] == [["add", "main 0", "worker 0"],
+                                                                      ["add", "main 1", "worker 1"]]
 
 
 def test_the_recorder_tests_pass_on_the_python_fallback():
@@ -216,3 +240,29 @@ def test_items_that_are_not_plain_ints_take_the_numpy_path():
         recorder._hotpath.times([], 3, 2, 0, np.empty(0, np.int64), np.empty(0, np.int64))
     with pytest.raises(OverflowError):   # as np.fromiter refuses it too
         recorder._times(["a", 2**70, 1], 3, 1, 0, 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.data())
+def test_compiled_drain_moves_what_slicing_takes(size, data):
+    """``_drain``: the compiled move gives what ``buf[:n]; del buf[:n]`` gives, a whole buffer
+    included, and leaves every item's reference count as it was (moved, none taken or dropped)."""
+    assert recorder._compiled_drain is recorder._hotpath.drain
+    n = data.draw(st.integers(0, size))
+    items = [object() for _ in range(size)]
+    buf = list(items)
+    before = [sys.getrefcount(x) for x in items]
+    taken = recorder._hotpath.drain(buf, n)
+    assert taken == items[:n] and buf == items[n:]
+    assert [sys.getrefcount(x) for x in items] == before
+    buf.append("next")   # a buffer that handed over its items grows again
+    assert buf[-1] == "next" and len(buf) == size - n + 1
+
+
+def test_compiled_drain_refuses_what_slicing_could_not_take():
+    drain = recorder._hotpath.drain
+    with pytest.raises(TypeError):
+        drain((1, 2), 1)
+    for n in (-1, 2):
+        with pytest.raises(ValueError, match="not within the buffer's 1 items"):
+            drain([1], n)
