@@ -36,9 +36,8 @@ static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
 static PyObject *g_kind_range, *g_kind_mark, *g_kind_api, *g_empty;
 static PyObject *g_open_ranges;      /* recorder._open_ranges: range id -> the open mstx range */
 static PyObject *g_range_ids;        /* recorder._range_ids: the iterator of range ids */
-static PyObject *s_enter_hook, *s_plain, *s_local, *s_b, *s_register, *s_ranges, *s_events, *s_flush_buffers,
-    *s_record_slow, *s_domain_filter, *s_sinks, *s_mark, *s_range_start, *s_range_end, *s_same_thread, *s_default,
-    *s_ranges_full, *s_events_full;
+static PyObject *s_plain, *s_local, *s_b, *s_register, *s_ranges, *s_events, *s_flush_buffers,
+    *s_record_slow, *s_domain_filter, *s_sinks, *s_mark, *s_range_start, *s_range_end, *s_same_thread, *s_default;
 static PyObject *g_same_thread_kw;   /* ("same_thread",): the keyword names of sinks' range_start calls */
 
 #if defined(_MSC_VER)
@@ -65,7 +64,8 @@ now_ns(void)
  * and of the module on each call: its _plain flag, domain_filter and _sinks, and the module's
  * _enter_hook, _RANGES_FULL and _EVENTS_FULL. The Python code calls it again whenever one of these
  * changes (a recorder starts, stops or fails, its sinks change, a fork), so a call here reads C
- * fields instead of a module dict and three attributes, ~1/3 of an mstx range's cost before. */
+ * fields instead of looking up a module dict and four attributes (dict and attribute lookups were
+ * ~1/4 of the samples of an mstx range loop before, perf). */
 typedef struct {
     PyObject *rec;           /* NULL: no recorder is active */
     int plain;
@@ -85,13 +85,14 @@ static Active g_active;
 static THREAD_LOCAL unsigned long long t_generation;
 static THREAD_LOCAL PyObject *t_bufs, *t_ranges, *t_events;
 
-/* The calling thread's _Buffers of ``rec`` (the active recorder, which the caller holds), borrowed;
- * the first call of a thread takes rec._local.b, or registers the thread (rec._register()) as the
- * Python twins do. */
+/* The calling thread's _Buffers of ``rec``, borrowed (the caller holds rec, rec keeps them): cached
+ * for the active recorder; the first call of a thread takes rec._local.b, or registers the thread
+ * (rec._register()), as the Python twins do. ``rec`` is another recorder only when Python code the
+ * caller ran (a filter, a traced function) activated one meanwhile. */
 static PyObject *
 thread_buffers(PyObject *rec)
 {
-    if (t_generation == g_active.generation)
+    if (t_generation == g_active.generation && rec == g_active.rec)
         return t_bufs;
     unsigned long long generation = g_active.generation;
     PyObject *local = PyObject_GetAttr(rec, s_local);
@@ -130,7 +131,7 @@ thread_buffers(PyObject *rec)
 static PyObject *
 thread_list(PyObject *rec, PyObject *name)
 {
-    if (t_generation == g_active.generation)
+    if (t_generation == g_active.generation && rec == g_active.rec)
         return name == s_events ? t_events : t_ranges;
     PyObject *bufs = thread_buffers(rec);
     if (bufs == NULL)
@@ -164,41 +165,25 @@ append_event(PyObject *rec, PyObject *buf, PyObject **items, Py_ssize_t n, Py_ss
     return 0;
 }
 
-/* recorder's module global ``key`` as a Py_ssize_t; -1 with an error when absent or not an int */
-static Py_ssize_t
-module_size(PyObject *globals, PyObject *key)
-{
-    PyObject *v = PyDict_GetItemWithError(globals, key);
-    if (v == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "npuprof._hotpath: the recorder module has no %U", key);
-        return -1;
-    }
-    return PyLong_AsSsize_t(v);
-}
-
-/* activate(globals, rec): make ``rec`` (None: none) the recorder the hot paths write to, reading once
- * what they would otherwise read on every call (see Active). */
+/* activate(rec, enter_hook, ranges_full, events_full): make ``rec`` (None: none) the recorder the hot
+ * paths write to, with the module's _enter_hook, _RANGES_FULL and _EVENTS_FULL; reads once what
+ * they would otherwise read on every call (see Active). */
 static PyObject *
 activate(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *globals, *rec;
-    if (!PyArg_ParseTuple(args, "O!O:activate", &PyDict_Type, &globals, &rec))
-        return NULL;
+    PyObject *rec, *hook;
     Active next = {NULL, 0, NULL, NULL, NULL, 0, 0, 0};
+    if (!PyArg_ParseTuple(args, "OOnn:activate", &rec, &hook, &next.ranges_full, &next.events_full))
+        return NULL;
     if (rec != Py_None) {
-        PyObject *plain = PyObject_GetAttr(rec, s_plain), *filter = NULL, *sinks = NULL, *hook;
+        PyObject *plain = PyObject_GetAttr(rec, s_plain), *filter = NULL, *sinks = NULL;
         if (plain == NULL || (next.plain = PyObject_IsTrue(plain)) < 0
             || (filter = PyObject_GetAttr(rec, s_domain_filter)) == NULL
             || (sinks = PyObject_GetAttr(rec, s_sinks)) == NULL
-            || (next.sinks = PySequence_Tuple(sinks)) == NULL
-            || ((hook = PyDict_GetItemWithError(globals, s_enter_hook)) == NULL && PyErr_Occurred())
-            || (next.ranges_full = module_size(globals, s_ranges_full)) < 0
-            || (next.events_full = module_size(globals, s_events_full)) < 0) {
+            || (next.sinks = PySequence_Tuple(sinks)) == NULL) {
             Py_XDECREF(plain);
             Py_XDECREF(filter);
             Py_XDECREF(sinks);
-            Py_XDECREF(next.sinks);
             return NULL;
         }
         Py_DECREF(plain);
@@ -207,7 +192,7 @@ activate(PyObject *Py_UNUSED(module), PyObject *args)
         next.filter = filter == Py_None ? NULL : filter;
         if (filter == Py_None)
             Py_DECREF(filter);
-        next.enter_hook = hook == NULL || hook == Py_None ? NULL : Py_NewRef(hook);
+        next.enter_hook = hook == Py_None ? NULL : Py_NewRef(hook);
     }
     Active old = g_active;
     next.generation = old.generation + 1;
@@ -898,8 +883,8 @@ static PyMethodDef module_methods[] = {
      "bind(kind_range, kind_mark, kind_api, open_ranges, range_ids): the recorder's event kinds, its dict of "
      "open mstx ranges and its iterator of range ids."},
     {"activate", activate, METH_VARARGS,
-     "activate(globals, rec)\n--\n\nMake rec (None: none) the recorder the hot paths write to (see "
-     "recorder._activate)."},
+     "activate(rec, enter_hook, ranges_full, events_full)\n--\n\nMake rec (None: none) the recorder the hot "
+     "paths write to (see recorder._activate)."},
     {"mark", (PyCFunction)(void (*)(void))mark, METH_FASTCALL | METH_KEYWORDS,
      "mark(message, stream=None, domain='default')\n--\n\nmstx.mark (see recorder._mark)."},
     {"range_start", (PyCFunction)(void (*)(void))range_start, METH_FASTCALL | METH_KEYWORDS,
@@ -924,7 +909,6 @@ static struct PyModuleDef hotpath_module = {
 PyMODINIT_FUNC
 PyInit__hotpath(void)
 {
-    INTERN(s_enter_hook, "_enter_hook");
     INTERN(s_plain, "_plain");
     INTERN(s_local, "_local");
     INTERN(s_b, "b");
@@ -942,8 +926,6 @@ PyInit__hotpath(void)
     if ((g_same_thread_kw = PyTuple_Pack(1, s_same_thread)) == NULL)
         return NULL;
     INTERN(s_default, "default");
-    INTERN(s_ranges_full, "_RANGES_FULL");
-    INTERN(s_events_full, "_EVENTS_FULL");
     INTERN(g_empty, "");
     if (PyType_Ready(&RangeType) < 0 || PyType_Ready(&TracedType) < 0)
         return NULL;

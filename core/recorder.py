@@ -524,7 +524,7 @@ def _activate(rec: Optional[Recorder]) -> None:
     _recorder = rec
     _enter_hook = None if rec is None or rec._plain else _slow_enter
     if _hotpath is not None:
-        _hotpath.activate(globals(), rec)
+        _hotpath.activate(rec, _enter_hook, _RANGES_FULL, _EVENTS_FULL)
 
 
 def _slow_enter(rf: "record_function") -> None:

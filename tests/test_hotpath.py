@@ -115,6 +115,22 @@ for i in range(2):
 jobs.put(None)
 worker.join()
 
+# a traced call that stops its profiler and starts another: its event belongs to the first one
+switched = {}
+
+
+@trace_api
+def switch():
+    switched["first"].stop()
+    switched["second"] = npuprof.Profiler(output_path=out / "second", activities=["CPU"])
+    mstx.mark("inside second")
+
+
+switched["first"] = npuprof.Profiler(output_path=out / "first", activities=["CPU"])
+switch()
+second = switched["second"]
+second.stop()
+
 
 def events(run):
     t, report = read_raw_dir(run / "NPUPROF")
@@ -127,7 +143,7 @@ def events(run):
 print(json.dumps({"compiled": recorder._hotpath is not None, "returned": returned, "sink": sink.calls,
                   "plain": events(prof.saved_runs[0]), "sinks": events(prof2.saved_runs[0]),
                   "filtered": events(filtered.saved_runs[0]),
-                  "again": [events(p.saved_runs[0]) for p in again]}))
+                  "again": [events(p.saved_runs[0]) for p in again], "second": events(second.saved_runs[0])}))
 '''
 
 
@@ -162,6 +178,7 @@ def test_compiled_and_python_paths_record_the_same_events(tmp_path):
     assert [row[1] for row in compiled["filtered"]] == ["kept"] and compiled["returned"]["dropped_range"] == 0
     assert [sorted(row[1] for row in run) for run in compiled["again"]] == [["add", "main 0", "worker 0"],
                                                                       ["add", "main 1", "worker 1"]]
+    assert [row[1] for row in compiled["second"]] == ["inside second"]
 
 
 def test_the_recorder_tests_pass_on_the_python_fallback():
