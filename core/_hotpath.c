@@ -31,6 +31,7 @@
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 #endif
 
 static PyObject *g_kind_range, *g_kind_mark, *g_kind_api, *g_empty;
@@ -761,6 +762,8 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
 
 /* -- draining a buffer ------------------------------------------------------------------------------ */
 
+#ifndef Py_GIL_DISABLED   /* moving a list's items relies on the GIL; without it recorder._drain slices */
+
 /* drain(buf, n): the first n items of list ``buf`` (0 <= n <= len(buf)) as a new list, removed from
  * ``buf``. What recorder._drain's ``chunk = buf[:n]; del buf[:n]`` does, without touching the items:
  * the references move (a copy and a delete take and drop one each, reading every item's memory:
@@ -804,6 +807,7 @@ drain(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     Py_SET_SIZE(buf, size - n);
     return (PyObject *)out;
 }
+#endif
 
 /* -- the recording thread's conversion ---------------------------------------------------------- */
 
@@ -891,8 +895,10 @@ static PyMethodDef module_methods[] = {
      "range_start(message, stream=None, domain='default')\n--\n\nmstx.range_start (see recorder._range_start)."},
     {"range_end", (PyCFunction)(void (*)(void))range_end, METH_FASTCALL | METH_KEYWORDS,
      "range_end(range_id, domain='default')\n--\n\nmstx.range_end (see recorder._range_end)."},
+#ifndef Py_GIL_DISABLED
     {"drain", (PyCFunction)(void (*)(void))drain, METH_FASTCALL,
      "drain(buf, n)\n--\n\nThe first n items of list buf, moved to a new list (see recorder._drain)."},
+#endif
     {"times", (PyCFunction)(void (*)(void))times, METH_FASTCALL,
      "times(flat, width, first, offset, ts, dur)\n--\n\nStart and duration columns of a drained buffer "
      "(see recorder._times)."},
