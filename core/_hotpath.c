@@ -128,20 +128,26 @@ thread_buffers(PyObject *rec)
     return bufs;
 }
 
-/* The calling thread's list ``name`` (s_ranges or s_events) of ``rec`` (see thread_buffers), borrowed */
+/* The list ``name`` (s_ranges or s_events) of the _Buffers ``bufs``, borrowed (bufs keeps it): the
+ * cached one when bufs are the calling thread's cached buffers, else read off bufs */
+static PyObject *
+buffers_list(PyObject *bufs, PyObject *name)
+{
+    if (bufs == t_bufs && t_generation == g_active.generation)
+        return name == s_events ? t_events : t_ranges;
+    PyObject *buf = PyObject_GetAttr(bufs, name);
+    if (buf == NULL)
+        return NULL;
+    Py_DECREF(buf);
+    return buf;
+}
+
+/* The calling thread's list ``name`` of ``rec`` (see thread_buffers), borrowed */
 static PyObject *
 thread_list(PyObject *rec, PyObject *name)
 {
-    if (t_generation == g_active.generation && rec == g_active.rec)
-        return name == s_events ? t_events : t_ranges;
     PyObject *bufs = thread_buffers(rec);
-    if (bufs == NULL)
-        return NULL;
-    PyObject *buf = PyObject_GetAttr(bufs, name);   /* once per thread and activation */
-    if (buf == NULL)
-        return NULL;
-    Py_DECREF(buf);   /* bufs keeps it */
-    return buf;
+    return bufs == NULL ? NULL : buffers_list(bufs, name);
 }
 
 /* Append ``items`` to list ``buf`` (one event), then write the buffer once it holds ``full`` items:
@@ -586,15 +592,8 @@ range_end(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, 
     }
     /* recorded on the thread that started the range; dropped if its window already ended */
     if (rec == g_active.rec) {
-        PyObject *buf;
-        if (bufs == t_bufs && t_generation == g_active.generation)
-            buf = t_events;
-        else {   /* started on another thread */
-            if ((buf = PyObject_GetAttr(bufs, s_events)) == NULL)
-                goto done;
-            Py_DECREF(buf);   /* bufs keeps it */
-        }
-        if ((t1o = PyLong_FromLongLong(t1)) == NULL)
+        PyObject *buf = buffers_list(bufs, s_events);   /* bufs: the starting thread's */
+        if (buf == NULL || (t1o = PyLong_FromLongLong(t1)) == NULL)
             goto done;
         PyObject *items[6] = {g_kind_range, message, t0, t1o, dom, g_empty};
         if (append_event(rec, buf, items, 6, g_active.events_full, bufs) < 0)
