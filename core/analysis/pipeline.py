@@ -20,6 +20,7 @@ from typing import Callable, Optional, Union
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
 from ..fileio import forced_reading
+from ..hugepages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..rawstore import RAW_DIR
@@ -86,6 +87,7 @@ def load_events(run_dir: Union[str, Path]) -> tuple[EventTable, RunInfo, list[st
     return events, info, warnings
 
 
+@ordinary_pages()
 def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
     """(events, info, warnings, skipped): ``skipped`` are the readers' errors
     on a run that other readers did read."""
@@ -128,6 +130,7 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
     return assign_steps(events), info, ctx.warnings, errors
 
 
+@ordinary_pages()
 def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
                 force: bool = False, phases: Optional[PhaseCounter] = None,
                 on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None) -> AnalysisResult:

@@ -27,6 +27,7 @@ from ..analysis.pipeline import ANALYSIS_PHASES, analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import ProfilerConfigError, ProfilerDataError
+from ..hugepages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..runinfo import OUTPUT_DIR, RunOrigin, origin_of, read_run_info
@@ -121,6 +122,7 @@ def _check_outside(place: Path, run_dir: Path, writable: bool) -> None:
                                   f"{run_dir} was written by another tool and is read-only input")
 
 
+@ordinary_pages()
 def export_result(result: AnalysisResult, export_type: Optional[Sequence[ExportTypeLike]] = None,
                   output: Optional[Union[str, Path]] = None, analysed_root: Optional[Path] = None,
                   phases: Optional[PhaseCounter] = None) -> ExportedRun:
@@ -179,6 +181,7 @@ def exporter_names() -> list[str]:
     return [i.plugin_name for i in get_plugin_host().impls("npuprof_export")]
 
 
+@ordinary_pages()
 def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[ExportTypeLike]] = None,
                        output: Optional[Union[str, Path]] = None, progress: Optional[ProgressCallback] = None,
                        force: bool = False) -> list[ExportedRun]:
