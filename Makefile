@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all,dev]"
+	# an editable install leaves npuprof's own modules uncompiled (a wheel's install compiles them); compiled
+	# here so every npuprof process imports bytecode, also where PYTHONDONTWRITEBYTECODE is set
+	$(PY) -m compileall -q core integrations
 	$(PY) -m npuprof dynamic hook install
 	touch $(STAMP)
 
