@@ -40,9 +40,10 @@ import os
 import re
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -360,15 +361,9 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
         except OSError as e:
             report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
     columns = _Columns(sum(size for _, size in paths) // MIN_ROW_BYTES)
-    buffer = bytearray()
-    for path, size in paths:
-        if size > len(buffer):
-            buffer = bytearray(size)
-        try:
-            with open(path, "rb") as fh:
-                got = fh.readinto(memoryview(buffer)[:size])
-        except OSError as e:
-            report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
+    for path, buffer, got in _read_ahead(paths):
+        if isinstance(got, OSError):
+            report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
             continue
         for table in parse_records(buffer, path.name, report, end=got, copy=False):
             columns.append(table)
@@ -378,6 +373,42 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     table = columns.table()
     report.events = len(table)
     return table, report
+
+
+def _read_segment(path: Path, size: int, buffer: bytearray) -> Union[int, OSError]:
+    """Read up to ``size`` bytes of ``path`` into ``buffer``: how many were read, or why none could be."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.readinto(memoryview(buffer)[:size])
+    except OSError as e:
+        return e
+
+
+def _read_ahead(paths: list[tuple[Path, int]]) -> Iterator[tuple[Path, bytearray, Union[int, OSError]]]:
+    """(path, buffer, bytes read into it or the error) of each segment, in order; a helper thread
+    reads the next segment while the caller decodes this one.
+
+    Two buffers of the largest segment's size take turns: a segment's bytes stay valid until the
+    caller asks for the one after it. The read and its copy out of the page cache leave the GIL
+    free, so they overlap the decoding (read_raw_dir of 10M events: 0.78-0.85 s against 0.92-1.12 s
+    reading in turn, 4 alternated pairs).
+    """
+    if not paths:
+        return
+    largest = max(size for _, size in paths)
+    buffers = (bytearray(largest), bytearray(largest))
+    with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
+        try:
+            pending = reader.submit(_read_segment, *paths[0], buffers[0])
+        except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads, read in turn
+            for path, size in paths:
+                yield path, buffers[0], _read_segment(path, size, buffers[0])
+            return
+        for i, (path, _) in enumerate(paths):
+            got = pending.result()
+            if i + 1 < len(paths):
+                pending = reader.submit(_read_segment, *paths[i + 1], buffers[(i + 1) % 2])
+            yield path, buffers[i % 2], got
 
 
 MIN_ROW_BYTES = _DTYPES["ts"].itemsize   # a record holds at least this per row: ts is never "const"

@@ -9,6 +9,7 @@ the pyACL subscription records.
 """
 from __future__ import annotations
 
+import concurrent.futures.thread
 import importlib
 import json
 import sqlite3
@@ -149,6 +150,35 @@ def test_unreadable_segment_is_skipped_not_fatal(damaged):
     with pytest.raises(ProfilerDataError) as e:
         read_segment(seg.parent / "events_1_00099.npr", ReadReport())
     assert "events_1_00099.npr" in e.value.path
+
+
+def test_segment_that_cannot_be_read_is_reported_and_the_others_are_read(damaged, monkeypatch):
+    """Segments are read ahead by a helper thread: a read error still names its segment, and the
+    segments after it (read into the buffer it would have used) are all there."""
+    from npuprof import rawstore
+
+    write, data, spans, seg = damaged
+    write(data)
+    alone, _ = rawstore.read_raw_dir(seg.parent)
+    pid = seg.name.split("_")[1]
+    refused, last = (seg.parent / f"events_{pid}_{n:05d}.npr" for n in (90, 91))
+    refused.write_bytes(data)
+    last.write_bytes(data[:spans[-1][0]])   # shorter than the buffer's previous segment: all but the last record
+    real_open = open
+
+    def refusing(path, *args, **kwargs):
+        if Path(path) == refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(rawstore, "open", refusing, raising=False)
+    shortened = sum(len(t) for t in rawstore.parse_records(data[:spans[-1][0]], "last", ReadReport()))
+    for exiting in (False, True):   # at interpreter exit no helper thread starts: read in turn
+        monkeypatch.setattr(concurrent.futures.thread, "_shutdown", exiting)
+        table, report = rawstore.read_raw_dir(seg.parent)
+        assert report.problems == [f"{refused.name}: cannot be read (Permission denied); skipped"]
+        assert report.files == 3 and report.records == 2 * len(spans) - 1
+        assert len(table) == len(alone) + shortened and shortened < len(alone)
 
 
 # -- profiler_info ---------------------------------------------------------------------------------
