@@ -342,8 +342,9 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
 
     A segment that cannot be read (or is over the size limit) is skipped and
     reported; what ``storage_limit`` aged out is reported too. Each segment
-    is read into one reused buffer and its records are copied straight into
-    the output columns: every byte is copied once, into memory touched once.
+    is read into one of two reused buffers (the next one is read meanwhile,
+    :func:`_read_ahead`) and its records are copied straight into the output
+    columns: every byte is copied once, into memory touched once.
     """
     report = ReadReport()
     directory = Path(directory)
