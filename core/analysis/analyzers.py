@@ -378,16 +378,16 @@ def _stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
         mx = np.full(space, -np.inf)
         dur = events["dur"]
         for lo in range(0, len(mask), BLOCK):
-            m = mask[lo:lo + BLOCK]
-            if not m.any():
+            rows = np.flatnonzero(mask[lo:lo + BLOCK])   # once: each column below is a take, not a mask scan
+            if not len(rows):
                 continue
-            key = np.zeros(int(m.sum()), dtype=np.int64)
+            key = np.zeros(len(rows), dtype=np.int64)
             for c, low, span in zip(cols, lows, spans):
                 if span > 1:
                     key *= span
-                    key += c[lo:lo + BLOCK][m]
+                    key += c[lo:lo + BLOCK].take(rows)
                     key -= low
-            d = dur[lo:lo + BLOCK][m].astype(np.float64)
+            d = dur[lo:lo + BLOCK].take(rows).astype(np.float64)
             count += np.bincount(key, minlength=space)
             total += np.bincount(key, weights=d, minlength=space)
             sq += np.bincount(key, weights=d * d, minlength=space)
