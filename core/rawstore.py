@@ -35,6 +35,7 @@ Example::
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -51,6 +52,7 @@ from .errors import ProfilerDataError
 from .events import (JOINED_CONSTANT, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
                      _is_constant, _used_strings, joined_value, pool_remap, put_column, same_value)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
+from .pages import populate
 from .sigsafe import SignalSafeLock
 
 MAGIC = b"NPR1"
@@ -362,12 +364,14 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
         except OSError as e:
             report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
     columns = _Columns(sum(size for _, size in paths) // MIN_ROW_BYTES)
-    for path, buffer, got in _read_ahead(paths):
+    read_up_to = list(itertools.accumulate(size for _, size in paths))   # bytes of segments 0..i
+    for i, (path, buffer, got) in enumerate(_read_ahead(paths, columns.populate_for(read_up_to))):
         if isinstance(got, OSError):
             report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
-            continue
-        for table in parse_records(buffer, path.name, report, end=got, copy=False):
-            columns.append(table)
+        else:
+            for table in parse_records(buffer, path.name, report, end=got, copy=False):
+                columns.append(table)
+        columns.done_reading(read_up_to[i])
     aged = _aged_out(directory)
     if aged:
         report.problems.append(aged)
@@ -385,9 +389,11 @@ def _read_segment(path: Path, size: int, buffer: bytearray) -> Union[int, OSErro
         return e
 
 
-def _read_ahead(paths: list[tuple[Path, int]]) -> Iterator[tuple[Path, bytearray, Union[int, OSError]]]:
+def _read_ahead(paths: list[tuple[Path, int]], after_read: Optional[Callable[[int], None]] = None,
+                ) -> Iterator[tuple[Path, bytearray, Union[int, OSError]]]:
     """(path, buffer, bytes read into it or the error) of each segment, in order; a helper thread
-    reads the next segment while the caller decodes this one.
+    reads the next segment while the caller decodes this one, then calls ``after_read(i)`` with
+    that segment's index (read_raw_dir faults in the rows it will fill there).
 
     Two buffers of the largest segment's size take turns: a segment's bytes stay valid until the
     caller asks for the one after it. The read and its copy out of the page cache leave the GIL
@@ -398,9 +404,16 @@ def _read_ahead(paths: list[tuple[Path, int]]) -> Iterator[tuple[Path, bytearray
         return
     largest = max(size for _, size in paths)
     buffers = (bytearray(largest), bytearray(largest))
+
+    def read(i: int) -> Union[int, OSError]:
+        got = _read_segment(*paths[i], buffers[i % 2])
+        if after_read is not None:
+            after_read(i)
+        return got
+
     with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
         try:
-            pending = reader.submit(_read_segment, *paths[0], buffers[0])
+            pending = reader.submit(read, 0)
         except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads, read in turn
             for path, size in paths:
                 yield path, buffers[0], _read_segment(path, size, buffers[0])
@@ -408,7 +421,7 @@ def _read_ahead(paths: list[tuple[Path, int]]) -> Iterator[tuple[Path, bytearray
         for i, (path, _) in enumerate(paths):
             got = pending.result()
             if i + 1 < len(paths):
-                pending = reader.submit(_read_segment, *paths[i + 1], buffers[(i + 1) % 2])
+                pending = reader.submit(read, i + 1)
             yield path, buffers[i % 2], got
 
 
@@ -434,6 +447,26 @@ class _Columns:
         self.pool = StringPool()
         self.cols: dict[str, np.ndarray] = {}
         self.constant: dict[str, object] = {}
+        self._progress = (0, 0)   # (rows, bytes) of the segments appended so far
+
+    def done_reading(self, bytes_so_far: int) -> None:
+        """The segments up to ``bytes_so_far`` bytes are appended (the rows per byte so far)."""
+        self._progress = (self.n, bytes_so_far)
+
+    def populate_for(self, read_up_to: list[int]) -> Callable[[int], None]:
+        """For the reader thread: after segment i is read, fault in the rows segments up to i are
+        expected to fill (at the rows per byte seen so far), ahead of the loader writing them.
+
+        Pages the loader is writing meanwhile are left as they are (``pages.populate`` changes no
+        content); before the first segment is appended there is no estimate and nothing is done.
+        """
+        def populate_up_to(i: int) -> None:
+            rows, nbytes = self._progress
+            if nbytes:
+                expected = min(self.bound, rows * read_up_to[i] // nbytes)
+                for col in list(self.cols.values()):   # a column the loader adds meanwhile: next time
+                    populate(col, self.n, expected)
+        return populate_up_to
 
     def append(self, table: EventTable) -> None:
         k = len(table)

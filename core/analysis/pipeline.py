@@ -20,7 +20,7 @@ from typing import Callable, Optional, Union
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
 from ..fileio import forced_reading
-from ..hugepages import ordinary_pages
+from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..rawstore import RAW_DIR

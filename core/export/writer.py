@@ -27,7 +27,7 @@ from ..analysis.pipeline import ANALYSIS_PHASES, analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import ProfilerConfigError, ProfilerDataError
-from ..hugepages import ordinary_pages
+from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
 from ..runinfo import OUTPUT_DIR, RunOrigin, origin_of, read_run_info

@@ -1,0 +1,108 @@
+"""How analysis takes memory from the kernel: ordinary pages, faulted in ahead where it helps.
+
+**Ordinary pages.** On Linux, numpy advises the kernel to back every array
+of 4 MB and more with transparent huge pages (``madvise(MADV_HUGEPAGE)``;
+see "madvise hugepage on Linux" in numpy's global-state docs). Analysis
+allocates its event table and temporaries once per run and streams through
+them, so huge pages spare it few TLB misses, while each one is zeroed 2 MB at
+a time on first touch. On the bench machine (a 2-core VM, THP in "madvise"
+mode) that zeroing was the largest kernel cost of a 10M-event analysis:
+2.9-3.3 s of kernel time per pass with the advice, 1.2-1.4 s without, and the
+whole pass 7.0-7.2 s against 4.5-5.5 s (alternated runs,
+docs/performance.md). :func:`ordinary_pages` turns numpy's advice off while a
+run is loaded, analysed and written, and restores it afterwards. numpy's
+switch is process-wide: arrays another thread allocates meanwhile are not
+advised either; nothing else changes for them. Where numpy has no such
+switch (a future numpy that drops it), this does nothing.
+
+**Faulted in ahead.** The first touch of a page costs a fault (on this VM a
+host fault as well when the host took that memory back). :func:`populate`
+faults in a range of an array without changing its content
+(``MADV_POPULATE_WRITE``, Linux 5.14+), so a helper thread can take the
+faults of rows the loader will fill next (``rawstore.read_raw_dir``). Where
+the call is missing or refused it does nothing: the rows then fault in as
+they are written, as before.
+
+Example::
+
+    with ordinary_pages():
+        events = load_events(run_dir)
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+
+__all__ = ["ordinary_pages", "populate"]
+
+
+def _numpy_switch() -> Optional[Callable[[bool], bool]]:
+    """numpy's ``_set_madvise_hugepage(enabled) -> previous``, if this numpy has it."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:   # numpy < 2
+        from numpy.core import multiarray
+    return getattr(multiarray, "_set_madvise_hugepage", None)
+
+
+@contextmanager
+def ordinary_pages() -> Iterator[None]:
+    """numpy's huge-page advice off inside the block, as it was after it (nests)."""
+    switch = _numpy_switch()
+    if switch is None:
+        yield
+        return
+    previous = switch(False)
+    try:
+        yield
+    finally:
+        switch(previous)
+
+
+MADV_POPULATE_WRITE = 23   # <linux/mman.h>, Linux 5.14+
+_PAGE = 4096
+
+
+def populate(array: np.ndarray, lo: int, hi: int) -> bool:
+    """Fault in the whole pages of ``array[lo:hi]`` (a contiguous 1-D array) without changing
+    its content; False where the kernel cannot (not Linux, older than 5.14, refused), and from
+    then on without asking again. Safe while another thread writes those rows.
+
+    Example::
+
+        populate(column, n, n + rows_next_segment)
+    """
+    global _madvise
+    if _madvise is None:
+        _madvise = _libc_madvise()
+    if not _madvise or array.ndim != 1 or not array.flags.c_contiguous or array.strides[0] == 0:
+        return False
+    lo, hi = max(0, lo), min(len(array), hi)
+    if hi <= lo:
+        return True
+    start = array.ctypes.data + lo * array.itemsize
+    end = array.ctypes.data + hi * array.itemsize
+    start, end = -(-start // _PAGE) * _PAGE, end // _PAGE * _PAGE   # pages wholly inside the range only
+    if end > start and _madvise(start, end - start, MADV_POPULATE_WRITE) != 0:
+        _madvise = False
+        return False
+    return True
+
+
+_madvise: Any = None
+
+
+def _libc_madvise() -> Any:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
