@@ -31,6 +31,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import mmap
 import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
@@ -64,7 +65,7 @@ def ordinary_pages() -> Iterator[None]:
 
 
 MADV_POPULATE_WRITE = 23   # <linux/mman.h>, Linux 5.14+
-_PAGE = 4096
+_PAGE = mmap.PAGESIZE
 
 
 def populate(array: np.ndarray, lo: int, hi: int) -> bool:
