@@ -132,10 +132,10 @@ def test_reading_raw_data_faults_in_the_rows_ahead_and_reads_the_same(tmp_path, 
 
     parts = [EventTable.from_records(ts=np.arange(2_000) + 10_000 * i, dur=1, tid=i,
                                      name=[f"s{i}_{j % 5}" for j in range(2_000)]) for i in range(8)]
-    writer = rawstore.RawWriter(tmp_path / "NPUPROF", segment_bytes=1)   # one record per segment
+    raw = rawstore.RawWriter(tmp_path / "NPUPROF", segment_bytes=1)   # one record per segment
     for t in parts:
-        writer.append(t)
-    writer.close()
+        raw.append(t)
+    raw.close()
     asked: list[tuple[int, int]] = []
     real = rawstore.populate
     monkeypatch.setattr(rawstore, "populate", lambda col, lo, hi: asked.append((lo, hi)) or real(col, lo, hi))
