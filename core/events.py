@@ -58,6 +58,8 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import orjson
 
+from .libc import libc_function
+
 
 class EventKind(IntEnum):
     """What an event is; decides which analyzer looks at it."""
@@ -385,19 +387,9 @@ def _release_free_memory() -> None:
     Many small chunk columns freed one by one leave holes in the heap that
     glibc keeps; without this, concatenating chunks peaks at twice the data.
     """
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            import ctypes
-
-            _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim: Any = None
+    trim = libc_function("malloc_trim", "c_size_t")
+    if trim is not None:
+        trim(0)
 
 
 def _column(key: str, value: Any, n: int, dtype: Any) -> np.ndarray:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
 from .errors import ProfilerDataError
+from .libc import libc_function
 
 DIR_MODE = 0o750
 FILE_MODE = 0o640
@@ -225,17 +226,8 @@ def _sync_file_range() -> Optional[Callable[[int, int, int, int], int]]:
     """libc's ``sync_file_range`` where it and ``posix_fadvise`` exist (Linux), else None."""
     global _sync_file_range_fn
     if _sync_file_range_fn is None:
-        _sync_file_range_fn = False
-        if hasattr(os, "posix_fadvise"):
-            try:
-                import ctypes
-
-                fn = ctypes.CDLL(None, use_errno=True).sync_file_range
-                fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
-                fn.restype = ctypes.c_int
-                _sync_file_range_fn = fn
-            except (ImportError, OSError, AttributeError):
-                pass
+        _sync_file_range_fn = hasattr(os, "posix_fadvise") and libc_function(
+            "sync_file_range", "c_int", "c_longlong", "c_longlong", "c_uint") or False
     return _sync_file_range_fn or None
 
 

@@ -30,13 +30,14 @@ Example::
 """
 from __future__ import annotations
 
-import ctypes
 import mmap
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
+
+from .libc import libc_function
 
 __all__ = ["ordinary_pages", "populate"]
 
@@ -77,10 +78,10 @@ def populate(array: np.ndarray, lo: int, hi: int) -> bool:
 
         populate(column, n, n + rows_next_segment)
     """
-    global _madvise
-    if _madvise is None:
-        _madvise = _libc_madvise()
-    if not _madvise or array.ndim != 1 or not array.flags.c_contiguous or array.strides[0] == 0:
+    global _refused
+    madvise = None if _refused or not sys.platform.startswith("linux") else \
+        libc_function("madvise", "c_void_p", "c_size_t", "c_int")
+    if madvise is None or array.ndim != 1 or not array.flags.c_contiguous or array.strides[0] == 0:
         return False
     lo, hi = max(0, lo), min(len(array), hi)
     if hi <= lo:
@@ -88,22 +89,10 @@ def populate(array: np.ndarray, lo: int, hi: int) -> bool:
     start = array.ctypes.data + lo * array.itemsize
     end = array.ctypes.data + hi * array.itemsize
     start, end = -(-start // _PAGE) * _PAGE, end // _PAGE * _PAGE   # pages wholly inside the range only
-    if end > start and _madvise(start, end - start, MADV_POPULATE_WRITE) != 0:
-        _madvise = False
+    if end > start and madvise(start, end - start, MADV_POPULATE_WRITE) != 0:
+        _refused = True
         return False
     return True
 
 
-_madvise: Any = None
-
-
-def _libc_madvise() -> Any:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return False
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
+_refused = False   # the kernel refused once (too old, or not allowed): not asked again
