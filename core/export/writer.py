@@ -181,7 +181,6 @@ def exporter_names() -> list[str]:
     return [i.plugin_name for i in get_plugin_host().impls("npuprof_export")]
 
 
-@ordinary_pages()
 def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[ExportTypeLike]] = None,
                        output: Optional[Union[str, Path]] = None, progress: Optional[ProgressCallback] = None,
                        force: bool = False) -> list[ExportedRun]:
