@@ -380,7 +380,7 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     return table, report
 
 
-def _read_segment(path: Path, size: int, buffer: bytearray) -> Union[int, OSError]:
+def _read_into(path: Path, size: int, buffer: bytearray) -> Union[int, OSError]:
     """Read up to ``size`` bytes of ``path`` into ``buffer``: how many were read, or why none could be."""
     try:
         with open(path, "rb") as fh:
@@ -389,7 +389,7 @@ def _read_segment(path: Path, size: int, buffer: bytearray) -> Union[int, OSErro
         return e
 
 
-def _read_ahead(paths: list[tuple[Path, int]], after_read: Optional[Callable[[int], None]] = None,
+def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None],
                 ) -> Iterator[tuple[Path, bytearray, Union[int, OSError]]]:
     """(path, buffer, bytes read into it or the error) of each segment, in order; a helper thread
     reads the next segment while the caller decodes this one, then calls ``after_read(i)`` with
@@ -406,9 +406,8 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Optional[Callable[[in
     buffers = (bytearray(largest), bytearray(largest))
 
     def read(i: int) -> Union[int, OSError]:
-        got = _read_segment(*paths[i], buffers[i % 2])
-        if after_read is not None:
-            after_read(i)
+        got = _read_into(*paths[i], buffers[i % 2])
+        after_read(i)
         return got
 
     with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
@@ -416,7 +415,7 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Optional[Callable[[in
             pending = reader.submit(read, 0)
         except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads, read in turn
             for path, size in paths:
-                yield path, buffers[0], _read_segment(path, size, buffers[0])
+                yield path, buffers[0], _read_into(path, size, buffers[0])
             return
         for i, (path, _) in enumerate(paths):
             got = pending.result()
