@@ -62,7 +62,8 @@ def _analyse_and_export(path: str, export_type: Optional[list], output: Optional
     from .progress import terminal_progress
 
     with terminal_progress("analysing", enabled=not quiet) as progress:
-        return analyse_and_export(path, export_type=export_type, output=output, progress=progress, force=force)
+        return analyse_and_export(path, export_type=export_type, output=output, progress=progress, force=force,
+                                  log_quality=False)
 
 
 def _report_problems(results: Sequence) -> int:
@@ -205,18 +206,19 @@ def cmd_memory(args: argparse.Namespace) -> int:
     else:
         summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
     if args.json:
-        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s)} for res, s in summaries], indent=2))
+        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s), "data_quality": res.quality.to_json()}
+                          for res, s in summaries], indent=2))
         return _report_problems(results)
     console = Console()
     for res, s in summaries:
         console.rule(f"{res.run_dir.name}  (memory)")
         if s.peak_mb is None:
-            console.print("no allocation data (operator_memory) in this run" +
+            console.print("no allocation data (operator_memory or memory_record) in this run" +
                           (f"; {s.allocations} allocations without totals" if s.allocations else ""))
         else:
-            step = "outside any step" if s.peak_step is None else f"step {s.peak_step}"
-            console.print(f"peak allocated: {s.peak_mb:,.3f} MB at {s.peak_ns / 1000.0:.3f} us ({step}); "
-                          f"{s.allocations} allocations recorded")
+            step = "no step recorded there" if s.peak_step is None else f"step {s.peak_step}"
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {s.peak_ns / 1000.0:.3f} us "
+                          f"({step}); {s.allocations} allocations recorded")
             live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
             for col in ("Operator", "Size(KB)", "Allocated at(us)", "Released at(us)"):
                 live.add_column(col)

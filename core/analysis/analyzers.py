@@ -298,7 +298,8 @@ def step_trace(events: EventTable) -> Table:
     Communication = union of communication *operators* (their tasks lie inside
     them); Overlapped = their intersection; Stage = the window; Free = the
     window covered by neither; Preparing = ProfilerStep start to the window's
-    start on a device run, else to the first compute event.
+    start on a device run, else to the first compute event (empty: not
+    measured, where the data has no step range).
     """
     numbers, host_starts, host_ends = step_spans(events)
     _, starts, ends = step_windows(events)
@@ -336,6 +337,10 @@ def step_trace(events: EventTable) -> Table:
     free = stage - both
     windowed = (starts != host_starts) | (ends != host_ends)
     preparing = np.where(windowed, starts - host_starts, np.where(first >= 0, first, host_ends - host_starts))
+    if len(numbers) and not (events["kind"] == np.uint8(EventKind.STEP)).any():
+        # no step range in the data (a trace missing, a run without steps): the step's start, so the time
+        # before its first task, is not measured
+        preparing = np.full(len(numbers), np.nan)
     us = lambda a: np.round(a / 1000.0, 3)  # noqa: E731
     comm_not_ov = communication - overlapped
     return Table("step_trace_time", STEP_TRACE_COLUMNS, {

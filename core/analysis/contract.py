@@ -57,6 +57,30 @@ def check_run_contract(events: EventTable, info: RunInfo, quality: DataQuality) 
     if own.get("collection_error"):
         quality.add(QualityIssue(subject, f"collection failed: {own['collection_error']}; the data stops there",
                                  affects=("all tables",)))
+    recorded = own.get("native_files")
+    if isinstance(recorded, dict):
+        _check_native_files(info, recorded, quality)
     dropped = own.get("events_dropped")
     if isinstance(dropped, int) and dropped > 0:
         quality.add(QualityIssue(subject, f"{dropped} event(s) dropped during collection", affects=("all tables",)))
+
+
+def _check_native_files(info: RunInfo, recorded: dict, quality: DataQuality) -> None:
+    """The framework profilers' files the window recorded when it stopped, against the disk now."""
+    gone, cut = [], []
+    for rel, size in recorded.items():
+        if not isinstance(size, int):
+            continue
+        try:
+            now = (info.run_dir / rel).stat().st_size
+        except OSError:
+            gone.append(rel)
+            continue
+        if now < size:
+            cut.append(f"{rel} ({now} of {size} bytes)")
+    quality.expected["native_files"] = len(recorded)
+    for what, files in (("removed since the window stopped", gone), ("cut short since the window stopped", cut)):
+        if files:
+            shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+            quality.add(QualityIssue(f"{info.run_dir.name}", f"{len(files)} framework profiler file(s) {what}: "
+                                                             f"{shown}", affects=("all tables",)))

@@ -158,6 +158,9 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
     events = assign_steps(events)
     quality = DataQuality(issues=list(ctx.issues))
     quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)
+    if not len(events):
+        quality.usable = False
+        quality.add(QualityIssue(str(run_dir), "no event could be read: nothing to analyse", ("all tables",)))
     check_run_contract(events, info, quality)
     # the warnings every caller prints: notes, then each data-quality issue
     warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]

@@ -21,7 +21,8 @@ STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(step numbers, starts, ends) of the ProfilerStep ranges, sorted by start.
 
-    With no step ranges the whole run is one step numbered 0.
+    With no step ranges the whole run is one step: numbered as the data numbers its events when they
+    all carry one step (kernel_details' ``Step Id`` of a run whose trace is missing), else 0.
     """
     idx = np.flatnonzero(events["kind"] == np.uint8(EventKind.STEP)) if len(events) else np.zeros(0, np.int64)
     if len(idx):
@@ -40,4 +41,7 @@ def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ts = events["ts"]
     start = int(ts.min())
     end = int((ts + events["dur"]).max())
-    return np.zeros(1, np.int32), np.array([start]), np.array([max(end, start + 1)])
+    own = np.unique(events["step"])
+    own = own[own >= 0]
+    number = int(own[0]) if len(own) == 1 else 0
+    return np.full(1, number, np.int32), np.array([start]), np.array([max(end, start + 1)])

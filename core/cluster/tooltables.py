@@ -259,8 +259,26 @@ def _window(run_dir: Path) -> dict:
     issues = [QualityIssue(f"{run_dir.name}/{OUTPUT_DIR}/{STEP_TRACE}",
                            f"has no {', '.join(absent)} column(s) (an older {info.origin} writes none): not measured",
                            tuple(f"cluster_step_trace_time.{c}" for c in absent))] if absent else []
+    issues += [QualityIssue(f"{run_dir.name}/{OUTPUT_DIR}/{Path(t).name}", "cut short (its JSON is not closed)",
+                            ("merged timeline", "per-rank traces", "report"))
+               for t in traces if not _json_closed(Path(t))]
     return dict(info=info, out_dir=out_dir, steps=steps, ops=ops, communication=comm, comm_ops=comm_ops,
                 spans=spans, matrix=matrix, traces=traces, issues=issues)
+
+
+def _json_closed(path: Path) -> bool:
+    """False for a plain JSON file whose last non-blank byte closes no array or object (a file cut short);
+    a check of its tail only, not a parse. Compressed files are taken as they are."""
+    if path.suffix == ".gz":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - 256))
+            tail = fh.read().rstrip()
+    except OSError:
+        return False
+    return tail.endswith((b"]", b"}"))
 
 
 def _merge_steps(dicts: list[dict], what: str) -> dict:

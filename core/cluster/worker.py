@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         ot.data["OP Type"], ot.data["Core Type"], ot.data["Count"], np.asarray(ot.data["Total Time(us)"]).tolist())] \
         if len(ot) else []
     c = comm_events(events)
-    communication = communication_json(c)
+    communication = communication_json(c) if c.details_measured else {}      # Level0: nothing measured
     # an operator's wait as its communication.json says (HCCL tasks' Notify_Wait, or the recorded wait_ns),
     # so the cluster_communication table and the communication files agree (and equal the tool's own)
     wait_ms = {(key, name): info["Communication Time Info"]["Wait Time(ms)"]
@@ -126,7 +127,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         a = comm_ops.setdefault((step, typ, grp), [0, 0.0, 0.0])
         a[0] += 1
         a[1] += dur / 1e3
-        a[2] += wait_ms.get((step_key(step), name), wait / 1e6) * 1e3
+        a[2] += wait_ms.get((step_key(step), name), wait / 1e6) * 1e3 if c.details_measured else math.nan
     links: dict = {}
     if c.has_links:
         owner = link_owners(c)

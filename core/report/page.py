@@ -9,20 +9,26 @@ trace file and cluster table. Numbers come from :func:`npuprof.cluster.
 cluster_analyse` (one rank works too), which also writes the tables linked
 from the page.
 
+The page opens with the job's data quality section when its data is not
+complete (:mod:`npuprof.quality`).
+
 Example::
 
-    path = write_report("./prof")             # -> ./prof/npuprof_report.html
+    report = write_report("./prof")           # report.path: ./prof/npuprof_report.html
+    report.quality.exit_code                  # 0 complete, 3 partial
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from ..fileio import atomic_write
+from ..quality import DataQuality
 from ..export import svg
 from ..export.memory_page import memory_section
 from ..export.svg import CSS, html_table
@@ -58,6 +64,25 @@ def _memory_part(summaries: list, t0: int) -> str:
                       memory_section(top.memory, heading=f"Memory over time, rank {top.rank}")])
 
 
+def quality_section(quality: DataQuality) -> str:
+    """The data quality section: every issue and what it affects ("" for complete data)."""
+    if quality.complete:
+        return ""
+    items = "".join(f"<li><b>{_e(i.subject)}</b>: {_e(i.problem)}"
+                    + (f" <i>(affects {_e(', '.join(i.affects))})</i>" if i.affects else "") + "</li>"
+                    for i in quality.issues)
+    return (f"<h2 id='data-quality'>Data quality: {_e(quality.verdict)}</h2>"
+            f"<p>The numbers below that these inputs affect are incomplete or not measured.</p><ul>{items}</ul>")
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """The page :func:`write_report` wrote and the data quality of what it shows."""
+
+    path: Path
+    quality: DataQuality
+
+
 def render(res: Any, page_dir: Path, title: str) -> str:
     """HTML text of the report for a :class:`~npuprof.cluster.ClusterResult`."""
     summaries = res.summaries
@@ -71,6 +96,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     parts.append(f"<h1>{_e(title)}</h1><p class='meta'>{len(summaries)} rank(s) on {len(hosts)} host(s) · "
                  f"{n_steps} step(s) · {sum(s.events for s in summaries):,} events · generated "
                  f"{_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by npuprof</p>")
+    parts.append(quality_section(res.quality))
 
     # -- step breakdown per step and per rank
     parts.append("<h2 id='steps'>Step time breakdown</h2>")
@@ -176,10 +202,10 @@ def render(res: Any, page_dir: Path, title: str) -> str:
 
 def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
                  workers: Optional[int] = None, timeline_ranks: Any = None,
-                 progress: Any = None, job: Optional[str] = None) -> Path:
+                 progress: Any = None, job: Optional[str] = None) -> WrittenReport:
     """Analyse ``path`` (a run or a parent of ranks' runs) and write the HTML report.
 
-    Returns the page path (default ``<path>/npuprof_report.html``).
+    Returns the page path (default ``<path>/npuprof_report.html``) and the data's quality.
     """
     from ..cluster import cluster_analyse
     from ..cluster.analyse import default_place
@@ -197,4 +223,4 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
     res = cluster_analyse(root, output=page.parent / f"{page.stem}_files", backend=backend, workers=workers,
                           timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
     title = f"npuprof report: {root.resolve().name}" + (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
-    return atomic_write(page, render(res, page.parent, title))
+    return WrittenReport(atomic_write(page, render(res, page.parent, title)), res.quality)
