@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from npuprof.events import EventTable
+from npuprof.readers.ascend_contract import problem_issue
 from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
-    problem_issue, read_ascend_output, writer_of
+    read_ascend_output, writer_of
 
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir

@@ -451,8 +451,9 @@ def read_db(path: Path, warn: Warn) -> EventTable:
 
 
 # -- one directory ------------------------------------------------------------------------------
-def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> EventTable:
-    """All events of one PROF_/JOB directory (see module doc)."""
+def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Optional[Warn] = None) -> EventTable:
+    """All events of one PROF_/JOB directory (see module doc). ``warn`` is told of every input lost,
+    ``note`` (default ``warn``) of what is left out on purpose."""
     prof_dir = Path(prof_dir)
     if run_msprof and not has_exports(prof_dir):
         exe = find_msprof()
@@ -483,15 +484,15 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> Event
     if (prof_dir / "timeline").is_dir():
         tables.append(read_svp_timeline(prof_dir, warn))
     if not tables and has_device_timelines(prof_dir):      # CANN 6.x/7.0: device_N/timeline/*.json
-        tables.append(read_device_timelines(prof_dir, warn))
+        tables.append(read_device_timelines(prof_dir, warn, note))
     return EventTable.concat(tables)
 
 
-def parse_many(prof_dirs: Iterable[Path], warn: Warn) -> EventTable:
+def parse_many(prof_dirs: Iterable[Path], warn: Warn, note: Optional[Warn] = None) -> EventTable:
     tables = []
     for d in prof_dirs:
         try:
-            tables.append(parse_prof_dir(Path(d), warn))
+            tables.append(parse_prof_dir(Path(d), warn, note=note))
         except ProfilerDataError as e:
             warn(str(e))
     return EventTable.concat(offset_corr(tables))   # each PROF_ dir numbers its connection ids from its own 0

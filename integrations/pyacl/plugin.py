@@ -181,13 +181,14 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Any:
 
     run_dir = Path(run_dir)
     if is_prof_dir(run_dir):
-        return parse_prof_dir(run_dir, context.warn)
+        return parse_prof_dir(run_dir, context.flag_message, note=context.warn)
     dirs = referenced_prof_dirs(run_dir)
     if not dirs:
         if (run_dir / NATIVE_DIR / "prof_dirs.json").exists():
-            context.warn(f"{run_dir}: the CANN PROF_ directories listed in {NATIVE_DIR}/prof_dirs.json are missing")
+            context.flag_message(f"{run_dir}: the CANN PROF_ directories listed in {NATIVE_DIR}/prof_dirs.json are "
+                                 "missing")
         return None
-    return parse_many(dirs, context.warn)
+    return parse_many(dirs, context.flag_message, note=context.warn)
 
 
 @hookimpl
