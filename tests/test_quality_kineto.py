@@ -110,7 +110,8 @@ def _trace(tmp_path: Path, with_device: bool) -> Path:
         events += [_x(cat, name, pid, ts, dur, **args) for cat, name, pid, ts, dur, args in DEVICE_EVENTS]
     path = tmp_path / ("mtia" if with_device else "host") / "rank-0.pt.trace.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    path.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},
+                                "traceEvents": events}))
     return path
 
 
@@ -156,6 +157,11 @@ def test_a_host_only_trace_has_no_computing_and_exits_3(tmp_path, capsys):
     header, row = csv_path.read_text().splitlines()[:2]
     cells = dict(zip(header.split(","), row.split(",")))
     assert cells["Computing"] == "" and cells["Stage"] == "10000.0"
+    cluster_dir = tmp_path / "cluster"
+    assert main(["cluster", str(path.parent), "-o", str(cluster_dir), "--quiet", "--backend", "serial"]) == 3
+    header, row = (cluster_dir / "cluster_step_trace_time.csv").read_text().splitlines()[:2]
+    cells = dict(zip(header.split(","), row.split(",")))
+    assert cells["Computing"] == "" and cells["Free"] == "" and cells["Stage"] == "10000.0"
 
 
 def test_the_real_host_only_trace_is_flagged_not_measured():
