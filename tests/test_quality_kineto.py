@@ -162,6 +162,9 @@ def test_a_host_only_trace_has_no_computing_and_exits_3(tmp_path, capsys):
     header, row = (cluster_dir / "cluster_step_trace_time.csv").read_text().splitlines()[:2]
     cells = dict(zip(header.split(","), row.split(",")))
     assert cells["Computing"] == "" and cells["Free"] == "" and cells["Stage"] == "10000.0"
+    page = tmp_path / "report.html"
+    main(["report", str(path.parent), "-o", str(page)])      # draws what was measured, says N/A for the rest
+    assert "N/A" in page.read_text()
 
 
 def test_the_real_host_only_trace_is_flagged_not_measured():
