@@ -251,7 +251,7 @@ def _print_table(console: object, table: object, limit: int) -> None:
     for col in table.columns:  # type: ignore[attr-defined]
         rt.add_column(col, overflow="fold")
     for row in table.head(limit):  # type: ignore[attr-defined]
-        rt.add_row(*[str(x) for x in row])
+        rt.add_row(*["N/A" if x is None else str(x) for x in row])     # None: not measured
     console.print(rt)  # type: ignore[attr-defined]
 
 

@@ -22,6 +22,7 @@ from ..events import EventKind, EventTable
 from ..quality import DataQuality, QualityIssue
 from ..runinfo import RunInfo, RunOrigin
 from .steps import step_spans
+from .table import Table
 
 STEP_TABLES = ("step_trace_time", "op_statistic", "kernel_details")
 
@@ -84,3 +85,19 @@ def _check_native_files(info: RunInfo, recorded: dict, quality: DataQuality) -> 
             shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
             quality.add(QualityIssue(f"{info.run_dir.name}", f"{len(files)} framework profiler file(s) {what}: "
                                                              f"{shown}", affects=("all tables",)))
+
+
+def leave_unmeasured_empty(tables: dict[str, Table], quality: DataQuality) -> None:
+    """Empty (None) every ``table.column`` an issue says the data cannot measure: a host-only trace's
+    Computing is not filled from host operators, it is "not measured".
+
+    Example::
+
+        leave_unmeasured_empty(result.tables, result.quality)
+        result.tables["step_trace_time"].column("Computing")     # [None, None]
+    """
+    for target in quality.not_measured:
+        name, _, column = target.partition(".")
+        table = tables.get(name)
+        if table is not None and column in table.columns:
+            table.data[column] = [None] * len(table)

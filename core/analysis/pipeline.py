@@ -29,7 +29,7 @@ from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
-from .contract import check_run_contract
+from .contract import check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
 
 log = logging.getLogger("npuprof")
@@ -195,6 +195,7 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
+    leave_unmeasured_empty(result.tables, quality)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 

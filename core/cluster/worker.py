@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -24,7 +25,7 @@ import numpy as np
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_run
-from ..quality import QualityIssue
+from ..quality import DataQuality, QualityIssue
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
 from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
@@ -174,6 +175,10 @@ def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
     events, info, warnings, traces, issues = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points)
+    for target in DataQuality(issues=list(issues)).not_measured:    # NaN: an empty cell, "not measured"
+        table, _, column = target.partition(".")
+        if table == "step_trace_time" and column in data["steps"]:
+            data["steps"][column] = [math.nan] * len(data["steps"][column])
     return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, issues=issues,
                        parallel_groups=parallel_groups_of(task.run_dirs), **data)
 

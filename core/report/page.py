@@ -45,8 +45,14 @@ def _rel(target: Union[str, Path], base: Path) -> str:
     return Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix()
 
 
-def _num(v: float) -> str:
-    return f"{v:,.1f}"
+def _num(v: Optional[float]) -> str:
+    return "N/A" if v is None else f"{v:,.1f}"      # None: not measured
+
+
+def _mean_measured(values: list) -> float:
+    """Mean of the measured values (None: not measured, left out); 0.0 when none is."""
+    measured = [v for v in values if v is not None]
+    return float(np.mean(measured)) if measured else 0.0
 
 
 def _memory_part(summaries: list, t0: int) -> str:
@@ -100,12 +106,14 @@ def render(res: Any, page_dir: Path, title: str) -> str:
 
     # -- step breakdown per step and per rank
     parts.append("<h2 id='steps'>Step time breakdown</h2>")
-    cols = ["Computing", "Communication(Not Overlapped)", "Overlapped", "Free"]
+    # a column no rank measured (a host-only trace's device time) is left out of the charts, not drawn as 0
+    cols = [c for c in ("Computing", "Communication(Not Overlapped)", "Overlapped", "Free")
+            if any(r[c] is not None for r in steps_t)]
     by_step: dict = {}
     for r in steps_t:
         by_step.setdefault(r["Step"], []).append(r)
     step_labels = [str(s) for s in sorted(by_step)]
-    series = {c: [float(np.mean([r[c] for r in by_step[int(s)]])) for s in step_labels] for c in cols}
+    series = {c: [_mean_measured([r[c] for r in by_step[int(s)]]) for s in step_labels] for c in cols}
     parts.append("<p class='note'>Per step, mean over ranks (µs). Computing + Communication(Not Overlapped) + Free "
                  "= step time; Overlapped is communication hidden under computing.</p>")
     parts.append(svg.stacked_bars(step_labels, series, "µs", x_title="step"))
@@ -113,7 +121,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     for r in steps_t:
         by_rank.setdefault(r["Index"], []).append(r)
     rank_labels = [str(r) for r in sorted(by_rank)]
-    series_r = {c: [float(np.mean([x[c] for x in by_rank[int(r)]])) for r in rank_labels] for c in cols}
+    series_r = {c: [_mean_measured([x[c] for x in by_rank[int(r)]]) for r in rank_labels] for c in cols}
     parts.append("<p class='note'>Per rank, mean over steps (µs); slow ranks outlined in red.</p>")
     parts.append(svg.stacked_bars(rank_labels, series_r, "µs", highlight={str(r) for r in slow}, x_title="rank"))
     if res.slow.get("applicable"):
