@@ -48,12 +48,14 @@ FILE_AFFECTS = {
 
 # The columns numbers are computed from (readers of this package) or that the tool's own tables show.
 SOURCE_COLUMNS = {
-    KERNEL_DETAILS: ("Type", "Accelerator Core", "Wait Time(us)"),
+    KERNEL_DETAILS: ("Type", "Stream ID", "Accelerator Core", "Wait Time(us)"),
     MEMORY_RECORD: ("Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)", "Total Active(MB)",
                     "Device Type"),
     NPU_MODULE_MEM: ("Component", "Timestamp(us)", "Total Reserved(MB)", "Device"),
-    OPERATOR_MEMORY: ("Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)", "Allocation Total Allocated(MB)",
-                      "Release Total Allocated(MB)"),
+    OPERATOR_MEMORY: ("Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)", "Active Release Time(us)",
+                      "Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)", "Allocation Total Active(MB)",
+                      "Release Total Allocated(MB)", "Release Total Reserved(MB)", "Release Total Active(MB)",
+                      "Device Type"),
     OP_STATISTIC: ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)", "Max Time(us)",
                    "Ratio(%)"),
     STEP_TRACE_TIME: ("Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
