@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 VERBS = ("analyse", "show", "memory")
+BINARY_SUFFIXES = (".npr", ".pb", ".db", ".gz")
 _DIGITS = re.compile(r"\d+")
 
 
@@ -101,6 +102,8 @@ def variants(sample: Path, columns: bool = True) -> list[Variant]:
         out.append(Variant(f"emptied {rel}", _at(rel, lambda p: p.write_bytes(b""))))
         for fraction in (0.37, 0.81):
             out.append(Variant(f"cut {rel} at {fraction:.0%}", _at(rel, _cut(fraction))))
+        if path.suffix in BINARY_SUFFIXES:
+            out.append(Variant(f"zeroed {rel}", _at(rel, lambda p: p.write_bytes(bytes(p.stat().st_size)))))
         if columns and path.suffix == ".csv":
             with open(path, encoding="utf-8-sig", newline="") as fh:
                 header = next(csv.reader(fh), [])

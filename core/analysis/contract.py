@@ -44,6 +44,11 @@ def check_run_contract(events: EventTable, info: RunInfo, quality: DataQuality) 
     quality.expected.update({"steps": list(info.steps), "state": "stopped"})
     quality.found.update({"steps": steps, "state": info.state, "events": len(events)})
     subject = f"{info.run_dir.name}/profiler_info"
+    if not own:
+        if not any(info.run_dir.glob("profiler_info*.json")):     # a damaged one is flagged where it is read
+            quality.add(QualityIssue(subject, "missing: the window's clock, steps and state are unknown; times and "
+                                              "steps are as the raw data alone says", affects=("all tables",)))
+        return
     if info.state == "running":
         last = f"step {steps[-1]}" if steps else ("step " + str(info.steps[-1]) if info.steps else "its start")
         quality.add(QualityIssue(subject, f"window cut at {last}: the process ended before the window was "
