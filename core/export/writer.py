@@ -183,10 +183,11 @@ def exporter_names() -> list[str]:
 
 def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[ExportTypeLike]] = None,
                        output: Optional[Union[str, Path]] = None, progress: Optional[ProgressCallback] = None,
-                       force: bool = False) -> list[ExportedRun]:
+                       force: bool = False, steps: Optional[Sequence[int]] = None) -> list[ExportedRun]:
     """Analyse every run at ``path`` and write each one's outputs (``npuprof analyse``).
 
-    Output places are checked for every run before any run is analysed.
+    Output places are checked for every run before any run is analysed;
+    ``steps`` keeps those steps of each run (see :func:`analyse_run`).
 
     Example::
 
@@ -210,7 +211,7 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
     out = []
     for run in runs:
         try:
-            result = analyse_run(run, force=force, phases=phases,
+            result = analyse_run(run, force=force, phases=phases, steps=steps,
                                  on_loaded=lambda events, info, run=run: _start_trace(events, info, run, export_type,
                                                                                       output, root))
             out.append(export_result(result, export_type, output, root, phases))
