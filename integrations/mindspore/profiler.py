@@ -327,10 +327,10 @@ def _check_analyse_arguments(pretty: Any, step_list: Any, mode: Any) -> tuple[bo
     if step_list is not None:
         ok = isinstance(step_list, (list, tuple)) and len(step_list) > 0 and \
             all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in step_list)
-        if not ok or list(step_list) != list(range(step_list[0], step_list[0] + len(step_list))):
+        steps = sorted(step_list) if ok else []
+        if not ok or steps != list(range(steps[0], steps[0] + len(steps))):
             raise ProfilerConfigError("step_list", step_list, "None or a list of consecutive step numbers >= 0, "
                                       "e.g. [2, 3, 4]")
-        steps = list(step_list)
     if mode not in ANALYSE_MODES:
         raise ProfilerConfigError("mode", mode, "one of " + ", ".join(repr(m) for m in ANALYSE_MODES))
     return pretty_on, steps, mode == "async"
