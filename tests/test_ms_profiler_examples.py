@@ -221,3 +221,47 @@ def test_mindspores_own_enum_members_in_core_and_drop_in(tmp_path):
     assert errors["metrics_cpu_only"][0] == "aicore_metrics" and "NPU" in errors["metrics_cpu_only"][1]
     assert errors["stack_npu_only"][0] == "with_stack"
     assert errors["pcie_on_cpu"][0] == "pcie" and "Ascend" in errors["pcie_on_cpu"][1]
+
+
+SCHEDULED = '''
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+import mindspore.dataset as ds
+from mindspore.profiler import schedule
+from mindspore.train import Callback
+import npuprof
+from npuprof.integrations.mindspore import Profiler
+
+class StepEveryStep(Callback):
+    def __init__(self, profiler):
+        super().__init__()
+        self.profiler = profiler
+
+    def step_end(self, run_context):
+        self.profiler.step()
+
+def harness_data():
+    for i in range(5):
+        yield (np.ones([2, 2]).astype(np.float32), np.ones([2]).astype(np.int32))
+
+if __name__ == "__main__":
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    profiler = Profiler(schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+                        on_trace_ready=npuprof.tensorboard_trace_handler("./tb"))
+    net = nn.Dense(2, 2)
+    model = ms.train.Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True),
+                           nn.Momentum(net.trainable_params(), 1, 0.9))
+    model.train(1, ds.GeneratorDataset(harness_data, ["data", "label"]), callbacks=[StepEveryStep(profiler)])
+    profiler.analyse()          # with a schedule: "use on_trace_ready", nothing more
+'''
+
+
+def test_scheduled_drop_in_with_mindspores_schedule_and_a_trace_handler(tmp_path):
+    proc = _run(SCHEDULED, tmp_path)
+    got = _analysed(_one_run(tmp_path / "tb"))
+    assert got["steps"] == [2, 3]                    # wait 1, warmup 1, active 2: steps #2 and #3 (from 0)
+    assert got["matmul"] == 2 * MATMULS_PER_STEP
+    _assert_simplified(got["left"])                  # on_trace_ready's window is simplified too
+    assert "on_trace_ready" in proc.stderr
+    assert not (tmp_path / "data").exists() or not list((tmp_path / "data").glob("*_ascend_ms"))

@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -37,7 +38,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from npuprof.enums import AicoreMetrics, ProfilerActivity, ProfilerLevel
 from npuprof.errors import ProfilerConfigError, ProfilerDataError
@@ -122,6 +123,8 @@ class Profiler:
         self._step_marker: Optional[model_steps.StepMarker] = None
         if schedule is None:
             model_steps.watch()
+        if self.data_simplification and callable(on_trace_ready):
+            on_trace_ready = _simplifying(on_trace_ready)
         self._profiler = make_profiler(
             start_profile=False, output_path=output_path, profiler_level=level,
             activities=None if activities is None else plain(activities), schedule=schedule,
@@ -348,6 +351,18 @@ def _finish_run(run_dir: Path, output_dir: Path, pretty: bool, simplify: bool) -
             indent_json(path)
     if simplify and _is_own_run(run_dir):
         simplify_run(run_dir)
+
+
+def _simplifying(on_trace_ready: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``on_trace_ready`` followed by the simplification of the window it analysed (as MindSpore's handler)."""
+    @functools.wraps(on_trace_ready)   # keeps what npuprof looks for in a handler (its settings, its origin)
+    def ready(prof: Any) -> None:
+        on_trace_ready(prof)
+        run = Path(prof.saved_runs[-1]) if prof.saved_runs else None
+        if run is not None and _has_outputs(run) and _is_own_run(run):
+            simplify_run(run)
+
+    return ready
 
 
 def _is_own_run(run_dir: Path) -> bool:
