@@ -108,8 +108,8 @@ def test_start_stop_analyse_and_simplification(tmp_path):
     _work()
     prof.stop()
     [run] = _runs(tmp_path)
-    (run / "FRAMEWORK").mkdir()                  # as MindSpore's plugin leaves them on a real run
-    (run / "MINDSPORE" / "x_1_2_ascend_ms" / "logs").mkdir(parents=True)
+    (run / "FRAMEWORK").mkdir(exist_ok=True)     # as MindSpore's plugin leaves them on a real run
+    (run / "MINDSPORE" / "x_1_2_ascend_ms" / "logs").mkdir(parents=True, exist_ok=True)
     results = prof.analyse(pretty=True)
     assert [r.run_dir for r in results] == [run]
     out = run / "ASCEND_PROFILER_OUTPUT"
@@ -125,7 +125,7 @@ def test_data_simplification_false_keeps_everything(tmp_path):
     with Profiler(output_path=str(tmp_path), activities=["CPU"], data_simplification=False) as prof:
         _work()
     [run] = _runs(tmp_path)
-    (run / "FRAMEWORK").mkdir()
+    (run / "FRAMEWORK").mkdir(exist_ok=True)
     prof.analyse()
     assert (run / "FRAMEWORK").is_dir() and (run / "ASCEND_PROFILER_OUTPUT" / "analyse.done").exists()
 
