@@ -106,6 +106,7 @@ class Profiler:
                  mstx_domain_exclude: Any = None, host_sys: Any = None, sys_io: Any = False,
                  sys_interconnection: Any = False, **npuprof_options: Any) -> None:
         self._has_started = False
+        start_now = check_bool("start_profile", start_profile)
         metrics_name, metrics = _metrics_argument(aicore_metrics, aic_metrics)
         level = check_enum("profiler_level", plain(profiler_level), ProfilerLevel)
         acts = set(check_enum_list("activities", [ProfilerActivity.CPU, ProfilerActivity.NPU]
@@ -134,7 +135,7 @@ class Profiler:
             record_shapes=record_shapes, export_type=export_type, mstx=mstx,
             mstx_domain_include=mstx_domain_include, mstx_domain_exclude=mstx_domain_exclude, host_sys=host_sys,
             sys_io=sys_io, sys_interconnection=sys_interconnection, **npuprof_options)
-        if check_bool("start_profile", start_profile):
+        if start_now:
             self.start()
 
     # -- what is underneath ------------------------------------------------------------------------------------------
@@ -145,6 +146,7 @@ class Profiler:
 
     @property
     def step_num(self) -> int:
+        """The schedule's step number (0 before the first ``step()``)."""
         return int(self._profiler.step_num)
 
     # -- MindSpore's methods -----------------------------------------------------------------------------------------
@@ -218,14 +220,13 @@ class Profiler:
             log.warning("npuprof: the profiler has a schedule; please use 'on_trace_ready' to analyse data "
                         "(e.g. npuprof.tensorboard_trace_handler)")
             return []
-        runs = [run for run in self._profiler.saved_runs if not _has_outputs(run)]
         if run_async:
-            _analyse_in_child([str(r) for r in runs], pretty_on, steps, self.data_simplification)
+            runs = [str(run) for run in self._profiler.saved_runs if not _has_outputs(run)]
+            _analyse_in_child(runs, pretty_on, steps, self.data_simplification)
             return []
-        results = []
-        for run in runs:
-            results.append(self._profiler._export_window(run, steps=steps))
-            _finish_run(run, run / OUTPUT_DIR, pretty_on, self.data_simplification)
+        results = self._profiler.analyse(steps=steps)     # the windows not analysed yet
+        for result in results:
+            _finish_run(result.run_dir, result.run_dir / OUTPUT_DIR, pretty_on, self.data_simplification)
         return results
 
     @classmethod
