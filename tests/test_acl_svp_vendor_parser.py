@@ -135,3 +135,16 @@ def test_a_parser_path_that_is_not_a_file_is_an_error(tmp_path, monkeypatch):
     with pytest.raises(ProfilerDataError) as e:
         npuprof.analyse(job)
     assert "NPUPROF_MSPROF_PYC" in str(e.value)
+
+
+@pytest.mark.parametrize("command", [["import"], ["export", "summary"], ["show"]])
+def test_msprof_pyc_commands_take_collection_dir(tmp_path, stand_in, monkeypatch, capsys, command):
+    job = _raw_job(tmp_path / "board")
+    monkeypatch.setenv("NPUPROF_MSPROF_PYC", str(stand_in))
+    out = ["-o", str(tmp_path / "out")] if command[0] != "show" else []
+    assert main([*command, "--collection-dir", str(job), *out]) == 0
+    if command[0] == "show":
+        shown = capsys.readouterr().out
+        assert "JOBABCDEFGH  (3 events" in shown and "AA_CPU" in shown   # the vendor-exported kernels
+    else:
+        assert list((tmp_path / "out").rglob("op_statistic.csv"))
