@@ -431,14 +431,22 @@ def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
             args = ev.get("args")
             args = args if isinstance(args, dict) else {}
             rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
-                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0, "{}"))
+                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0,
+                         json.dumps({k: args[k] for k in ("Task Id", "Task Type") if k in args})))
         tables.append(_events(EventKind.KERNEL, rows, warn, path))
     for path in _latest((job_dir / "timeline").glob("acl_*.json")):
         rows = [(ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
-                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), "{}")
+                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), _svp_api_args(ev))
                 for ev, ts in _complete_events(_load_json(path))]
         tables.append(_events(EventKind.API, rows, warn, path))
     return EventTable.concat(tables)
+
+
+def _svp_api_args(ev: dict) -> str:
+    """The ACL call's ``Mode`` (API type, seed 002's acl_* timeline field), kept in its args."""
+    args = ev.get("args")
+    mode = args.get("Mode") if isinstance(args, dict) else None
+    return json.dumps({"Mode": mode}) if mode is not None else "{}"
 
 
 def read_db(path: Path, warn: Warn) -> EventTable:
