@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
-    i.add_argument("-dir", "--dir", required=True)
+    i.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
+                   help="the data (msprof.pyc calls it --collection-dir)")
     i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
@@ -301,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("what", choices=["timeline", "summary", "ascend", "db"],
                    help="db: as ascend, each copy also holding ascend_{pytorch|mindspore}_profiler_{rank}.db and its "
                         "analysis database (msprof-analyze cluster -m <recipe>, MindStudio Insight)")
-    e.add_argument("-dir", "--dir", required=True)
+    e.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
+                   help="the data (msprof.pyc calls it --collection-dir)")
     e.add_argument("-o", "--output", default=None,
                    help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
@@ -310,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("show", help="print the summary tables")
-    s.add_argument("-dir", "--dir", required=True)
+    s.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
+                   help="the data (msprof.pyc calls it --collection-dir)")
     s.add_argument("--limit", type=int, default=15)
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")

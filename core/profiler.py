@@ -84,7 +84,9 @@ class Profiler:
     Hz, ``mstx``, ``data_simplification``, ``export_type`` (text, db),
     ``start_profile`` (start in the constructor), ``worker_name``, ``rank``.
     Also ``flush_interval`` (s, raw-data durability), ``storage_limit``
-    ("200MB"), ``world_size``, ``device_id``, ``experimental_config``, and
+    ("200MB"), ``world_size``, ``device_id`` (an id, or a list of ids: a
+    pyACL app profiles them all in one ``acl.prof`` configuration),
+    ``experimental_config``, and
     ``python_memory`` (Python allocations by the line that made them, with
     ``tracemalloc``: costly, see README's bench table; the plugin
     :mod:`npuprof.plugins.python_memory`).

@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
@@ -31,6 +31,7 @@ from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
 from .contract import check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
+from .steps import select_steps
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
@@ -170,13 +171,16 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
 @ordinary_pages()
 def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
                 force: bool = False, phases: Optional[PhaseCounter] = None,
-                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None) -> AnalysisResult:
+                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None,
+                steps: Optional[Sequence[int]] = None) -> AnalysisResult:
     """Parse and analyse one run; writes nothing.
 
     ``progress(message, done, total)`` is told each phase as it starts
     (parsing, each analyzer); ``force`` reads input files over the size limit;
     ``on_loaded(events, info)`` is called once the events are parsed, before
-    the analyzers (the writer starts the trace there).
+    the analyzers (the writer starts the trace there). ``steps`` (consecutive
+    step numbers) keeps the events that start within those ``ProfilerStep``
+    ranges (mindspore.profiler's ``step_list``).
 
     Example::
 
@@ -188,6 +192,8 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
         events, info, warnings, skipped, quality = _load(run_dir)
+    if steps is not None:
+        events = select_steps(events, steps)
     if on_loaded is not None:
         on_loaded(events, info)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped,

@@ -217,10 +217,12 @@ def exporter_names() -> list[str]:
 
 def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[ExportTypeLike]] = None,
                        output: Optional[Union[str, Path]] = None, progress: Optional[ProgressCallback] = None,
-                       force: bool = False, log_quality: bool = True) -> list[ExportedRun]:
+                       force: bool = False, steps: Optional[Sequence[int]] = None,
+                       log_quality: bool = True) -> list[ExportedRun]:
     """Analyse every run at ``path`` and write each one's outputs (``npuprof analyse``).
 
-    Output places are checked for every run before any run is analysed. A run
+    Output places are checked for every run before any run is analysed;
+    ``steps`` keeps those steps of each run (see :func:`analyse_run`). A run
     whose data is not complete has its data quality section logged as one
     warning (``log_quality``; the command line prints it itself).
 
@@ -246,7 +248,7 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
     out = []
     for run in runs:
         try:
-            result = analyse_run(run, force=force, phases=phases,
+            result = analyse_run(run, force=force, phases=phases, steps=steps,
                                  on_loaded=lambda events, info, run=run: _start_trace(events, info, run, export_type,
                                                                                       output, root))
             out.append(export_result(result, export_type, output, root, phases))
