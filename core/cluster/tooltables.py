@@ -88,7 +88,10 @@ def _csv_rows(path: Path, columns: tuple) -> list[dict]:
     """The rows of one of the tool's CSVs as :func:`npuprof.export.own_tables.read_own_tables` reads them
     (``show`` displays the same files), as dicts of strings; ``columns`` are the ones it must have."""
     from ..export.own_tables import read_own_tables
+    from ..readers.ascend_contract import cut_short
 
+    if cut_short(path):
+        raise _Unusable(f"{path.name} cut short (its last row ends no line)")
     table = read_own_tables(path.parent.parent, [path.stem]).get(path.stem)
     if table is None:
         raise _Unusable(f"no {path.parent.name}/{path.name} (or not readable as CSV)")
