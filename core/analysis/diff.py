@@ -21,8 +21,10 @@ What it answers, largest first:
 - the **memory** peak per side when both sides have allocation data.
 
 Steps: events count in the step they started in; a device kernel or
-collective that has a launch (same correlation id) counts in its launch's step
-(as HTA attributes kernels to iterations).
+collective with a correlation id counts in its launch's step, and in none
+when its launch is not in the trace (as HTA attributes kernels to
+iterations). Each side's ``outside_steps`` counts the events of the compared
+kinds left outside the compared steps.
 
 Example::
 
@@ -74,7 +76,8 @@ _STEPS_RE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 class DiffOptions:
     """What to compare. ``*_steps``: inclusive step-number ranges (None: every step);
     ``metric``: ``step`` (the step time), a breakdown column, or ``BY:NAME`` (one row's time per step,
-    e.g. ``range:forward``); ``name_map``: base name -> new name (``--map``)."""
+    e.g. ``range:forward``); ``name_map``: base name -> new name (``--map``); ``normalise``: False
+    matches names exactly (and by ``name_map``) only, as HTA's TraceDiff without short names."""
 
     by: tuple[str, ...] = BY_KINDS
     top: int = 10
@@ -82,6 +85,7 @@ class DiffOptions:
     new_steps: Optional[tuple[int, int]] = None
     metric: str = "step"
     name_map: Optional[dict[str, str]] = None
+    normalise: bool = True
 
 
 def parse_steps(param: str, value: Any) -> Optional[tuple[int, int]]:
@@ -162,6 +166,7 @@ class Side:
     events: int
     steps: list[int]
     step_ms: list[float]
+    outside_steps: int          # events of the compared kinds outside the compared steps (not in any row)
 
 
 @dataclass(frozen=True)
@@ -359,7 +364,9 @@ def _prepare(result: AnalysisResult, steps: Optional[tuple[int, int]], param: st
 
 
 def _launch_steps(events: EventTable) -> np.ndarray:
-    """Each event's step; device kernels and collectives with a launch on the host take the launch's step."""
+    """Each event's step. A device kernel or collective with a correlation id takes its launch's step
+    (HTA's rule); on a run with ProfilerStep ranges one whose launch is not in the trace (launched
+    before recording began) is in no step, as HTA counts it."""
     if not len(events):
         return np.zeros(0, np.int32)
     step = np.array(events["step"], dtype=np.int32, copy=True)
@@ -376,6 +383,8 @@ def _launch_steps(events: EventTable) -> np.ndarray:
     pos = np.clip(np.searchsorted(hc, dc), 0, len(hc) - 1)
     found = hc[pos] == dc
     step[rows[found]] = hs[pos[found]]
+    if (kind == np.uint8(EventKind.STEP)).any():
+        step[rows[~found]] = -1
     return step
 
 
@@ -428,14 +437,14 @@ def _group_of(args: dict) -> str:
 
 
 def _compare_rows(base: _Prepared, new: _Prepared, by_kinds: Sequence[str],
-                  name_map: Optional[dict[str, str]]) -> list[DiffRow]:
+                  name_map: Optional[dict[str, str]], normalise: bool) -> list[DiffRow]:
     out: list[DiffRow] = []
     # steps are compared by number when both sides have the same ones, else by position
     by_position = set(base.steps.tolist()) != set(new.steps.tolist())
     for by in by_kinds:
         b, n = _row_totals(base, by, by_position), _row_totals(new, by, by_position)
         rows = []
-        for m in match_names(b, n, name_map if by != "step" else None):
+        for m in match_names(b, n, name_map if by != "step" else None, normalise):
             bc = sum(b[x][0] for x in m.base)
             nc = sum(n[x][0] for x in m.new)
             bt = sum(b[x][1] for x in m.base)
@@ -511,21 +520,26 @@ def compare(base: AnalysisResult, new: AnalysisResult, options: Optional[DiffOpt
         bu = float(b.breakdown[col].mean()) if len(b.steps) else 0.0
         nu = float(n.breakdown[col].mean()) if len(n.steps) else 0.0
         breakdown.append(BreakdownRow(col, round(bu, 3), round(nu, 3), round(nu - bu, 3)))
-    rows = _compare_rows(b, n, opts.by, opts.name_map)
+    rows = _compare_rows(b, n, opts.by, opts.name_map, opts.normalise)
     unmatched = {"base": [UnmatchedRow(r.by, r.name, r.base_count, r.base_total_us) for r in rows
                           if r.match == BASE_ONLY],
                  "new": [UnmatchedRow(r.by, r.name, r.new_count, r.new_total_us) for r in rows
                          if r.match == NEW_ONLY]}
     return DiffResult(
-        base=_side(b), new=_side(n), step_time=step_time, breakdown=breakdown, rows=rows,
+        base=_side(b, opts.by), new=_side(n, opts.by), step_time=step_time, breakdown=breakdown, rows=rows,
         top_contributors=_contributors(rows, b, n, opts.top), unmatched=unmatched, memory=_memory(base, new),
         data_quality={"base": input_quality(base), "new": input_quality(new)}, options=opts)
 
 
-def _side(p: _Prepared) -> Side:
+def _side(p: _Prepared, by_kinds: Sequence[str]) -> Side:
     res = p.result
+    outside = 0
+    if len(res.events):
+        kinds = [int(_ROW_KINDS[b]) for b in by_kinds if b in _ROW_KINDS]
+        outside = int((np.isin(res.events["kind"], kinds) & ~p.in_steps).sum()) if kinds else 0
     return Side(path=str(res.run_dir), kind=res.info.origin.value, rank=res.rank, events=len(res.events),
-                steps=p.steps.tolist(), step_ms=[round(v / 1e3, 6) for v in p.breakdown["Stage"].tolist()])
+                steps=p.steps.tolist(), step_ms=[round(v / 1e3, 6) for v in p.breakdown["Stage"].tolist()],
+                outside_steps=outside)
 
 
 def _r3(v: Any) -> Any:

@@ -89,9 +89,10 @@ class NameMatch:
         return b if b == n else f"{b} -> {n}"
 
 
-def match_names(base: Iterable[str], new: Iterable[str],
-                name_map: Optional[Mapping[str, str]] = None) -> list[NameMatch]:
-    """Match two sides' distinct names (exact, normalised, then ``name_map``); every name is in one match."""
+def match_names(base: Iterable[str], new: Iterable[str], name_map: Optional[Mapping[str, str]] = None,
+                normalise: bool = True) -> list[NameMatch]:
+    """Match two sides' distinct names (exact, normalised unless ``normalise`` is False, then ``name_map``);
+    every name is in one match."""
     base_left = list(dict.fromkeys(base))
     new_left = list(dict.fromkeys(new))
     new_set = set(new_left)
@@ -99,7 +100,7 @@ def match_names(base: Iterable[str], new: Iterable[str],
     done = {n for n in base_left if n in new_set}
     base_left = [n for n in base_left if n not in done]
     new_left = [n for n in new_left if n not in done]
-    stages = [(NORMALISED, normalise_name, normalise_name)]
+    stages = [(NORMALISED, normalise_name, normalise_name)] if normalise else []
     if name_map:
         stages.append((MAPPED, lambda n: name_map.get(n, "\0unmapped:" + n), lambda n: n))
     for how, base_key, new_key in stages:

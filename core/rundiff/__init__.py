@@ -22,7 +22,7 @@ from ..analysis.diffnames import read_name_map
 from ..analysis.pipeline import analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
-from ..validate import check_int
+from ..validate import check_bool, check_int
 
 log = logging.getLogger("npuprof")
 PathLike = Union[str, Path]
@@ -57,7 +57,7 @@ def pick_run(path: PathLike, rank: Optional[int], param: str) -> Path:
 
 
 def diff_options(*, steps: Any = None, base_steps: Any = None, new_steps: Any = None, by: Any = "all",
-                 top: Any = 10, metric: Any = "step", name_map: Any = None) -> DiffOptions:
+                 top: Any = 10, metric: Any = "step", name_map: Any = None, normalise: Any = True) -> DiffOptions:
     """Checked :class:`DiffOptions` from the CLI's / API's values (``ProfilerConfigError`` naming the option)."""
     both = parse_steps("--steps", steps)
     if isinstance(name_map, (str, Path)):
@@ -69,7 +69,8 @@ def diff_options(*, steps: Any = None, base_steps: Any = None, new_steps: Any = 
                        top=check_int("--top", top, minimum=1),
                        base_steps=parse_steps("--base-steps", base_steps) or both,
                        new_steps=parse_steps("--new-steps", new_steps) or both,
-                       metric=check_metric(metric), name_map=name_map)
+                       metric=check_metric(metric), name_map=name_map,
+                       normalise=check_bool("normalise", normalise))
 
 
 def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, AnalysisResult], *,
@@ -78,7 +79,7 @@ def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, Analy
     """Analyse ``base`` and ``new`` (paths, or results already analysed) and compare them.
 
     ``options`` are :func:`diff_options`' (``steps``, ``base_steps``, ``new_steps``, ``by``, ``top``,
-    ``metric``, ``name_map``). Options are checked before anything is read.
+    ``metric``, ``name_map``, ``normalise``). Options are checked before anything is read.
     """
     opts = diff_options(**options)
     ranks = [check_int("--base-rank", base_rank if base_rank is not None else rank, minimum=0)

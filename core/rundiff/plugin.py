@@ -49,10 +49,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     target = _check_output(args.output, [args.base, args.new]) if args.output else None
     fail_on = _fail_on(args.fail_on) if args.fail_on is not None else None
     diff_options(steps=args.steps, base_steps=args.base_steps, new_steps=args.new_steps, by=args.by, top=args.top,
-                 metric=args.metric, name_map=args.map)     # every option checked before a run is read
+                 metric=args.metric, name_map=args.map, normalise=not args.exact_names)   # checked before reading
     result = diff_paths(args.base, args.new, rank=args.rank, base_rank=args.base_rank, new_rank=args.new_rank,
                         force=args.force, steps=args.steps, base_steps=args.base_steps, new_steps=args.new_steps,
-                        by=args.by, top=args.top, metric=args.metric, name_map=args.map)
+                        by=args.by, top=args.top, metric=args.metric, name_map=args.map,
+                        normalise=not args.exact_names)
     if target is not None:
         if target.suffix.lower() == ".html":
             from .page import write_diff_page
@@ -98,6 +99,8 @@ def npuprof_add_commands(subparsers: Any) -> None:
                                                     "BY:NAME, e.g. range:forward")
     d.add_argument("--map", default=None, metavar="FILE.json", help="base name -> new name, for names no rule "
                                                                      "matches (cross-hardware diffs)")
+    d.add_argument("--exact-names", action="store_true", help="match names exactly (and by --map) only, without "
+                                                                   "the normalisation (HTA's TraceDiff without short names)")
     d.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     d.add_argument("-o", "--output", default=None, metavar="FILE.html|FILE.json",
                    help="also write the page (.html) or the JSON (.json); outside both runs")
