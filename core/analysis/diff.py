@@ -22,9 +22,10 @@ What it answers, largest first:
 
 Steps: events count in the step they started in; a device kernel or
 collective with a correlation id counts in its launch's step, and in none
-when its launch is not in the trace (as HTA attributes kernels to
-iterations). Each side's ``outside_steps`` counts the events of the compared
-kinds left outside the compared steps.
+when the data links kernels to launches but not this one (as HTA attributes
+kernels to iterations). Each side's ``outside_steps`` counts the events of the compared
+kinds left outside the compared steps, ``communication_tasks`` the tasks of
+collectives (their time is their operator's row): no event is dropped unsaid.
 
 Example::
 
@@ -59,7 +60,7 @@ import numpy as np
 
 from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
-from .analyzers import comm_op_mask, step_trace
+from .analyzers import comm_op_mask, comm_task_mask, step_trace
 from .diffnames import BASE_ONLY, NEW_ONLY, match_names, normalise_name
 from .diffstats import Change, step_change
 from .result import AnalysisResult
@@ -167,6 +168,7 @@ class Side:
     steps: list[int]
     step_ms: list[float]
     outside_steps: int          # events of the compared kinds outside the compared steps (not in any row)
+    communication_tasks: int    # tasks of collectives in the compared steps: inside their operators' rows' time
 
 
 @dataclass(frozen=True)
@@ -364,9 +366,10 @@ def _prepare(result: AnalysisResult, steps: Optional[tuple[int, int]], param: st
 
 
 def _launch_steps(events: EventTable) -> np.ndarray:
-    """Each event's step. A device kernel or collective with a correlation id takes its launch's step
-    (HTA's rule); on a run with ProfilerStep ranges one whose launch is not in the trace (launched
-    before recording began) is in no step, as HTA counts it."""
+    """Each event's step. A device kernel or collective whose correlation id names a launch on the host
+    takes the launch's step (HTA's rule). Where the data links device events to launches (some are
+    found) and has ProfilerStep ranges, one whose launch is not in the trace was launched before
+    recording began: it is in no step, as HTA counts it. Without links, the step it started in."""
     if not len(events):
         return np.zeros(0, np.int32)
     step = np.array(events["step"], dtype=np.int32, copy=True)
@@ -383,7 +386,7 @@ def _launch_steps(events: EventTable) -> np.ndarray:
     pos = np.clip(np.searchsorted(hc, dc), 0, len(hc) - 1)
     found = hc[pos] == dc
     step[rows[found]] = hs[pos[found]]
-    if (kind == np.uint8(EventKind.STEP)).any():
+    if found.any() and (kind == np.uint8(EventKind.STEP)).any():
         step[rows[~found]] = -1
     return step
 
@@ -533,13 +536,18 @@ def compare(base: AnalysisResult, new: AnalysisResult, options: Optional[DiffOpt
 
 def _side(p: _Prepared, by_kinds: Sequence[str]) -> Side:
     res = p.result
-    outside = 0
+    outside = tasks = 0
     if len(res.events):
         kinds = [int(_ROW_KINDS[b]) for b in by_kinds if b in _ROW_KINDS]
-        outside = int((np.isin(res.events["kind"], kinds) & ~p.in_steps).sum()) if kinds else 0
+        compared = np.isin(res.events["kind"], kinds)
+        if "communication" in by_kinds:
+            task = comm_task_mask(res.events)
+            compared &= ~task
+            tasks = int((task & p.in_steps).sum())
+        outside = int((compared & ~p.in_steps).sum())
     return Side(path=str(res.run_dir), kind=res.info.origin.value, rank=res.rank, events=len(res.events),
                 steps=p.steps.tolist(), step_ms=[round(v / 1e3, 6) for v in p.breakdown["Stage"].tolist()],
-                outside_steps=outside)
+                outside_steps=outside, communication_tasks=tasks)
 
 
 def _r3(v: Any) -> Any:
