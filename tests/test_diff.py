@@ -153,8 +153,9 @@ def test_gpu_kineto_against_ascend_lists_matched_and_unmatched_rows_and_drops_no
 
     gpu, npu = realdata(KINETO), realdata(f"{LEVEL1}/rank0_ascend_pt")
     name_map = tmp_path / "map.json"
+    nccl = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
     name_map.write_text(json.dumps({"ampere_sgemm_128x128_tn": "aclnnMm_MatMulCommon_MatMulV2",
-                                    "cudaLaunchKernel": "launch"}))
+                                    "cudaLaunchKernel": "launch", nccl: "hcom_allReduce__586_0_1"}))
     code, d = _diff_json(capsys, str(gpu), str(npu), "--map", str(name_map))
     assert code == 0
     assert d["base"]["kind"] == "trace" and d["new"]["kind"] == "torch_npu"
@@ -164,6 +165,8 @@ def test_gpu_kineto_against_ascend_lists_matched_and_unmatched_rows_and_drops_no
     mapped = {(r["by"], tuple(r["base_names"]), tuple(r["new_names"])) for r in d["rows"] if r["match"] == "map"}
     assert ("kernel", ("ampere_sgemm_128x128_tn",), ("aclnnMm_MatMulCommon_MatMulV2",)) in mapped
     assert ("api", ("cudaLaunchKernel",), ("launch",)) in mapped
+    # a collective is mapped by its name; its row keeps each side's group
+    assert ("communication", (f"{nccl} [default]",), ("hcom_allReduce__586_0_1 [17522688603477080586]",)) in mapped
     assert any(r["by"] == "op" and r["match"] == "exact" and r["name"].startswith("aten::") for r in d["rows"])
     # every unmatched row is listed, and is a row with zeros on the other side
     for side, other in (("base", "new"), ("new", "base")):
@@ -272,3 +275,51 @@ def test_the_html_page_is_self_contained_and_renders_in_headless_chromium(base_r
     assert f["charts"] == 3                    # step points side by side, breakdown, contributors
     assert f["bars"] >= 3 + 2                  # contributors (3 ranges) + breakdown per side
     assert "regression" in text and "forward" in text
+
+
+# -- the pieces ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, key", [
+    ("aten::addmm", "addmm"), ("aclnnAddmm_AddmmKernel_1", "addmm"), ("aclnnMm_MatMulCommon_MatMulV2", "mm"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, float)",
+     "vectorized_elementwise_kernel"), ("MatMul-op12", "matmul"), ("Conv2D", "conv2d"), ("ProfilerStep#3", "profilerstep#3"),
+])
+def test_normalised_names(name, key):
+    from npuprof.analysis.diffnames import normalise_name
+
+    assert normalise_name(name) == key
+
+
+def test_names_fold_together_and_nothing_is_left_out():
+    from npuprof.analysis.diffnames import match_names
+
+    got = match_names(["aten::mm", "aten::addmm", "x", "only_base"], ["aclnnMm", "aclnnAddmm_AddmmKernel_1",
+                      "aclnnAddmm_AddmmKernel_2", "x", "only_new"], {"only_base": "nowhere"})
+    by_how = {m.how: [] for m in got}
+    for m in got:
+        by_how[m.how].append((m.base, m.new))
+    assert by_how["exact"] == [(("x",), ("x",))]
+    assert (("aten::addmm",), ("aclnnAddmm_AddmmKernel_1", "aclnnAddmm_AddmmKernel_2")) in by_how["normalised"]
+    assert by_how["base only"] == [(("only_base",), ())] and by_how["new only"] == [((), ("only_new",))]
+    assert sorted(n for m in got for n in m.base) == sorted(["aten::mm", "aten::addmm", "x", "only_base"])
+
+
+def test_the_interval_says_improvement_regression_or_nothing():
+    from npuprof.analysis.diffstats import step_change
+
+    rng = np.random.default_rng(1)
+    base = 100 + rng.normal(0, 2, 30)
+    assert step_change(base, base * 0.8).verdict == "improvement"
+    assert step_change(base, base * 1.1).regressed_beyond(5) and not step_change(base, base * 1.1).regressed_beyond(15)
+    same = step_change(base, 100 + rng.normal(0, 2, 30))
+    assert same.verdict == "no significant change" and same.ci95_pct[0] < 0 < same.ci95_pct[1]
+    assert step_change(base[:4], base[:30]).verdict == "not enough steps" and step_change(base[:4], base).ci95_pct is None
+
+
+def test_bad_map_files_are_usage_errors(tmp_path):
+    from npuprof.errors import ProfilerConfigError
+
+    bad = tmp_path / "map.json"
+    for text in ("[1, 2]", "{not json", '{"a": 3}'):
+        bad.write_text(text)
+        with pytest.raises(ProfilerConfigError, match="--map"):
+            npuprof.diff("unused", "unused", name_map=bad)

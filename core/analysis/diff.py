@@ -431,6 +431,11 @@ def _row_totals(side: _Prepared, by: str, by_position: bool = False) -> dict[str
     return {ev.strings[c]: (int(count[c]), float(total[c]) / 1e3) for c in present.tolist()}
 
 
+def _bare_collective(label: str) -> str:
+    """A communication row's collective name without its `` [group]``."""
+    return label.rsplit(" [", 1)[0] if label.endswith("]") else label
+
+
 def _group_of(args: dict) -> str:
     for key in ("group_name", "group"):
         v = args.get(key)
@@ -447,7 +452,8 @@ def _compare_rows(base: _Prepared, new: _Prepared, by_kinds: Sequence[str],
     for by in by_kinds:
         b, n = _row_totals(base, by, by_position), _row_totals(new, by, by_position)
         rows = []
-        for m in match_names(b, n, name_map if by != "step" else None, normalise):
+        bare = _bare_collective if by == "communication" else None
+        for m in match_names(b, n, name_map if by != "step" else None, normalise and by != "step", bare):
             bc = sum(b[x][0] for x in m.base)
             nc = sum(n[x][0] for x in m.new)
             bt = sum(b[x][1] for x in m.base)

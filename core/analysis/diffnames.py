@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Union
+from typing import Callable, Iterable, Mapping, Optional, Union
 
 from ..errors import ProfilerConfigError
 
@@ -90,9 +90,11 @@ class NameMatch:
 
 
 def match_names(base: Iterable[str], new: Iterable[str], name_map: Optional[Mapping[str, str]] = None,
-                normalise: bool = True) -> list[NameMatch]:
+                normalise: bool = True, bare: Optional[Callable[[str], str]] = None) -> list[NameMatch]:
     """Match two sides' distinct names (exact, normalised unless ``normalise`` is False, then ``name_map``);
-    every name is in one match."""
+    every name is in one match. ``bare(name)``: the part of a row label the normalisation and the map
+    look at (a collective's name without its ``[group]``)."""
+    strip = bare or (lambda n: n)
     base_left = list(dict.fromkeys(base))
     new_left = list(dict.fromkeys(new))
     new_set = set(new_left)
@@ -100,9 +102,10 @@ def match_names(base: Iterable[str], new: Iterable[str], name_map: Optional[Mapp
     done = {n for n in base_left if n in new_set}
     base_left = [n for n in base_left if n not in done]
     new_left = [n for n in new_left if n not in done]
-    stages = [(NORMALISED, normalise_name, normalise_name)] if normalise else []
+    stages = [(NORMALISED, lambda n: normalise_name(strip(n)), lambda n: normalise_name(strip(n)))] if normalise \
+        else []
     if name_map:
-        stages.append((MAPPED, lambda n: name_map.get(n, "\0unmapped:" + n), lambda n: n))
+        stages.append((MAPPED, lambda n: name_map.get(strip(n), "\0unmapped:" + n), strip))
     for how, base_key, new_key in stages:
         by_key_base: dict[str, list[str]] = {}
         for n in base_left:
