@@ -1,6 +1,6 @@
 """Real runs for ``npuprof diff`` tests: a numpy training-like loop profiled by npuprof in its own process.
 
-``python tests/diff_support.py OUT FORWARD_SCALE`` runs 20 steps of three named ranges (``load``,
+``python tests/diff_support.py OUT FORWARD_SCALE`` runs 40 steps of three named ranges (``load``,
 ``forward``, ``backward``: matrix products on one BLAS thread); ``forward`` then waits for its "device"
 (a sleep, as a host thread waits on an accelerator). ``forward`` does ``FORWARD_SCALE`` times its usual
 work and wait, so 1.2 plants a range 20 % slower. It prints the run directory.
@@ -23,9 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-STEPS = 20
+STEPS = 40
 FORWARD_PRODUCTS = 4
-FORWARD_WAIT_S = 0.030
+FORWARD_WAIT_S = 0.040
 
 
 def profiled_pair(out: Path, base_scale: float, new_scale: float, timeout: float = 180) -> tuple[Path, Path]:

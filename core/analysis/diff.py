@@ -353,7 +353,9 @@ class _Prepared:
 
 
 def _prepare(result: AnalysisResult, steps: Optional[tuple[int, int]], param: str) -> _Prepared:
-    table = result.tables.get("step_trace_time") or step_trace(result.events)
+    table = result.tables.get("step_trace_time")
+    if table is None:
+        table = step_trace(result.events)
     cols = {c: np.asarray(table.data[c], dtype=np.float64) for c in (*BREAKDOWN, "Stage")}
     numbers = np.asarray(table.data["Step"], dtype=np.int64)
     keep = np.ones(len(numbers), bool) if steps is None else (numbers >= steps[0]) & (numbers <= steps[1])
@@ -397,9 +399,9 @@ def _row_totals(side: _Prepared, by: str, by_position: bool = False) -> dict[str
     ``step`` rows are named by step number, or by position (``step #1``...) when ``by_position``."""
     ev = side.result.events
     if by == "step":
-        names = [f"step #{i + 1}" for i in range(len(side.steps))] if by_position else \
+        labels = [f"step #{i + 1}" for i in range(len(side.steps))] if by_position else \
             [f"step {n}" for n in side.steps.tolist()]
-        return {name: (1, float(t)) for name, t in zip(names, side.breakdown["Stage"].tolist())}
+        return {label: (1, float(t)) for label, t in zip(labels, side.breakdown["Stage"].tolist())}
     if not len(ev):
         return {}
     mask = (ev["kind"] == np.uint8(_ROW_KINDS[by])) & side.in_steps
@@ -418,7 +420,7 @@ def _row_totals(side: _Prepared, by: str, by_position: bool = False) -> dict[str
         uk, kinv = np.unique(key, return_inverse=True)
         count = np.bincount(kinv)
         total = np.bincount(kinv, weights=dur)
-        out = {}
+        out: dict[str, tuple[int, float]] = {}
         for k, c, t in zip(uk.tolist(), count.tolist(), total.tolist()):
             name, g = ev.strings[k // len(uniq_args)], groups[k % len(uniq_args)]
             label = f"{name} [{g}]" if g else name
@@ -522,8 +524,9 @@ def compare(base: AnalysisResult, new: AnalysisResult, options: Optional[DiffOpt
     b = _prepare(base, opts.base_steps, "--base-steps")
     n = _prepare(new, opts.new_steps, "--new-steps")
     change: Change = step_change(_metric_per_step(b, opts.metric), _metric_per_step(n, opts.metric))
-    step_time = StepTime(opts.metric, *(_r3(getattr(change, f)) for f in (
-        "base_ms", "new_ms", "base_spread_ms", "new_spread_ms", "delta_pct", "ci95_pct")), change.verdict)
+    step_time = StepTime(metric=opts.metric, base_ms=_r3(change.base_ms), new_ms=_r3(change.new_ms),
+                         base_spread_ms=_r3(change.base_spread_ms), new_spread_ms=_r3(change.new_spread_ms),
+                         delta_pct=_r3(change.delta_pct), ci95_pct=_r3(change.ci95_pct), verdict=change.verdict)
     breakdown = []
     for col in BREAKDOWN:
         bu = float(b.breakdown[col].mean()) if len(b.steps) else 0.0

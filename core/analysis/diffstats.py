@@ -18,9 +18,10 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
+import numpy.typing as npt
 
 MIN_STEPS = 5
 ROUNDS = 2000
@@ -46,7 +47,7 @@ class Change:
         return self.ci95_pct is not None and self.ci95_pct[0] > pct
 
 
-def step_change(base: Sequence[float], new: Sequence[float], rounds: int = ROUNDS, seed: int = SEED) -> Change:
+def step_change(base: npt.ArrayLike, new: npt.ArrayLike, rounds: int = ROUNDS, seed: int = SEED) -> Change:
     """Median change of ``new`` against ``base`` (values per step, ms) with a bootstrap 95 % interval."""
     b, n = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
     base_ms = float(np.median(b)) if len(b) else None

@@ -44,6 +44,9 @@ def pick_run(path: PathLike, rank: Optional[int], param: str) -> Path:
         if len(runs) == 1:
             return runs[0]
         lowest = min((rk for rk, _ in ranked if rk is not None), default=None)
+        if lowest is None:
+            raise ProfilerConfigError(param, None, f"one run: {path} holds {len(runs)} runs that record no rank "
+                                                   f"({', '.join(str(r) for r in runs[:4])}); point at one of them")
         rank = lowest
         log.warning("npuprof: %s holds %d runs; comparing rank %s (choose with %s)", path, len(runs), lowest, param)
     chosen = [r for rk, r in ranked if rk == rank or (rk is None and rank == 0 and len(runs) == 1)]
@@ -82,10 +85,10 @@ def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, Analy
     ``metric``, ``name_map``, ``normalise``). Options are checked before anything is read.
     """
     opts = diff_options(**options)
-    ranks = [check_int("--base-rank", base_rank if base_rank is not None else rank, minimum=0)
-             if (base_rank if base_rank is not None else rank) is not None else None,
-             check_int("--new-rank", new_rank if new_rank is not None else rank, minimum=0)
-             if (new_rank if new_rank is not None else rank) is not None else None]
+    ranks = []
+    for param, own in (("--base-rank", base_rank), ("--new-rank", new_rank)):
+        value, name = (own, param) if own is not None else (rank, "--rank")
+        ranks.append(None if value is None else check_int(name, value, minimum=0))
     cache: dict[Path, AnalysisResult] = {}
     sides = []
     for side, rk, param in ((base, ranks[0], "--base-rank"), (new, ranks[1], "--new-rank")):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Optional, Sequence, Union
 
 from ..analysis.diff import DiffResult
 from ..export import svg
@@ -25,40 +25,6 @@ from ..fileio import atomic_write
 ROWS_PER_KIND = 25
 UNMATCHED_SHOWN = 100
 _STACK = ("Computing", "Communication(Not Overlapped)", "Free")
-
-
-def step_points(base_ms: Sequence[float], new_ms: Sequence[float], width: int = 900, height: int = 260) -> str:
-    """Each side's step times as points in its own column, the median as a line across it."""
-    import numpy as np
-
-    left, right, top, bottom = 64, 16, 40, 36
-    values = [*base_ms, *new_ms]
-    ticks = svg.nice_ticks(max(values) if values else 0.0)
-    span = ticks[-1] or 1.0
-    plot_h = height - top - bottom
-
-    def y_of(v: float) -> float:
-        return top + plot_h * (1 - v / span)
-
-    body = svg._y_axis(ticks, left, width - right, y_of, "ms")
-    col_w = (width - left - right) / 2
-    legend = []
-    for i, (label, vals, color) in enumerate((("base", base_ms, svg.PALETTE[0]), ("new", new_ms, svg.PALETTE[1]))):
-        x0 = left + col_w * i
-        legend.append((f"{label} ({len(vals)} steps)", color))
-        n = max(len(vals), 1)
-        for j, v in enumerate(vals):
-            x = x0 + col_w * (0.2 + 0.6 * (j + 0.5) / n)
-            body.append(f'<circle class="point" cx="{x:.1f}" cy="{y_of(v):.1f}" r="3" fill="{color}">'
-                        f'<title>{label} step #{j + 1}: {v:,.3f} ms</title></circle>')
-        if len(vals):
-            med = float(np.median(vals))
-            body.append(f'<line class="median" x1="{x0 + col_w * 0.15:.1f}" x2="{x0 + col_w * 0.85:.1f}" '
-                        f'y1="{y_of(med):.1f}" y2="{y_of(med):.1f}" stroke="#1d232b" stroke-width="2">'
-                        f'<title>{label} median {med:,.3f} ms</title></line>')
-        body.append(f'<text x="{x0 + col_w / 2:.1f}" y="{height - 12}" class="axis" text-anchor="middle">'
-                    f'{label}</text>')
-    return svg._frame(width, height, "step time per side", body, legend)
 
 
 def render(result: DiffResult, title: str) -> str:
@@ -84,7 +50,7 @@ def render(result: DiffResult, title: str) -> str:
                  f"&rarr; {_num(st.new_ms)} ms ({delta}); {ci}.</p>")
     parts.append("<p class='note'>Each point is one step; the line is the median. The interval is a bootstrap "
                  "over the steps of each side.</p>")
-    parts.append(step_points(result.base.step_ms, result.new.step_ms))
+    parts.append(svg.points_by_column({"base": result.base.step_ms, "new": result.new.step_ms}, "ms", "step"))
 
     parts.append("<h2 id='breakdown'>Breakdown (mean per step)</h2>")
     by_name = {b.name: b for b in result.breakdown}
@@ -121,13 +87,13 @@ def render(result: DiffResult, title: str) -> str:
              _signed(r.delta_us), _e(r.change)] for r in rows[:ROWS_PER_KIND]], left=2))
 
     parts.append("<h2 id='unmatched'>Unmatched rows</h2>")
-    for side, rows in result.unmatched.items():
-        if not rows:
+    for side, only in result.unmatched.items():
+        if not only:
             parts.append(f"<p class='note'>Every {side} row was matched.</p>")
             continue
-        parts.append(f"<p>{len(rows)} row(s) only in {side}.</p>")
+        parts.append(f"<p>{len(only)} row(s) only in {side}.</p>")
         parts.append(html_table(["Kind", "Name", "Count", "Total (µs)"], [
-            [_e(u.by), _e(u.name), u.count, _num(u.total_us)] for u in rows[:UNMATCHED_SHOWN]], left=2))
+            [_e(u.by), _e(u.name), u.count, _num(u.total_us)] for u in only[:UNMATCHED_SHOWN]], left=2))
     if result.memory is not None:
         m = result.memory
         parts.append("<h2 id='memory'>Memory peak</h2>")
@@ -148,7 +114,7 @@ def _steps_text(steps: Sequence[int]) -> str:
     return f"{steps[0]}-{steps[-1]} ({len(steps)})" if len(steps) > 1 else str(steps[0])
 
 
-def _num(v: object) -> str:
+def _num(v: Optional[float]) -> str:
     return "n/a" if v is None else f"{float(v):,.3f}"
 
 
