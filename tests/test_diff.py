@@ -145,6 +145,17 @@ def test_rank0_against_rank1_breakdown_deltas_equal_the_tools_step_trace_rows(ca
     assert d["step_time"]["delta_pct"] == pytest.approx(100 * (r1["Stage"] - r0["Stage"]) / r0["Stage"], abs=1e-3)
     comm = [r for r in d["rows"] if r["by"] == "communication"]
     assert comm and all("[" in r["name"] for r in comm)          # per collective and group
+    # memory peak per side: the largest Total Allocated the tool's operator_memory.csv records
+    peaks = [_peak_allocated(job / f"rank{r}_ascend_pt") for r in (0, 1)]
+    assert [d["memory"]["base_peak_mb"], d["memory"]["new_peak_mb"]] == peaks
+    assert d["memory"]["delta_mb"] == round(peaks[1] - peaks[0], 3)
+
+
+def _peak_allocated(run: Path) -> float:
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "operator_memory.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return max(float(r[k]) for r in rows for k in ("Allocation Total Allocated(MB)", "Release Total Allocated(MB)")
+               if (r.get(k) or "").strip() not in ("", "N/A"))
 
 
 # -- a GPU Kineto trace against an Ascend run ------------------------------------------------------------------------
