@@ -67,7 +67,7 @@ def diff_options(*, steps: Any = None, base_steps: Any = None, new_steps: Any = 
         name_map = read_name_map(name_map)
     elif name_map is not None and not (isinstance(name_map, dict) and
                                        all(isinstance(k, str) and isinstance(v, str) for k, v in name_map.items())):
-        raise ProfilerConfigError("map", name_map, "a dict of base name -> new name, or a JSON file holding one")
+        raise ProfilerConfigError("--map", name_map, "a dict of base name -> new name, or a JSON file holding one")
     return DiffOptions(by=parse_by(by if not isinstance(by, (list, tuple)) else ",".join(by)),
                        top=check_int("--top", top, minimum=1),
                        base_steps=parse_steps("--base-steps", base_steps) or both,
@@ -85,17 +85,17 @@ def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, Analy
     ``metric``, ``name_map``, ``normalise``). Options are checked before anything is read.
     """
     opts = diff_options(**options)
-    ranks = []
+    ranks = []        # (rank or None, the option that gave it)
     for param, own in (("--base-rank", base_rank), ("--new-rank", new_rank)):
-        value, name = (own, param) if own is not None else (rank, "--rank")
-        ranks.append(None if value is None else check_int(name, value, minimum=0))
+        value, name = (own, param) if own is not None or rank is None else (rank, "--rank")
+        ranks.append((None if value is None else check_int(name, value, minimum=0), name))
     cache: dict[Path, AnalysisResult] = {}
     sides = []
-    for side, rk, param in ((base, ranks[0], "--base-rank"), (new, ranks[1], "--new-rank")):
+    for side, (rk, param) in zip((base, new), ranks):
         if isinstance(side, AnalysisResult):
             sides.append(side)
             continue
-        run = pick_run(side, rk, param if rank is None else "--rank")
+        run = pick_run(side, rk, param)
         key = run.resolve()
         if key not in cache:
             cache[key] = analyse_run(run, force=force)
