@@ -89,13 +89,15 @@ def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, Analy
     for param, own in (("--base-rank", base_rank), ("--new-rank", new_rank)):
         value, name = (own, param) if own is not None or rank is None else (rank, "--rank")
         ranks.append((None if value is None else check_int(name, value, minimum=0), name))
+    # both runs picked (their ranks checked) before either is read
+    picked = [side if isinstance(side, AnalysisResult) else pick_run(side, rk, param)
+              for side, (rk, param) in zip((base, new), ranks)]
     cache: dict[Path, AnalysisResult] = {}
     sides = []
-    for side, (rk, param) in zip((base, new), ranks):
-        if isinstance(side, AnalysisResult):
-            sides.append(side)
+    for run in picked:
+        if isinstance(run, AnalysisResult):
+            sides.append(run)
             continue
-        run = pick_run(side, rk, param)
         key = run.resolve()
         if key not in cache:
             cache[key] = analyse_run(run, force=force)
