@@ -8,7 +8,7 @@ no regression past ``--fail-on``: a failed gate is reported as such first).
 Example::
 
     npuprof diff ./nightly_prev ./nightly --fail-on 5 -o diff.html
-    npuprof diff ./job --base-rank 0 --new-rank 3 --by kernel --top 20 --json
+    npuprof diff ./job ./job --base-rank 0 --new-rank 3 --by kernel --top 20 --json
 """
 from __future__ import annotations
 
