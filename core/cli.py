@@ -19,6 +19,7 @@ Example::
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
     npuprof memory -dir ./torch_run/rank0_ascend_pt
+    npuprof diff ./before ./after --fail-on 5 -o diff.html
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
 """
 from __future__ import annotations
