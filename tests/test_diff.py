@@ -152,10 +152,15 @@ def test_rank0_against_rank1_breakdown_deltas_equal_the_tools_step_trace_rows(ca
 
 
 def _peak_allocated(run: Path) -> float:
+    """The largest allocated memory any of the tool's files records: operator_memory's running totals and
+    memory_record's Total Allocated of every component (the memory headline's rule)."""
     with open(run / "ASCEND_PROFILER_OUTPUT" / "operator_memory.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    return max(float(r[k]) for r in rows for k in ("Allocation Total Allocated(MB)", "Release Total Allocated(MB)")
-               if (r.get(k) or "").strip() not in ("", "N/A"))
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    return max([float(r[k]) for r in rows for k in ("Allocation Total Allocated(MB)", "Release Total Allocated(MB)")
+                if (r.get(k) or "").strip() not in ("", "N/A")] +
+               [float(r["Total Allocated(MB)"]) for r in records if (r["Total Allocated(MB)"] or "").strip()])
 
 
 # -- a GPU Kineto trace against an Ascend run ------------------------------------------------------------------------
@@ -258,9 +263,9 @@ def test_a_side_with_skipped_inputs_exits_3(base_run, tmp_path, capsys):
     try:
         code, d = _diff_json(capsys, str(base_run), str(partial))
         assert code == 3
-        assert d["data_quality"]["partial"] is True and d["data_quality"]["new"]["skipped"]
-        assert "extra.broken" in d["data_quality"]["new"]["skipped"][0]
-        assert d["data_quality"]["base"]["skipped"] == []
+        assert d["data_quality"]["partial"] is True and d["data_quality"]["new"]["issues"]
+        assert "extra.broken" in d["data_quality"]["new"]["issues"][0]
+        assert d["data_quality"]["base"]["issues"] == []
         code, _ = _diff_json(capsys, str(base_run), str(partial), "--fail-on", "5")
         assert code == 3                          # no regression past the gate: partial input decides
     finally:

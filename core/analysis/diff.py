@@ -142,19 +142,22 @@ def _breakdown_column(text: str) -> Optional[str]:
 # -- result ----------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SideQuality:
-    """What was wrong with one side's input: inputs skipped (the run is partial) and warnings."""
+    """What was wrong with one side's input: its data-quality issues (:mod:`npuprof.quality`: an input
+    missing, cut, unreadable or not measured; the run is then partial) and its notes."""
 
-    skipped: list[str]
+    issues: list[str]
     warnings: list[str]
 
     @property
     def partial(self) -> bool:
-        return bool(self.skipped)
+        return bool(self.issues)
 
 
 def input_quality(result: AnalysisResult) -> SideQuality:
-    """One side's data quality, from what :class:`AnalysisResult` records (skipped inputs, warnings)."""
-    return SideQuality(skipped=list(result.skipped), warnings=[w for w in result.warnings if w not in result.skipped])
+    """One side's data quality: the issues of its analysis's :class:`~npuprof.quality.DataQuality`, and the
+    warnings that are notes."""
+    issues = [str(i) for i in result.quality.issues]
+    return SideQuality(issues=issues, warnings=[w for w in result.warnings if w not in issues])
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ class DiffResult:
 
     @property
     def partial(self) -> bool:
-        """True when either side's analysis skipped inputs."""
+        """True when either side's data is partial (has data-quality issues)."""
         return any(q.partial for q in self.data_quality.values())
 
     def regressed_beyond(self, pct: float) -> bool:
@@ -331,8 +334,8 @@ class DiffResult:
                 lines.append(f"{len(us)} row(s) only in {side}: " + ", ".join(u.name for u in us[:8]) +
                              (" ..." if len(us) > 8 else ""))
         for side, q in self.data_quality.items():
-            for s in q.skipped:
-                lines.append(f"{side}: skipped: {s}")
+            for s in q.issues:
+                lines.append(f"{side}: data quality: {s}")
         return "\n".join(lines)
 
 

@@ -99,9 +99,9 @@ def render(result: DiffResult, title: str) -> str:
         parts.append("<h2 id='memory'>Memory peak</h2>")
         parts.append(html_table(["Base (MB)", "New (MB)", "Delta (MB)"],
                                 [[_num(m.base_peak_mb), _num(m.new_peak_mb), _signed(m.delta_mb)]]))
-    problems = [(side, s) for side, q in result.data_quality.items() for s in q.skipped]
+    problems = [(side, s) for side, q in result.data_quality.items() for s in q.issues]
     if problems:
-        parts.append("<h2 id='data-quality'>Inputs skipped</h2><ul>")
+        parts.append("<h2 id='data-quality'>Data quality: partial</h2><ul>")
         parts += [f"<li>{_e(side)}: {_e(s)}</li>" for side, s in problems]
         parts.append("</ul>")
     parts.append("</body></html>\n")

@@ -2,8 +2,9 @@
 
 Exit codes: 0 no regression past ``--fail-on`` (or no ``--fail-on``); 1 the
 metric regressed by more than ``--fail-on`` percent with 95 % confidence, or a
-side could not be read; 2 usage; 3 either side's analysis skipped inputs (and
-no regression past ``--fail-on``: a failed gate is reported as such first).
+side could not be read; 2 usage; 3 either side's data is partial (its data
+quality issues are printed) and no regression past ``--fail-on`` (a failed gate
+is reported as such first).
 
 Example::
 
@@ -66,8 +67,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"diff: {target}", file=sys.stderr)
     print(result.to_json() if args.json else result.table())
     for side, quality in result.data_quality.items():
-        for s in quality.skipped:
-            print(f"skipped: {side}: {s}", file=sys.stderr)
+        for s in quality.issues:
+            print(f"data quality: {side}: {s}", file=sys.stderr)
     return exit_code(result, fail_on)
 
 
