@@ -29,8 +29,8 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from npuprof.events import EventTable
-from npuprof.readers.ascend_contract import problem_issue
+from npuprof.events import EventKind, EventTable
+from npuprof.readers.ascend_contract import layout_issues, problem_issue
 from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
     read_ascend_output, writer_of
 
@@ -114,7 +114,11 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     else:
         out = mindspore_output_dir(run_dir)
         if out is not None:
-            tables.append(_read_output(out, device, pid, bool(fw_dirs), False, context))
+            table = _read_output(out, device, pid, bool(fw_dirs), False, context)
+            tables.append(table)
+            has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
+            for issue in layout_issues(out, dict(context.info.raw or {}), has_comm):   # MindSpore's own layout
+                context.flag(issue.subject, issue.problem, issue.affects)
     if not tables:
         return None
     return EventTable.concat(tables)
