@@ -159,13 +159,19 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
     events = assign_steps(events)
     quality = DataQuality(issues=list(ctx.issues))
     quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)
-    if not len(events):
+    if not len(events) and not _recorded_nothing(info):
         quality.usable = False
         quality.add(QualityIssue(str(run_dir), "no event could be read: nothing to analyse", ("all tables",)))
     check_run_contract(events, info, quality)
     # the warnings every caller prints: notes, then each data-quality issue
     warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]
     return events, info, warnings, errors, quality
+
+
+def _recorded_nothing(info: RunInfo) -> bool:
+    """True for an npuprof window whose profiler says it wrote no event (an empty window is complete)."""
+    own = info.raw.get("npuprof") if isinstance(info.raw.get("npuprof"), dict) else {}
+    return own.get("events_written") == 0 and info.state == "stopped"
 
 
 @ordinary_pages()
