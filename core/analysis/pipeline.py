@@ -29,7 +29,8 @@ from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
-from .contract import check_run_contract, leave_unmeasured_empty
+from ..readers.ascend_contract import tool_step_trace
+from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
 from .steps import select_steps
 
@@ -208,6 +209,8 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
     leave_unmeasured_empty(result.tables, quality)
+    if not info.writable and run_dir.is_dir() and "step_trace_time" in result.tables:
+        check_against_tool(result.tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 

@@ -163,3 +163,27 @@ def problem_issue(problem: str) -> QualityIssue:
     """A reader problem (``"<path>[:line]: what"``) as a data-quality issue naming what it affects."""
     issue = QualityIssue.from_message(problem)
     return QualityIssue(issue.subject, issue.problem, FILE_AFFECTS.get(Path(issue.subject.split(":")[0]).name, ()))
+
+
+def tool_step_trace(out_dir: Path) -> dict[int, dict[str, float]]:
+    """The tool's own step_trace_time.csv of ``out_dir`` as {step: {column: µs}}, read by column name
+    (a column absent or a cell not a number is left out); {} when there is none or it cannot be read."""
+    path = out_dir / STEP_TRACE_TIME
+    rows: dict[int, dict[str, float]] = {}
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    step = int(float(row.get("Step") or ""))
+                except ValueError:
+                    continue
+                values = {}
+                for column, text in row.items():
+                    try:
+                        values[column] = float(text)
+                    except (TypeError, ValueError):
+                        continue
+                rows[step] = values
+    except (OSError, UnicodeError, csv.Error):
+        return {}
+    return rows
