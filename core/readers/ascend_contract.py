@@ -20,13 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..quality import QualityIssue
+from .ascend_output import COMMUNICATION, KERNEL_DETAILS, MEMORY_RECORD, NPU_MODULE_MEM, OPERATOR_MEMORY, TRACE_VIEW
 
-TRACE_VIEW = "trace_view.json"
-KERNEL_DETAILS = "kernel_details.csv"
-MEMORY_RECORD = "memory_record.csv"
-NPU_MODULE_MEM = "npu_module_mem.csv"
-OPERATOR_MEMORY = "operator_memory.csv"
-COMMUNICATION = "communication.json"
 COMMUNICATION_MATRIX = "communication_matrix.json"
 OP_STATISTIC = "op_statistic.csv"
 STEP_TRACE_TIME = "step_trace_time.csv"
