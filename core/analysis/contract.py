@@ -27,7 +27,7 @@ from .table import Table
 STEP_TABLES = ("step_trace_time", "op_statistic", "kernel_details")
 
 
-def recorded_steps(events: EventTable) -> list[int]:
+def _data_steps(events: EventTable) -> list[int]:
     """The step numbers of the data's own step ranges (none: the data marks no step)."""
     if not len(events) or not (events["kind"] == np.uint8(EventKind.STEP)).any():
         return []
@@ -40,7 +40,7 @@ def check_run_contract(events: EventTable, info: RunInfo, quality: DataQuality) 
     if info.origin is not RunOrigin.NPUPROF:
         return
     own: dict[str, Any] = info.raw.get("npuprof", {}) if isinstance(info.raw.get("npuprof"), dict) else {}
-    steps = recorded_steps(events)
+    steps = _data_steps(events)
     quality.expected.update({"steps": list(info.steps), "state": "stopped"})
     quality.found.update({"steps": steps, "state": info.state, "events": len(events)})
     subject = f"{info.run_dir.name}/profiler_info"
