@@ -45,8 +45,12 @@ elif args[:2] == ["export", "timeline"]:
 elif args[:2] == ["export", "summary"]:
     assert args[-2:] == ["--format", "csv"]
     (job / "summary").mkdir(exist_ok=True)
-    (job / "summary" / "op_summary_0_1_1.csv").write_text("Op Name,Task Duration(us)\n" +
-        "".join(f"{t['op']},{t['dur_us']}\n" for t in tasks))
+    (job / "summary" / "op_summary_0.model.1.1.1.1.0.02.1000.csv").write_text(
+        "Layer Id,Ori Layer Name,Layer Name,Layer Type,Time(us),Time Ratio,Mac Busy Ratio,Mac Ppen Ratio,"
+        "Vec Busy Ratio,Vec Ppen Ratio,Dstr Ratio,Dtrans Ratio,DLD Ratio,WLD Ratio,Memory Bound,DDR Read(byte),"
+        "DDR Write(byte),DDR Total(byte)\n" +
+        "".join(f"{i},{t['op']},{t['op']},{t['type']},{t['dur_us']},0.5,0.4,0.3,0.2,0.1,0.1,0.1,0.1,0.1,0.25,"
+                f"100,50,150\n" for i, t in enumerate(tasks)))
 else:
     sys.exit(f"unknown command {args}")
 '''

@@ -422,31 +422,13 @@ def _complete_events(data: Any) -> Any:
                 yield ev, ts
 
 
-def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
-    """SVP msprof.pyc exports: timeline/task_time_*.json -> KERNEL, acl_*.json -> API."""
-    tables = []
-    for path in _latest((job_dir / "timeline").glob("task_time_*.json")):
-        rows = []
-        for ev, ts in _complete_events(_load_json(path)):
-            args = ev.get("args")
-            args = args if isinstance(args, dict) else {}
-            rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
-                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0,
-                         json.dumps({k: args[k] for k in ("Task Id", "Task Type") if k in args})))
-        tables.append(_events(EventKind.KERNEL, rows, warn, path))
-    for path in _latest((job_dir / "timeline").glob("acl_*.json")):
-        rows = [(ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
-                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), _svp_api_args(ev))
-                for ev, ts in _complete_events(_load_json(path))]
-        tables.append(_events(EventKind.API, rows, warn, path))
-    return EventTable.concat(tables)
+def read_svp_timeline(job_dir: Path, warn: Warn, add_table: Optional[Callable[[Any], None]] = None
+                      ) -> Optional[EventTable]:
+    """SVP msprof.pyc exports: timeline/task_time_*.json -> KERNEL, acl_*.json -> API; the AA Core
+    metrics of summary/op_summary_*.csv go to ``add_table`` (:mod:`.svp_read`)."""
+    from .svp_read import read_svp_exports
 
-
-def _svp_api_args(ev: dict) -> str:
-    """The ACL call's ``Mode`` (API type, seed 002's acl_* timeline field), kept in its args."""
-    args = ev.get("args")
-    mode = args.get("Mode") if isinstance(args, dict) else None
-    return json.dumps({"Mode": mode}) if mode is not None else "{}"
+    return read_svp_exports(job_dir, warn, add_table)
 
 
 def read_db(path: Path, warn: Warn) -> EventTable:
@@ -462,12 +444,14 @@ def read_db(path: Path, warn: Warn) -> EventTable:
 
 
 # -- one directory ------------------------------------------------------------------------------
-def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Optional[Warn] = None) -> EventTable:
+def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Optional[Warn] = None,
+                   add_table: Optional[Callable[[Any], None]] = None) -> EventTable:
     """All events of one PROF_/JOB directory (see module doc). ``warn`` is told of every input lost,
-    ``note`` (default ``warn``) of what is left out on purpose."""
+    ``note`` (default ``warn``) of what is left out on purpose; ``add_table`` receives the tables
+    a tool measured that are no events (SS928/SS927 AA Core metrics)."""
     prof_dir = Path(prof_dir)
     if is_raw_job(prof_dir):
-        return _parse_raw_job(prof_dir, warn, run_msprof)
+        return _parse_raw_job(prof_dir, warn, run_msprof, add_table)
     if run_msprof and not has_exports(prof_dir):
         exe = find_msprof()
         if exe is not None:
@@ -495,20 +479,21 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Op
         for path in _latest(out_dir.glob("msprof_tx_*.csv")):
             tables.append(read_tx_csv(path, warn))
     if (prof_dir / "timeline").is_dir():
-        tables.append(read_svp_timeline(prof_dir, warn))
+        tables.append(read_svp_timeline(prof_dir, warn, add_table))
     if not tables and has_device_timelines(prof_dir):      # CANN 6.x/7.0: device_N/timeline/*.json
         tables.append(read_device_timelines(prof_dir, warn, note))
     return EventTable.concat(tables)
 
 
-def _parse_raw_job(job_dir: Path, warn: Warn, run_parser: bool) -> EventTable:
+def _parse_raw_job(job_dir: Path, warn: Warn, run_parser: bool,
+                   add_table: Optional[Callable[[Any], None]] = None) -> EventTable:
     """A raw SS928/SS927 JOB: the vendor's msprof.pyc exports a copy of it, which is read."""
     parser = find_svp_parser() if run_parser else None
     if parser is None:
         raise ProfilerDataError(job_dir, "holds raw SS928/SS927 data only (data/ + info.json.N) and no "
                                          f"msprof.pyc was found to parse it. {HOW_TO_GET_IT}")
     with vendor_exports(job_dir, parser, warn) as exported:
-        return read_svp_timeline(exported, warn)
+        return read_svp_timeline(exported, warn, add_table)
 
 
 def parse_many(prof_dirs: Iterable[Path], warn: Warn, note: Optional[Warn] = None) -> EventTable:

@@ -182,7 +182,7 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Any:
 
     run_dir = Path(run_dir)
     if is_prof_dir(run_dir):
-        return parse_prof_dir(run_dir, context.flag_message, note=context.warn)
+        return parse_prof_dir(run_dir, context.flag_message, note=context.warn, add_table=context.add_table)
     dirs = referenced_prof_dirs(run_dir)
     if not dirs:
         if (run_dir / NATIVE_DIR / "prof_dirs.json").exists():
