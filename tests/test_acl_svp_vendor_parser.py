@@ -150,5 +150,9 @@ def test_msprof_pyc_commands_take_collection_dir(tmp_path, stand_in, monkeypatch
     if command[0] == "show":
         shown = capsys.readouterr().out
         assert "JOBABCDEFGH  (3 events" in shown and "AA_CPU" in shown   # the vendor-exported kernels
-    else:
+    elif command[0] == "import":
         assert list((tmp_path / "out").rglob("op_statistic.csv"))
+    else:   # the manual's summary names
+        names = sorted(p.name for p in (tmp_path / "out" / "JOBABCDEFGH" / "summary").iterdir())
+        assert names == ["acl_statistic_0_1_1.csv", "op_statistic_0_1_1_1.csv",
+                         "op_summary_0.model.1.1.1.1.0.02.1000.csv"]

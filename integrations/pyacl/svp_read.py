@@ -22,15 +22,33 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from npuprof.analysis.table import Table
+from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
 
 from .cann_import import _complete_events, _events, _int, _load_json, norm_header, us_to_ns
+from .svp_parser import HOW_TO_GET_IT, find_svp_parser, is_raw_job, vendor_exports
 from .svp_names import (ACL, FREQUENCY_COLUMNS, OP_SUMMARY, OP_SUMMARY_COLUMNS, SUMMARY_KEY_COLUMNS, TASK_TIME,
                         SummaryKey, TimelineKey)
 
 AA_CORE_TABLE, FREQUENCY_TABLE = "aa_core_metrics", "frequency"
 Warn = Callable[[str], None]
+
+
+def parse_svp_job(job_dir: Path, warn: Warn, add_table: Optional[Callable[[Table], None]] = None,
+                  run_parser: bool = True) -> EventTable:
+    """The events of an SS928/SS927 JOB: msprof.pyc's exports in it are read; a raw JOB (``data/`` and
+    ``info.json.N`` only) is exported by the vendor's msprof.pyc on a copy first (:mod:`.svp_parser`), or
+    refused saying how to get it (npuprof decodes no raw SoC data)."""
+    job_dir = Path(job_dir)
+    if not is_raw_job(job_dir):
+        return read_svp_exports(job_dir, warn, add_table)
+    parser = find_svp_parser() if run_parser else None
+    if parser is None:
+        raise ProfilerDataError(job_dir, "holds raw SS928/SS927 data only (data/ + info.json.N) and no "
+                                         f"msprof.pyc was found to parse it. {HOW_TO_GET_IT}")
+    with vendor_exports(job_dir, parser, warn) as exported:
+        return read_svp_exports(exported, warn, add_table)
 
 
 def read_svp_exports(job_dir: Path, warn: Warn, add_table: Optional[Callable[[Table], None]] = None) -> EventTable:
