@@ -9,6 +9,9 @@ skipped (each named on stderr as ``skipped: ...``). Failures print one line
 Reading commands (``show``) write nothing. Writing commands write npuprof's
 own runs in place and another tool's runs (torch_npu, MindSpore, CANN,
 traces) under ``-o`` (default ``./npuprof_output``): those are read-only input.
+``export timeline|summary`` of an SS928/SS927 JOB writes msprof.pyc's layout
+(the plugin's ``npuprof_tool_layout``), into the JOB only with ``--in-place`` or
+for a JOB ``npuprof collect`` fetched.
 
 Example::
 
@@ -18,6 +21,7 @@ Example::
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
+    npuprof export summary -dir ./JOBABCDEFGH --msprof ./msprof.pyc -o ./out   # SS928: msprof.pyc's files
     npuprof memory -dir ./torch_run/rank0_ascend_pt
     npuprof diff ./before ./after --fail-on 5 -o diff.html
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2

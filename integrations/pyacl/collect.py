@@ -6,7 +6,10 @@ profiler section of the app's acl.json is written (``--acl-json``, default
 afterwards), or, with ``--via env``, CANN's ``PROFILING_MODE`` /
 ``PROFILING_OPTIONS`` environment is set instead (for apps that do not read
 an acl.json). The app runs in its directory; the PROF_/JOB data it writes is
-collected under ``--output``; ``--all`` then imports and analyses it.
+collected under ``--output`` (the run folder's ``npuprof_collect.json`` lists
+what was fetched); ``--all`` then imports and analyses it, and an SS928/SS927
+JOB also gets msprof.pyc's ``timeline/`` and ``summary/`` inside it, as
+``msprof.pyc collect --all`` does (:mod:`.svp_layout`).
 
 With ``--config board.ini`` (see :mod:`.ssh`) the app's directory is
 uploaded to the board over SSH, run there, and the data fetched back.
