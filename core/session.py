@@ -104,8 +104,9 @@ class ParseContext:
         """Hand over a table the tool itself measured and npuprof cannot recompute from
         events (an :class:`npuprof.analysis.table.Table`, e.g. the SS928 AA Core metrics of
         msprof.pyc's op_summary): it joins the analyzers' tables in the result, is shown by
-        ``npuprof show`` and written by the exporters that know it. A name an analyzer
-        uses, or one already handed over, is refused.
+        ``npuprof show`` and written by the exporters that know it. A second table of the
+        same name is refused (ValueError); one with an analyzer's name is not kept (the
+        result's warnings say so).
 
         Example::
 

@@ -55,7 +55,6 @@ from npuprof.readers.cann_timeline import has_device_timelines, read_device_time
 from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
 
-
 log = logging.getLogger("npuprof")
 SOURCE = "cann"
 PROF_RE = re.compile(r"^PROF_\d+_\d+_[0-9a-zA-Z]+$")

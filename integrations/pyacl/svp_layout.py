@@ -39,10 +39,7 @@ from npuprof.fileio import atomic_write
 
 from .svp_names import (ACL, ACL_STATISTIC_COLUMNS, OP_STATISTIC_COLUMNS, OP_SUMMARY_COLUMNS, TASK_TIME, UNKNOWN,
                         SummaryKey, TimelineKey, acl_statistic_name, op_statistic_name)
-from .svp_parser import is_svp_job
 from .svp_read import AA_CORE_TABLE
-
-__all__ = ["MANIFEST", "SvpLayout", "collected_by_npuprof", "is_svp_job", "write_manifest"]
 
 MANIFEST = "npuprof_collect.json"   # in a `npuprof collect` run folder: the JOB/PROF_ folders it fetched
 TOOL = "msprof.pyc (SS928/SS927)"
@@ -171,7 +168,7 @@ def _current_pic_count(key: TimelineKey, summaries: dict) -> str:
     return max(numeric, key=int) if numeric else (counts[0] if counts else UNKNOWN)
 
 
-def _statistics(groups: dict, lead: list[tuple], columns: tuple) -> Table:
+def _statistics(name: str, groups: dict, lead: list[tuple], columns: tuple) -> Table:
     """Rows of ``lead`` cells + ratio, total, count, avg, max, min (µs) per group of durations (ns)."""
     grand = sum(sum(d) for d in groups.values()) or 1
     rows = []
@@ -179,7 +176,7 @@ def _statistics(groups: dict, lead: list[tuple], columns: tuple) -> Table:
         total = sum(durs)
         rows.append((*cells, round(100.0 * total / grand, 2), _us(total), len(durs), _us(total / len(durs)),
                      _us(max(durs)), _us(min(durs))))
-    return Table(columns[0], list(columns), {c: [r[i] for r in rows] for i, c in enumerate(columns)})
+    return Table(name, list(columns), {c: [r[i] for r in rows] for i, c in enumerate(columns)})
 
 
 def op_statistic(rows: list[_Row]) -> Table:
@@ -193,9 +190,7 @@ def op_statistic(rows: list[_Row]) -> Table:
     order = sorted(groups, key=lambda k: (_as_int(first_task[k]), k))
     ordered = {k: groups[k] for k in order}
     lead = [(first_task[k], k[2] if k[2] >= 0 else "N/A", k[0], k[1] or "N/A") for k in order]
-    table = _statistics(ordered, lead, OP_STATISTIC_COLUMNS)
-    table.name = "op_statistic"
-    return table
+    return _statistics("op_statistic", ordered, lead, OP_STATISTIC_COLUMNS)
 
 
 def acl_statistic(rows: list[_Row]) -> Table:
@@ -204,9 +199,7 @@ def acl_statistic(rows: list[_Row]) -> Table:
     for r in rows:
         groups.setdefault((r.pid, r.tid, str(r.args.get("Mode", "N/A")), r.name), []).append(r.dur)
     order = sorted(groups, key=lambda k: -sum(groups[k]))
-    table = _statistics({k: groups[k] for k in order}, list(order), ACL_STATISTIC_COLUMNS)
-    table.name = "acl_statistic"
-    return table
+    return _statistics("acl_statistic", {k: groups[k] for k in order}, list(order), ACL_STATISTIC_COLUMNS)
 
 
 def _as_int(value: Any) -> int:
