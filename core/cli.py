@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError
+from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
@@ -92,10 +92,13 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
     code = _report_export_problems(runs)
+    written = [run for run in runs if not run.failures]     # after an error, no success line for that run
     if not args.quiet:
-        for run in runs:
+        for run in written:
             print(f"{run.result.run_dir}: {len(run.result.events)} events -> {run.output_dir}")
-        print(f"analysed {len(runs)} run(s) in {time.perf_counter() - t0:.2f} s")
+        if written:
+            counted = f"{len(written)} of {len(runs)}" if len(written) < len(runs) else f"{len(runs)}"
+            print(f"analysed {counted} run(s) in {time.perf_counter() - t0:.2f} s")
     return code
 
 
@@ -104,7 +107,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     code = _report_export_problems(runs)
     if not args.quiet:
         for run in runs:
-            print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
+            if not run.failures:
+                print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
     return code
 
 
@@ -267,6 +271,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(["--output", args.output] + (["--host-only"] if args.host_only else []))
 
 
+# the commands that print every run's warnings and failures from its result (see _report_problems)
+_PRINTS_RESULT_PROBLEMS = (cmd_analyse, cmd_import, cmd_export, cmd_show, cmd_memory)
+
+
+class _CarriedInResult(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, CARRIED_IN_RESULT, False)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Each warning printed once: a command that prints its runs' problems from their results
+    (``warning:``/``skipped:``/``error:``) does not print them again as log lines."""
+    if args.func not in _PRINTS_RESULT_PROBLEMS:
+        return int(args.func(args) or 0)
+    carried = _CarriedInResult()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(carried)
+    try:
+        return int(args.func(args) or 0)
+    finally:
+        for handler in handlers:
+            handler.removeFilter(carried)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="npuprof", description="Profile MindSpore, TensorFlow and pyACL runs; analyse and export.")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -347,7 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        return _run_command(args)
     except ProfilerConfigError as e:
         return _fail(EXIT_USAGE, str(e))
     except ProfilerDataError as e:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .clock import ClockAnchor
+from .errors import CARRIED_IN_RESULT
 from .fileio import secure_mkdir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,4 +81,4 @@ class ParseContext:
     def warn(self, message: str) -> None:
         """Report a readable-but-damaged input without failing the analysis."""
         self.warnings.append(message)
-        log.warning(message)
+        log.warning(message, extra={CARRIED_IN_RESULT: True})
