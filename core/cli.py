@@ -30,9 +30,13 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
+from .cli_args import add_folder_argument, resolve_folder_argument
 from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
@@ -156,16 +160,14 @@ SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_sta
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the summary tables; writes nothing. Another tool's run shows that
     tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
-    from rich.console import Console
-
     from .export.own_tables import read_own_tables
 
-    console = Console()
+    console = _table_console(args.width)
     results = _read(args.dir)
     for res in results:
         own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, SHOW_TABLES)
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
-        console.rule(f"{res.run_dir.name}  ({len(res.events)} events; {source})")
+        _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in SHOW_TABLES:
             table = own.get(name) if own else res.tables[name]
             if table is not None:
@@ -198,12 +200,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if target is not None:
         timeline = memory_timeline(events[0], top=args.top)     # its summary is the run's (one run)
         summaries = [(results[0], timeline.summary)]
-        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}")
+        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}",
+                                        start_ns=_run_start_ns(results[0]))
         print(f"memory timeline: {written}", file=sys.stderr)
     else:
         summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
-    if args.json:
-        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s)} for res, s in summaries], indent=2))
+    if args.json:     # absolute times (epoch ns), with the run's start to relate them to
+        print(json.dumps([{"run": str(res.run_dir), "run_start_ns": _run_start_ns(res), **dataclasses.asdict(s)}
+                          for res, s in summaries], indent=2))
         return _report_problems(results)
     console = Console()
     for res, s in summaries:
@@ -212,15 +216,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
             console.print("no allocation data (operator_memory) in this run" +
                           (f"; {s.allocations} allocations without totals" if s.allocations else ""))
         else:
+            start = _run_start_ns(res)      # times as the report shows them: from the run's first event
+
+            def since_start(ns: int) -> str:
+                return f"{(ns - start) / 1e9:.6f}"
+
             step = "outside any step" if s.peak_step is None else f"step {s.peak_step}"
-            console.print(f"peak allocated: {s.peak_mb:,.3f} MB at {s.peak_ns / 1000.0:.3f} us ({step}); "
-                          f"{s.allocations} allocations recorded")
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB at {since_start(s.peak_ns)} s after the run's "
+                          f"start ({step}); {s.allocations} allocations recorded")
             live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
-            for col in ("Operator", "Size(KB)", "Allocated at(us)", "Released at(us)"):
+            for col in ("Operator", "Size(KB)", "Allocated at(s)", "Released at(s)"):
                 live.add_column(col)
             for a in s.live:
-                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", f"{a.allocated_ns / 1000.0:.3f}",
-                             "-" if a.released_ns is None else f"{a.released_ns / 1000.0:.3f}")
+                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", since_start(a.allocated_ns),
+                             "-" if a.released_ns is None else since_start(a.released_ns))
             console.print(live)
             per_op = RichTable(title="alive at the peak, per operator")
             for col in ("Operator", "Allocations", "Size(KB)"):
@@ -236,6 +245,44 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 series.add_row(r.name, str(r.samples), f"{r.first:,.3f}", f"{r.peak:,.3f}", f"{r.last:,.3f}")
             console.print(series)
     return _report_problems(results)
+
+
+UNBOUNDED_WIDTH = 100_000   # "as wide as the table": a table takes its natural width, never more
+RULE_WIDTH = 100             # a run's title line where the console is as wide as any table
+
+
+def _table_console(width: Optional[int]) -> "Console":
+    """The console tables are printed on: ``--width`` columns when given; a terminal's width; else
+    (a file, a pipe, a pager) each table at its full width, its numbers never split across lines."""
+    from rich.console import Console
+
+    if width is not None:
+        return Console(width=width)
+    console = Console()
+    return console if console.is_terminal else Console(width=UNBOUNDED_WIDTH)
+
+
+def _print_rule(console: "Console", title: str) -> None:
+    from rich.rule import Rule
+
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH) if console.width == UNBOUNDED_WIDTH else None)
+
+
+def _columns(text: str) -> int:
+    """``--width``: a number of columns, at least 40."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of columns, got {text!r}") from None
+    if value < 40:
+        raise argparse.ArgumentTypeError(f"expected at least 40 columns, got {value}")
+    return value
+
+
+def _run_start_ns(result: object) -> int:
+    """The run's start as the report counts it: its first event (epoch ns; 0 for a run without events)."""
+    ts = result.events["ts"]  # type: ignore[attr-defined]
+    return int(ts.min()) if len(ts) else 0
 
 
 def _print_table(console: object, table: object, limit: int) -> None:
@@ -283,6 +330,7 @@ class _CarriedInResult(logging.Filter):
 def _run_command(args: argparse.Namespace) -> int:
     """Each warning printed once: a command that prints its runs' problems from their results
     (``warning:``/``skipped:``/``error:``) does not print them again as log lines."""
+    resolve_folder_argument(args)
     if args.func not in _PRINTS_RESULT_PROBLEMS:
         return int(args.func(args) or 0)
     carried = _CarriedInResult()
@@ -302,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     a = sub.add_parser("analyse", aliases=["analyze"], help="offline analysis of a run or a parent of runs")
-    a.add_argument("path")
+    add_folder_argument(a, "path")
     a.add_argument("--export-type", nargs="+", choices=["text", "db"], default=None)
     a.add_argument("-o", "--output", default=None,
                    help="where outputs of another tool's runs go (default ./npuprof_output; npuprof's own runs "
@@ -312,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
-    i.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(i, "dir")
     i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
     i.set_defaults(func=cmd_import)
@@ -322,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("what", choices=["timeline", "summary", "ascend", "db"],
                    help="db: as ascend, each copy also holding ascend_{pytorch|mindspore}_profiler_{rank}.db and its "
                         "analysis database (msprof-analyze cluster -m <recipe>, MindStudio Insight)")
-    e.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(e, "dir")
     e.add_argument("-o", "--output", default=None,
                    help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
@@ -331,15 +379,18 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("show", help="print the summary tables")
-    s.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(s, "dir")
     s.add_argument("--limit", type=int, default=15)
+    s.add_argument("--width", type=_columns, default=None,
+                   help="columns to fit the tables in (default: the terminal's; when not a terminal, each "
+                        "table's full width)")
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
     s.set_defaults(func=cmd_show)
 
     m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing "
                                       "unless -o")
-    m.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(m, "dir")
     m.add_argument("--top", type=int, default=10, help="allocations listed (default 10)")
     m.add_argument("-o", "--output", default=None,
                    help="also write the memory timeline of the run: FILE.html (a page with the plot), .json or "

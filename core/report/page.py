@@ -57,7 +57,7 @@ def _memory_part(summaries: list, t0: int) -> str:
     top = peaks[0]
     return "\n".join(["<h2 id='memory-peaks'>Memory peak per rank</h2>",
                       html_table(["Rank", "Peak allocated (MB)", "Step", "At (s)", "Allocations"], rows),
-                      memory_section(top.memory, heading=f"Memory over time, rank {top.rank}")])
+                      memory_section(top.memory, heading=f"Memory over time, rank {top.rank}", start_ns=t0)])
 
 
 def render(res: Any, page_dir: Path, title: str) -> str:
