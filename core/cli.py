@@ -30,7 +30,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .cli_args import add_folder_argument, resolve_folder_argument
 from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
@@ -70,16 +70,22 @@ def _analyse_and_export(path: str, export_type: Optional[list], output: Optional
 
 
 def _report_problems(results: Sequence) -> int:
-    """Print every run's warnings and skipped inputs; the exit code they make."""
-    code = EXIT_OK
+    """Print every run's notes and its data quality section; the exit code the data allows
+    (0 complete, 3 partial, 1 when a run holds nothing usable)."""
     for res in results:
+        issues = {str(i) for i in res.quality.issues}
         for w in res.warnings:
-            if w not in res.skipped:
+            if w not in issues:
                 print(f"warning: {w}", file=sys.stderr)
-        for s in res.skipped:
-            print(f"skipped: {s}", file=sys.stderr)
-            code = EXIT_PARTIAL
-    return code
+        for line in res.quality.lines():
+            print(f"{res.run_dir}: {line}" if line.startswith("data quality") else line, file=sys.stderr)
+    return worst_exit(res.quality.exit_code for res in results)
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """The exit code of several runs' data: unusable (1) over partial (3) over complete (0)."""
+    codes = set(codes)
+    return EXIT_DATA if EXIT_DATA in codes else EXIT_PARTIAL if EXIT_PARTIAL in codes else EXIT_OK
 
 
 def _report_export_problems(runs: Sequence) -> int:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from .clock import ClockAnchor
 from .errors import CARRIED_IN_RESULT
 from .fileio import secure_mkdir
+from .quality import QualityIssue
 
 if TYPE_CHECKING:  # pragma: no cover
     from .runinfo import RunInfo
@@ -62,6 +63,7 @@ class ParseContext:
     run_dir: Path
     info: "RunInfo"
     warnings: list = field(default_factory=list)
+    issues: list[QualityIssue] = field(default_factory=list)
 
     @property
     def rank(self) -> int:
@@ -79,6 +81,25 @@ class ParseContext:
         return self.clock.to_epoch_ns(monotonic_ns)
 
     def warn(self, message: str) -> None:
-        """Report a readable-but-damaged input without failing the analysis."""
+        """Report something about the input that changes no number (a note)."""
         self.warnings.append(message)
         log.warning(message, extra={CARRIED_IN_RESULT: True})
+
+    def flag(self, subject: str, problem: str, affects: tuple[str, ...] = ()) -> None:
+        """Report input that is missing, cut, unreadable or not measured: the
+        run is analysed but not complete (see :mod:`npuprof.quality`).
+
+        Example::
+
+            context.flag("trace_view.json", "not valid JSON (cut short?); file skipped",
+                         affects=("api_statistic",))
+        """
+        issue = QualityIssue(subject, problem, tuple(affects))
+        if issue not in self.issues:
+            self.issues.append(issue)
+            log.info("npuprof: %s", issue)     # shown once, in the data quality section
+
+    def flag_message(self, message: str) -> None:
+        """:meth:`flag` for a reader's ``"<file>: <problem>"`` message (a callback readers take)."""
+        issue = QualityIssue.from_message(message)
+        self.flag(issue.subject, issue.problem, issue.affects)

@@ -207,11 +207,13 @@ def test_corrupt_profiler_info_is_a_data_error_naming_the_file(damaged, content,
     with pytest.raises(ProfilerDataError, match=problem) as e:
         read_info(run)
     assert e.value.path == str(info)
-    # the analysis goes on without it: a warning names the file, the raw events are still exported
+    # the analysis goes on without it: a data-quality issue names the file, the raw events are still
+    # exported, and the run is partial (exit 3): its clock, steps and rank are what the data says
     (res,) = analyse(run)
     assert any(str(info) in w for w in res.warnings)
+    assert any(str(info) in i.subject for i in res.quality.issues)
     assert len(res.events) > 0
-    assert cli_main(["analyse", str(run), "--quiet"]) == 0
+    assert cli_main(["analyse", str(run), "--quiet"]) == 3
     rs.COUNTS["corrupt inputs handled"] += 1
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Union
 
@@ -23,16 +24,18 @@ from ..fileio import forced_reading
 from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..progress import PhaseCounter, ProgressCallback
+from ..quality import DataQuality, QualityIssue
 from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
+from .contract import check_run_contract
 from .result import AnalysisResult
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
-__all__ = ["OUTPUT_DIR", "AnalysisResult", "analyse_path", "analyse_run", "find_runs", "is_run_dir",
-           "load_events", "ANALYSIS_PHASES"]
+__all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "analyse_path", "analyse_run", "find_runs", "is_run_dir",
+           "load_events", "load_run", "ANALYSIS_PHASES"]
 ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
 
 
@@ -75,23 +78,47 @@ def _collect_runs(folder: Path, depth: int, found: list[Path]) -> None:
             _collect_runs(child, depth - 1, found)
 
 
+@dataclass
+class LoadedRun:
+    """One run parsed into its event table (:func:`load_run`), before any analyzer ran."""
+
+    events: EventTable
+    info: RunInfo
+    warnings: list[str]
+    quality: DataQuality
+
+
+def load_run(run_dir: Union[str, Path]) -> LoadedRun:
+    """:func:`load_events` with the run's data-quality contract kept typed.
+
+    Example::
+
+        loaded = load_run("rank0_ascend_pt")
+        loaded.quality.exit_code      # 0 complete, 3 partial
+    """
+    events, info, warnings, _, quality = _load(Path(run_dir))
+    return LoadedRun(events, info, warnings, quality)
+
+
 def load_events(run_dir: Union[str, Path]) -> tuple[EventTable, RunInfo, list[str]]:
     """Parse every reader's data of one run into one time-sorted table.
 
-    Returns the events, the run's info and the warnings. A damaged
+    Returns the events, the run's info and the warnings (notes and every
+    data-quality issue as text; :func:`analyse_run` keeps the issues typed). A damaged
     profiler_info is a warning (the raw data is still parsed, on the time base
     it was written in). Raises :class:`ProfilerDataError` when no reader
     understands the run, or when readers claimed its files and none could be
     read: "0 events" is never a success.
     """
-    events, info, warnings, _ = _load(Path(run_dir))
+    events, info, warnings, _, _ = _load(Path(run_dir))
     return events, info, warnings
 
 
 @ordinary_pages()
-def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
-    """(events, info, warnings, skipped): ``skipped`` are the readers' errors
-    on a run that other readers did read."""
+def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], DataQuality]:
+    """(events, info, warnings, skipped, quality): ``skipped`` are the readers' errors
+    on a run that other readers did read; ``quality`` every issue the readers flagged,
+    the skipped inputs and what the run's own metadata promised but the data lacks."""
     info_error = None
     try:
         info = read_run_info(run_dir)
@@ -99,7 +126,8 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
         info, info_error = RunInfo(run_dir=run_dir, origin=origin_of(run_dir)), str(e)
     ctx = ParseContext(run_dir=run_dir, info=info)
     if info_error:
-        ctx.warn(f"{info_error}; analysing the raw data without it")
+        ctx.flag(info_error, "analysing the raw data without it: steps, clock and rank as the data says",
+                 affects=("profiler_info",))
     tables = []
     errors: list[str] = []
     for impl in get_plugin_host().impls("npuprof_parse_run"):
@@ -128,7 +156,13 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str]]:
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
     events = events.sorted(release=True)
     _release_free_memory()
-    return assign_steps(events), info, ctx.warnings, errors
+    events = assign_steps(events)
+    quality = DataQuality(issues=list(ctx.issues))
+    quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)
+    check_run_contract(events, info, quality)
+    # the warnings every caller prints: notes, then each data-quality issue
+    warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]
+    return events, info, warnings, errors, quality
 
 
 @ordinary_pages()
@@ -151,10 +185,11 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
-        events, info, warnings, skipped = _load(run_dir)
+        events, info, warnings, skipped, quality = _load(run_dir)
     if on_loaded is not None:
         on_loaded(events, info)
-    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped)
+    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped,
+                            quality=quality)
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)

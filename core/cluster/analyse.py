@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from ..errors import ProfilerConfigError, ProfilerDataError
-from ..runinfo import CLUSTER_SUMMARY
+from ..quality import DataQuality, QualityIssue
+from ..runinfo import CLUSTER_SUMMARY, OUTPUT_DIR
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
 from .alignment import align_ranks
@@ -64,6 +65,19 @@ class ClusterResult:
     job: Optional[Job] = None
     tool_table_ranks: list = field(default_factory=list)    # ranks summarised from the tool's own tables
     parsed: dict = field(default_factory=dict)              # rank -> why its events were parsed
+    unused_tool_tables: dict = field(default_factory=dict)  # rank -> why its tool's own tables could not be used
+
+    @property
+    def quality(self) -> DataQuality:
+        """The job's data-quality contract: every rank's issues, and each rank whose tool tables were there
+        but not usable, so that its numbers are a recomputation (:mod:`npuprof.quality`)."""
+        out = DataQuality(issues=[i for s in self.summaries for i in s.issues])
+        for rank, why in sorted(self.unused_tool_tables.items()):
+            out.add(QualityIssue(f"rank {rank}", f"the tool's own tables not used ({why}): its numbers are "
+                                                 "npuprof's recomputation from the events read",
+                                 (f"rank {rank} in every cluster table",)))
+        out.found["ranks"] = [s.rank for s in self.summaries]
+        return out
 
     def summary(self) -> dict:
         return {"output_dir": str(self.output_dir), "job": self.job.name if self.job else None,
@@ -73,7 +87,8 @@ class ClusterResult:
                 "traces": [{"rank": r, "path": p, "bytes": b, "events": n} for r, p, b, n in self.traces],
                 "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None,
                 "tool_tables": list(self.tool_table_ranks),
-                "events_parsed": {str(r): why for r, why in sorted(self.parsed.items())}}
+                "events_parsed": {str(r): why for r, why in sorted(self.parsed.items())},
+                "data_quality": self.quality.to_json()}
 
 
 def default_place(root: Path) -> Path:
@@ -121,6 +136,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     say = progress or (lambda msg: None)
     fast: dict = {}
     parsed: dict = {}
+    unused: dict = {}
     for t in tasks:
         if tool_tables:
             from_tables, why = tool_summary(t)
@@ -130,6 +146,8 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         else:
             why = "tool tables not used (recompute)"
         parsed[t.rank] = why
+        if tool_tables and _has_tool_tables(t):
+            unused[t.rank] = why
         log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
     if fast:
         say(f"{ranks_phrase(list(fast))}: summaries from the tool's own tables "
@@ -176,12 +194,17 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
                            seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),
-                           parsed=parsed)
+                           parsed=parsed, unused_tool_tables=unused)
     summary = result.summary()
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables
     result.files.append(write_json(summary, out_dir / CLUSTER_SUMMARY))
     return result
+
+
+def _has_tool_tables(task: RankTask) -> bool:
+    """True when a run of the rank holds some of its tool's summary files (so recomputing is a fallback)."""
+    return any((Path(d) / OUTPUT_DIR / name).is_file() for d in task.run_dirs for name in TOOL_FILES)
 
 
 def _write_trace_task(item: tuple, steps: Optional[list], min_dur_ns: int, use_gzip: bool, world: int) -> tuple:

@@ -36,9 +36,10 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
                           formats=formats, progress=_progress(args.quiet), job=args.job,
                           tool_tables=not args.recompute)
+    quality = res.quality
     if args.json:
         print(json.dumps(res.summary(), indent=2))
-        return 0
+        return quality.exit_code
     ranks = [s.rank for s in res.summaries]
     job = f" of job {res.job.name!r}" if res.job is not None and res.job.name != "." else ""
     print(f"{len(ranks)} ranks{job} analysed on {res.backend} in {res.seconds:.2f} s -> {res.output_dir}")
@@ -61,7 +62,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(f"merged timeline: {res.merged_timeline}")
     if res.traces:
         print(f"per-rank traces: {res.output_dir / 'traces'}")
-    return 0
+    for line in quality.lines():
+        print(line, file=sys.stderr)
+    return quality.exit_code
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:

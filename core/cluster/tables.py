@@ -11,7 +11,9 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from typing import Optional
 
 import numpy as np
 
@@ -31,8 +33,10 @@ MATRIX_COLUMNS = ["Group", "Step", "OP Name", "Src Rank", "Dst Rank", "Transport
                   "Transit Size(MB)", "Bandwidth(GB/s)"]
 
 
-def _r(x: float) -> float:
-    return round(float(x), 3)
+def _r(x: float) -> Optional[float]:
+    """Rounded as the tools write it; None (an empty cell) for a number the data did not measure (NaN)."""
+    x = float(x)
+    return None if math.isnan(x) else round(x, 3)
 
 
 def busy_times(summaries: list) -> dict:
@@ -41,7 +45,8 @@ def busy_times(summaries: list) -> dict:
     for s in summaries:
         st = s.steps
         out[s.rank] = {int(step): float(stage) - float(cno) for step, stage, cno in
-                       zip(st["Step"], st["Stage"], st["Communication(Not Overlapped)"])}
+                       zip(st["Step"], st["Stage"], st["Communication(Not Overlapped)"])
+                       if not (math.isnan(float(stage)) or math.isnan(float(cno)))}
     return out
 
 
@@ -62,12 +67,12 @@ def rank_table(summaries: list, slow: dict, alignment: dict) -> Table:
         st = s.steps
         stage = np.asarray(st["Stage"], dtype=float)
         cno = np.asarray(st["Communication(Not Overlapped)"], dtype=float)
-        mean = (lambda a: _r(a.mean()) if len(a) else 0.0)
+        mean = (lambda a: _r(a.mean()) if len(a) else 0.0)      # NaN (not measured) stays empty
         info = flagged.get(s.rank, {})
         al = alignment.get("ranks", {}).get(s.rank, {})
         bound = al.get("error_bound_ns")
         rows.append([s.rank, s.hostname, s.device_id, len(s.run_dirs), len(stage), s.events, mean(stage),
-                     _r(stage.max()) if len(stage) else 0.0, mean(np.asarray(st["Computing"], dtype=float)),
+                     _r(np.max(stage)) if len(stage) else 0.0, mean(np.asarray(st["Computing"], dtype=float)),
                      mean(cno), mean(np.asarray(st["Free"], dtype=float)), mean(stage - cno),
                      bool(info.get("slow", False)), " ".join(str(x) for x in info.get("outlier_steps", [])),
                      int(al.get("offset_ns", 0)), -1 if bound is None else int(bound)])

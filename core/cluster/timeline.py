@@ -33,7 +33,7 @@ RANK_PID_STRIDE = 1000
 def write_rank_trace(task: RankTask, path: str, steps: Optional[list] = None, min_dur_ns: int = 0,
                      use_gzip: bool = False, world_size: int = 1) -> tuple:
     """Write one rank's (filtered) trace; runs on a worker. Returns (rank, path, bytes, events)."""
-    events, info, _, _ = load_rank_events(task)
+    events, info, _, _, _ = load_rank_events(task)
     events = filter_events(events, steps=steps, min_dur_ns=min_dur_ns)
     out = write_trace(events, Path(path), rank=task.rank, world_size=max(world_size, task.rank + 1),
                       metadata={"npuprof_version": info.version, "hostname": info.hostname},

@@ -43,6 +43,7 @@ from ..analysis.analyzers import STEP_TRACE_COLUMNS
 from ..analysis.communication import TOTAL_OP, ordinal_keys
 from ..errors import ProfilerDataError
 from ..fileio import check_input_file
+from ..quality import QualityIssue
 from ..runinfo import OUTPUT_DIR, RunInfo, read_run_info
 from .worker import RankSummary, RankTask, parallel_groups_of
 
@@ -52,6 +53,9 @@ COMMUNICATION = "communication.json"
 COMMUNICATION_MATRIX = "communication_matrix.json"
 TOOL_FILES = (STEP_TRACE, OP_STATISTIC, COMMUNICATION, COMMUNICATION_MATRIX)
 OP_COLUMNS = ("OP Type", "Core Type", "Count", "Total Time(us)")
+# step_trace_time columns every torch_npu/MindSpore version writes; the others (Preparing, Bubble, the
+# receive-excluded communication ...) came and went across versions: absent means not measured (NaN)
+STEP_CORE_COLUMNS = ("Step", "Computing", "Communication(Not Overlapped)", "Free")
 OWN_RUN = "npuprof's own run: its events are the data"
 _STEP_KEY = re.compile(r"^step(-?\d*)$")
 
@@ -82,7 +86,7 @@ def _number(text: Any, what: str) -> float:
 
 def _csv_rows(path: Path, columns: tuple) -> list[dict]:
     """The rows of one of the tool's CSVs as :func:`npuprof.export.own_tables.read_own_tables` reads them
-    (``show`` displays the same files), as dicts of strings."""
+    (``show`` displays the same files), as dicts of strings; ``columns`` are the ones it must have."""
     from ..export.own_tables import read_own_tables
 
     table = read_own_tables(path.parent.parent, [path.stem]).get(path.stem)
@@ -94,15 +98,19 @@ def _csv_rows(path: Path, columns: tuple) -> list[dict]:
     return [row for row in table.records() if any(v.strip() for v in row.values())]
 
 
-def _steps(path: Path) -> list[list]:
-    """Rows of step_trace_time.csv as [step, col1, ...] in STEP_TRACE_COLUMNS order."""
+def _steps(path: Path) -> tuple[list[list], list[str]]:
+    """Rows of step_trace_time.csv as [step, col1, ...] in STEP_TRACE_COLUMNS order (NaN for a column the
+    file does not have), and the columns it does not have."""
     out = []
-    for i, row in enumerate(_csv_rows(path, tuple(STEP_TRACE_COLUMNS)), 2):
+    rows = _csv_rows(path, STEP_CORE_COLUMNS)
+    absent = [c for c in STEP_TRACE_COLUMNS if rows and c not in rows[0]]
+    for i, row in enumerate(rows, 2):
         step = _number(row["Step"], f"{path.name} line {i} Step")
         if step != int(step):
             raise _Unusable(f"{path.name} line {i}: Step {row['Step']!r} is not a step number")
-        out.append([int(step)] + [_number(row[c], f"{path.name} line {i} {c}") for c in STEP_TRACE_COLUMNS[1:]])
-    return out
+        out.append([int(step)] + [math.nan if c in absent else _number(row[c], f"{path.name} line {i} {c}")
+                                  for c in STEP_TRACE_COLUMNS[1:]])
+    return out, absent
 
 
 def _ops(path: Path) -> list[tuple]:
@@ -242,14 +250,17 @@ def _window(run_dir: Path) -> dict:
     if info.writable:
         raise _Unusable(OWN_RUN)
     out_dir = run_dir / OUTPUT_DIR
-    steps = _steps(out_dir / STEP_TRACE)
+    steps, absent = _steps(out_dir / STEP_TRACE)
     ops = _ops(out_dir / OP_STATISTIC)
     comm = _json(out_dir / COMMUNICATION)
     comm_ops, spans = _comm_ops(comm)
     matrix = _matrix(_json(out_dir / COMMUNICATION_MATRIX))
     traces = [str(out_dir / n) for n in ("trace_view.json", "trace_view.json.gz") if (out_dir / n).exists()]
+    issues = [QualityIssue(f"{run_dir.name}/{OUTPUT_DIR}/{STEP_TRACE}",
+                           f"has no {', '.join(absent)} column(s) (an older {info.origin} writes none): not measured",
+                           tuple(f"cluster_step_trace_time.{c}" for c in absent))] if absent else []
     return dict(info=info, out_dir=out_dir, steps=steps, ops=ops, communication=comm, comm_ops=comm_ops,
-                spans=spans, matrix=matrix, traces=traces)
+                spans=spans, matrix=matrix, traces=traces, issues=issues)
 
 
 def _merge_steps(dicts: list[dict], what: str) -> dict:
@@ -296,4 +307,5 @@ def tool_summary(task: RankTask) -> tuple[Optional[RankSummary], str]:
         align_start=np.array([s[0] for s in spans], dtype=np.int64),
         align_end=np.array([s[1] for s in spans], dtype=np.int64),
         host_series={}, t0_ns=0, t1_ns=0, traces=[t for w in windows for t in w["traces"]],
+        issues=[i for w in windows for i in w["issues"]],
         parallel_groups=parallel_groups_of(task.run_dirs)), ""

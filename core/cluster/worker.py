@@ -22,7 +22,8 @@ import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.memory import MemoryTimeline, memory_timeline
-from ..analysis.pipeline import load_events
+from ..analysis.pipeline import load_run
+from ..quality import QualityIssue
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
 from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
@@ -65,27 +66,29 @@ class RankSummary:
     t1_ns: int
     traces: list
     warnings: list = field(default_factory=list)
+    issues: list[QualityIssue] = field(default_factory=list)   # the rank's data-quality issues (npuprof.quality)
     parallel_groups: dict = field(default_factory=dict)   # group id -> its global ranks (profiler_metadata)
     memory: Optional[MemoryTimeline] = None              # None: the rank recorded no memory data
 
 
-def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list]:
+def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list, list[QualityIssue]]:
     """All windows of one rank as one table, parsed in memory (nothing is
     written into the runs). Returns (events, info of the first window,
-    warnings, trace files already there)."""
-    tables, warnings, traces = [], [], []
+    warnings, trace files already there, data-quality issues)."""
+    tables, warnings, traces, issues = [], [], [], []
     info: Optional[RunInfo] = None
     for d in task.run_dirs:
         run_dir = Path(d)
-        ev, inf, warn = load_events(run_dir)
-        info = info or inf
-        tables.append(ev)
-        warnings.extend(f"{run_dir.name}: {w}" for w in warn)
+        loaded = load_run(run_dir)
+        info = info or loaded.info
+        tables.append(loaded.events)
+        warnings.extend(f"{run_dir.name}: {w}" for w in loaded.warnings)
+        issues.extend(loaded.quality.issues)
         for name in ("trace_view.json", "trace_view.json.gz"):
             if (run_dir / OUTPUT_DIR / name).exists():
                 traces.append(str(run_dir / OUTPUT_DIR / name))
     events = EventTable.concat(tables).sorted()
-    return events, info or RunInfo(run_dir=Path(task.run_dirs[0])), warnings, traces
+    return events, info or RunInfo(run_dir=Path(task.run_dirs[0])), warnings, traces, issues
 
 
 def _downsample(ts: np.ndarray, val: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,9 +171,9 @@ def _device_id(info: RunInfo, events: EventTable) -> int:
 
 def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
-    events, info, warnings, traces = load_rank_events(task)
+    events, info, warnings, traces, issues = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points)
-    return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings,
+    return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, issues=issues,
                        parallel_groups=parallel_groups_of(task.run_dirs), **data)
 
 
@@ -197,5 +200,5 @@ def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 
     """(rank, filtered events, hostname) of one rank, for a merged timeline."""
     from ..export.filters import filter_events
 
-    events, info, _, _ = load_rank_events(task)
+    events, info, _, _, _ = load_rank_events(task)
     return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), info.hostname

@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from ..events import EventTable
 from ..hookspecs import hookimpl
-from ..readers.ascend_output import OUTPUT_DIR, AscendWriter, read_ascend_output, writer_of
+from ..readers.ascend_output import (OUTPUT_DIR, AscendWriter, layout_issues, problem_issue, read_ascend_output,
+                                     writer_of)
 
 
 def _torch_npu_output(path: Path) -> Optional[Path]:
@@ -42,6 +43,6 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     info = getattr(context, "info", None)
     table, problems = read_ascend_output(out, device=getattr(info, "device_id", None), pid=getattr(info, "pid", 0) or 0,
                                          writer=AscendWriter.TORCH_NPU)
-    for p in problems:
-        context.warn(p)
+    for issue in [*layout_issues(out, dict(getattr(info, "raw", {}) or {})), *map(problem_issue, problems)]:
+        context.flag(issue.subject, issue.problem, issue.affects)
     return table

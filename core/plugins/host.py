@@ -22,6 +22,21 @@ def npuprof_parse_run(run_dir: Path, context: ParseContext) -> Optional[EventTab
     if not raw.is_dir():
         return None
     table, report = read_raw_dir(raw)
+    aged = False
     for problem in report.problems:
-        context.warn(f"{raw}: {problem}")
+        if "aged out" in problem:   # storage_limit did what the user asked: a note, not damage
+            aged = True
+            context.warn(f"{raw}: {problem}")
+        else:
+            context.flag(f"{RAW_DIR}/", problem, affects=("all tables",))
+    written = _events_written(context)
+    if written is not None and report.events < written and not aged:
+        context.flag(f"{RAW_DIR}/", f"{written} event(s) written by the profiler, {report.events} readable "
+                                    "(a segment emptied, cut or removed)", affects=("all tables",))
     return table
+
+
+def _events_written(context: ParseContext) -> Optional[int]:
+    own = context.info.raw.get("npuprof") if context.info is not None else None
+    value = own.get("events_written") if isinstance(own, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

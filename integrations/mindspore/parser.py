@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 from npuprof.events import EventTable
 from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
-    read_ascend_output, writer_of
+    problem_issue, read_ascend_output, writer_of
 
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir
@@ -101,7 +101,7 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     for fw in fw_dirs:
         table, problems = read_framework_dir(fw, default_pid=pid, record_shapes=shapes)
         for p in problems:
-            context.warn(p)
+            context.flag(*_as_flag(p))
         tables.append(table)
     if is_npuprof_run(run_dir):
         # Ascend: MindSpore's directory stayed whole under MINDSPORE/ (see backend)
@@ -125,7 +125,7 @@ def _read_output(out: Path, device: Optional[int], pid: int, skip_cpu_ops: bool,
     table, problems = read_ascend_output(out, device=device, pid=pid, skip_cpu_ops=skip_cpu_ops, skip_mstx=skip_mstx,
                                          writer=AscendWriter.MINDSPORE)
     for p in problems:
-        context.warn(p)
+        context.flag(*_as_flag(p))
     return table
 
 
@@ -195,3 +195,9 @@ def _device_id(context: Any) -> Optional[int]:
     """The device id profiler_info names, or None (the reader then takes it from the data)."""
     info = getattr(context, "info", None)
     return info.device_id if info is not None else None
+
+
+def _as_flag(problem: str) -> tuple[str, str, tuple[str, ...]]:
+    """A reader problem as :meth:`ParseContext.flag`'s arguments (it lost data: a data-quality issue)."""
+    issue = problem_issue(problem)
+    return issue.subject, issue.problem, issue.affects

@@ -160,4 +160,4 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     own_steps = bool(info.steps)
     pid = info.pid if 0 <= info.pid < 1 << 62 else 0
     return read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
-                       on_error=context.warn)
+                       on_error=context.flag_message)
