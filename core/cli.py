@@ -37,9 +37,13 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
-from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError
+from .cli_args import add_folder_argument, resolve_folder_argument
+from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 # where the pyACL plugin's SS928/SS927 reader looks for the vendor's msprof.pyc first; --msprof sets it
@@ -139,10 +143,13 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
     code = _report_export_problems(runs)
+    written = [run for run in runs if not run.failures]     # after an error, no success line for that run
     if not args.quiet:
-        for run in runs:
+        for run in written:
             print(f"{run.result.run_dir}: {len(run.result.events)} events -> {run.output_dir}")
-        print(f"analysed {len(runs)} run(s) in {time.perf_counter() - t0:.2f} s")
+        if written:
+            counted = f"{len(written)} of {len(runs)}" if len(written) < len(runs) else f"{len(runs)}"
+            print(f"analysed {counted} run(s) in {time.perf_counter() - t0:.2f} s")
     return code
 
 
@@ -151,7 +158,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     code = _report_export_problems(runs)
     if not args.quiet:
         for run in runs:
-            print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
+            if not run.failures:
+                print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
     return code
 
 
@@ -229,16 +237,14 @@ SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_sta
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the summary tables; writes nothing. Another tool's run shows that
     tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
-    from rich.console import Console
-
     from .export.own_tables import read_own_tables
 
-    console = Console()
+    console = _table_console(args.width)
     results = _read(args.dir)
     for res in results:
         own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, SHOW_TABLES)
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
-        console.rule(f"{res.run_dir.name}  ({len(res.events)} events; {source})")
+        _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in SHOW_TABLES:
             table = own.get(name) if own else res.tables.get(name)
             if table is not None:
@@ -271,12 +277,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if target is not None:
         timeline = memory_timeline(events[0], top=args.top)     # its summary is the run's (one run)
         summaries = [(results[0], timeline.summary)]
-        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}")
+        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}",
+                                        start_ns=_run_start_ns(results[0]))
         print(f"memory timeline: {written}", file=sys.stderr)
     else:
         summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
-    if args.json:
-        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s), "data_quality": res.quality.to_json()}
+    if args.json:     # absolute times (epoch ns), with the run's start to relate them to
+        print(json.dumps([{"run": str(res.run_dir), "run_start_ns": _run_start_ns(res), **dataclasses.asdict(s),
+                           "data_quality": res.quality.to_json()}
                           for res, s in summaries], indent=2))
         return _report_problems(results)
     console = Console()
@@ -286,15 +294,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
             console.print("no allocation data (operator_memory or memory_record) in this run" +
                           (f"; {s.allocations} allocations without totals" if s.allocations else ""))
         else:
+            start = _run_start_ns(res)      # times as the report shows them: from the run's first event
+
+            def since_start(ns: int) -> str:
+                return f"{(ns - start) / 1e9:.6f}"
+
             step = "no step recorded there" if s.peak_step is None else f"step {s.peak_step}"
-            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {s.peak_ns / 1000.0:.3f} us "
-                          f"({step}); {s.allocations} allocations recorded")
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {since_start(s.peak_ns)} s "
+                          f"after the run's start ({step}); {s.allocations} allocations recorded")
             live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
-            for col in ("Operator", "Size(KB)", "Allocated at(us)", "Released at(us)"):
+            for col in ("Operator", "Size(KB)", "Allocated at(s)", "Released at(s)"):
                 live.add_column(col)
             for a in s.live:
-                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", f"{a.allocated_ns / 1000.0:.3f}",
-                             "-" if a.released_ns is None else f"{a.released_ns / 1000.0:.3f}")
+                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", since_start(a.allocated_ns),
+                             "-" if a.released_ns is None else since_start(a.released_ns))
             console.print(live)
             per_op = RichTable(title="alive at the peak, per operator")
             for col in ("Operator", "Allocations", "Size(KB)"):
@@ -310,6 +323,44 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 series.add_row(r.name, str(r.samples), f"{r.first:,.3f}", f"{r.peak:,.3f}", f"{r.last:,.3f}")
             console.print(series)
     return _report_problems(results)
+
+
+UNBOUNDED_WIDTH = 100_000   # "as wide as the table": a table takes its natural width, never more
+RULE_WIDTH = 100             # a run's title line where the console is as wide as any table
+
+
+def _table_console(width: Optional[int]) -> "Console":
+    """The console tables are printed on: ``--width`` columns when given; a terminal's width; else
+    (a file, a pipe, a pager) each table at its full width, its numbers never split across lines."""
+    from rich.console import Console
+
+    if width is not None:
+        return Console(width=width)
+    console = Console()
+    return console if console.is_terminal else Console(width=UNBOUNDED_WIDTH)
+
+
+def _print_rule(console: "Console", title: str) -> None:
+    from rich.rule import Rule
+
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH) if console.width == UNBOUNDED_WIDTH else None)
+
+
+def _columns(text: str) -> int:
+    """``--width``: a number of columns, at least 40."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of columns, got {text!r}") from None
+    if value < 40:
+        raise argparse.ArgumentTypeError(f"expected at least 40 columns, got {value}")
+    return value
+
+
+def _run_start_ns(result: object) -> int:
+    """The run's start as the report counts it: its first event (epoch ns; 0 for a run without events)."""
+    ts = result.events["ts"]  # type: ignore[attr-defined]
+    return int(ts.min()) if len(ts) else 0
 
 
 def _print_table(console: object, table: object, limit: int) -> None:
@@ -345,13 +396,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(["--output", args.output] + (["--host-only"] if args.host_only else []))
 
 
+# the commands that print every run's warnings and failures from its result (see _report_problems)
+_PRINTS_RESULT_PROBLEMS = (cmd_analyse, cmd_import, cmd_export, cmd_show, cmd_memory)
+
+
+class _CarriedInResult(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, CARRIED_IN_RESULT, False)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Each warning printed once: a command that prints its runs' problems from their results
+    (``warning:``/``skipped:``/``error:``) does not print them again as log lines."""
+    resolve_folder_argument(args)
+    if args.func not in _PRINTS_RESULT_PROBLEMS:
+        return int(args.func(args) or 0)
+    carried = _CarriedInResult()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(carried)
+    try:
+        return int(args.func(args) or 0)
+    finally:
+        for handler in handlers:
+            handler.removeFilter(carried)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="npuprof", description="Profile MindSpore, TensorFlow and pyACL runs; analyse and export.")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     a = sub.add_parser("analyse", aliases=["analyze"], help="offline analysis of a run or a parent of runs")
-    a.add_argument("path")
+    add_folder_argument(a, "path")
     a.add_argument("--export-type", nargs="+", choices=["text", "db"], default=None)
     a.add_argument("-o", "--output", default=None,
                    help="where outputs of another tool's runs go (default ./npuprof_output; npuprof's own runs "
@@ -362,8 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
-    i.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(i, "dir")
     i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
     i.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
@@ -374,8 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("what", choices=["timeline", "summary", "ascend", "db"],
                    help="db: as ascend, each copy also holding ascend_{pytorch|mindspore}_profiler_{rank}.db and its "
                         "analysis database (msprof-analyze cluster -m <recipe>, MindStudio Insight)")
-    e.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(e, "dir")
     e.add_argument("-o", "--output", default=None,
                    help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
@@ -388,9 +463,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("show", help="print the summary tables")
-    s.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(s, "dir")
     s.add_argument("--limit", type=int, default=15)
+    s.add_argument("--width", type=_columns, default=None,
+                   help="columns to fit the tables in (default: the terminal's; when not a terminal, each "
+                        "table's full width)")
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
     s.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
@@ -398,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing "
                                       "unless -o")
-    m.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(m, "dir")
     m.add_argument("--top", type=int, default=10, help="allocations listed (default 10)")
     m.add_argument("-o", "--output", default=None,
                    help="also write the memory timeline of the run: FILE.html (a page with the plot), .json or "
@@ -436,7 +513,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     try:
         with vendor_parser(getattr(args, "msprof", None)):
-            return int(args.func(args) or 0)
+            return _run_command(args)
     except ProfilerConfigError as e:
         return _fail(EXIT_USAGE, str(e))
     except ProfilerDataError as e:

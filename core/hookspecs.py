@@ -136,12 +136,15 @@ def npuprof_trace_ready(session: "CollectionSession") -> None:
 
 
 @hookspec
-def npuprof_recognise_run(path: Path) -> Optional[bool]:
+def npuprof_recognise_run(path: Path, named: bool) -> Optional[bool]:
     """Say whether ``path`` is a run directory this plugin can parse.
 
     Lets ``npuprof analyse`` find directories written by other tools (a
     MindSpore ``*_ascend_ms`` dir, a CANN ``PROF_*`` dir). Return True to
-    claim it, None otherwise.
+    claim it, None otherwise. ``named`` is True when ``path`` is the folder
+    the user named, False for one found while searching below it: data an
+    enclosing run already reads (a ``PROF_*`` of an npuprof pyACL run) is
+    claimed only when named. An implementation may leave ``named`` out.
 
     Example::
 

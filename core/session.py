@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .clock import ClockAnchor
+from .errors import CARRIED_IN_RESULT
 from .fileio import secure_mkdir
 from .quality import QualityIssue
 
@@ -83,7 +84,7 @@ class ParseContext:
     def warn(self, message: str) -> None:
         """Report something about the input that changes no number (a note)."""
         self.warnings.append(message)
-        log.warning(message)
+        log.warning(message, extra={CARRIED_IN_RESULT: True})
 
     def flag(self, subject: str, problem: str, affects: tuple[str, ...] = (), not_measured: bool = False) -> None:
         """Report input that is missing, cut, unreadable or not measured: the

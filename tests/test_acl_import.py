@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -111,6 +112,27 @@ def test_npuprof_analyse_on_a_prof_dir(tmp_path):
         kernels = {r["Name"]: r for r in csv.DictReader(fh)}
     assert kernels["MatMul-op1"]["Input Shapes"].strip('"') == "2,2;2,2"
     assert kernels["Add-op2"]["Input Shapes"] == "N/A" and kernels["Add-op2"]["Output Formats"] == "N/A"
+
+
+def test_a_prof_dir_inside_an_npuprof_run_is_read_when_named(tmp_path, capsys, monkeypatch):
+    """#34.3: the PROF_ of an npuprof pyACL run (under cann_<worker>_<pid>/, read with that run when
+    searching) is imported when named itself, as a copy of it is."""
+    from npuprof.cli import main
+
+    monkeypatch.setenv("NPUPROF_NO_MSPROF", "1")
+    root = tmp_path / "npuprof_data" / "cann_host_123"
+    prof = make_text_prof(root, "new")
+    (root / ".npuprof_cann_root").touch()
+    assert main(["import", "-dir", str(prof), "-o", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert f"{prof}: imported " in out and " 0 events" not in out
+    copy = tmp_path / "copy" / PROF
+    shutil.copytree(prof, copy)
+    assert main(["import", "-dir", str(copy), "-o", str(tmp_path / "o2")]) == 0
+    assert capsys.readouterr().out.split(" imported ")[1].split()[0] == out.split(" imported ")[1].split()[0]
+    # searched from above, it is left to the npuprof run that lists it: not a run of its own
+    assert main(["import", "-dir", str(tmp_path / "npuprof_data"), "-o", str(tmp_path / "o3")]) == 1
+    assert "holds no profiling run" in capsys.readouterr().err
 
 
 @pytest.fixture

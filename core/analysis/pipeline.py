@@ -41,13 +41,14 @@ __all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "analyse_path", "analyse
 ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
 
 
-def is_run_dir(path: Path) -> bool:
-    """True for a directory with profiler_info, or a directory or file a reader plugin claims."""
+def is_run_dir(path: Path, named: bool = False) -> bool:
+    """True for a directory with profiler_info, or a directory or file a reader plugin claims
+    (``named``: the folder the user named, see the ``npuprof_recognise_run`` hook)."""
     if path.is_dir() and any(path.glob("profiler_info*.json")):
         return True
     if not (path.is_dir() or path.is_file()):
         return False
-    return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path))
+    return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path, named=named))
 
 
 def find_runs(path: Union[str, Path]) -> list[Path]:
@@ -56,7 +57,7 @@ def find_runs(path: Union[str, Path]) -> list[Path]:
     root = Path(path)
     if not root.exists():
         raise ProfilerDataError(root, "does not exist")
-    if is_run_dir(root):
+    if is_run_dir(root, named=True):
         return [root]
     if not root.is_dir():
         raise ProfilerDataError(root, "is not a directory nor a trace file any reader understands")

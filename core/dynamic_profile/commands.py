@@ -19,11 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..cli_args import add_folder_argument
 from ..errors import ProfilerConfigError
 from ..fileio import atomic_write
 from ..validate import parse_rank_list
 from .request import CONFIG_NAME, MINDSPORE_TEMPLATE, TEMPLATE, parse_config_text
 from .status import read_statuses
+
+
+WATCHED_FOLDER_HELP = "the folder the job watches for profiler_config.json (give it as DIR or as -dir DIR)"
 
 
 def add_commands(sub: Any) -> None:
@@ -32,7 +36,7 @@ def add_commands(sub: Any) -> None:
     dsub = d.add_subparsers(dest="dynamic_command", required=True, parser_class=type(d))
 
     s = dsub.add_parser("start", help="write DIR/profiler_config.json atomically: running watchers capture")
-    s.add_argument("dir")
+    add_folder_argument(s, "dir", help=WATCHED_FOLDER_HELP)
     s.add_argument("--start-step", type=int, default=None,
                    help="first step of the capture (npuprof/torch_npu: absolute, 0-based; MindSpore: 1-based)")
     s.add_argument("--active", type=int, default=None, help="steps recorded")
@@ -49,7 +53,7 @@ def add_commands(sub: Any) -> None:
     s.set_defaults(func=cmd_start)
 
     st = dsub.add_parser("status", help="what each watching process has in effect and its captures")
-    st.add_argument("dir")
+    add_folder_argument(st, "dir", help=WATCHED_FOLDER_HELP)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_status)
 

@@ -64,9 +64,10 @@ def is_npuprof_run(run_dir: Path) -> bool:
 
 
 def mindspore_output_dir(run_dir: Path) -> Optional[Path]:
-    """The directory holding MindSpore's (not npuprof's) analysis output, if any."""
+    """The directory holding MindSpore's analysis output, if any: not npuprof's outputs of its own run
+    (those are derived from its raw data), but npuprof's ``export ascend`` copy, which has no raw data."""
     out = run_dir / OUTPUT_DIR
-    if out.is_dir() and not (out / DONE_MARKER).exists():
+    if out.is_dir() and (not (out / DONE_MARKER).exists() or not is_npuprof_run(run_dir)):
         tv = out / TRACE_VIEW
         if (tv.is_file() and is_ascend_trace(tv)) or (not tv.exists() and (out / KERNEL_DETAILS).is_file()):
             return out

@@ -167,11 +167,12 @@ def npuprof_stop(session: Any) -> None:
 
 
 @hookimpl
-def npuprof_recognise_run(path: Path) -> Optional[bool]:
+def npuprof_recognise_run(path: Path, named: bool) -> Optional[bool]:
     from .cann_import import is_prof_dir, owned_by_npuprof
 
     path = Path(path)
-    if is_prof_dir(path) and not owned_by_npuprof(path):
+    # a PROF_ of an npuprof run is read with that run when searching; named on its own, it is read alone
+    if is_prof_dir(path) and (named or not owned_by_npuprof(path)):
         return True
     return None
 
