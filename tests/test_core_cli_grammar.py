@@ -98,13 +98,14 @@ def test_memory_times_are_from_the_run_start_and_absolute_in_json():
 
 
 def test_a_warning_is_printed_once(run, tmp_path):
-    info = next(run.glob("profiler_info*.json"))
-    saved = info.read_text()
-    info.write_text("{ not json")
+    index = run / "CANN" / "prof_dirs.json"          # the pyACL reader warns: the listed PROF_ dirs are gone
+    index.parent.mkdir()
+    index.write_text(json.dumps({"prof_dirs": ["../gone/PROF_000001_20260101000000000_ABCDEFGH"]}))
     try:
         done = _npuprof("show", str(run), cwd=tmp_path)
     finally:
-        info.write_text(saved)
-    assert done.returncode == 0
-    warned = [line for line in done.stderr.splitlines() if "analysing the raw data without it" in line]
-    assert len(warned) == 1 and warned[0].startswith("warning: ")
+        index.unlink()
+        index.parent.rmdir()
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "prof_dirs.json are missing" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: "), done.stderr
