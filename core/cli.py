@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from .cli_args import add_folder_argument, resolve_folder_argument
+from .cli_args import add_folder_argument, resolve_folder_argument, take_late_folder
 from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
 
 if TYPE_CHECKING:
@@ -44,6 +44,10 @@ EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         raise SystemExit(_fail(EXIT_USAGE, message))
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        return namespace, take_late_folder(namespace, extras)
 
 
 def _fail(code: int, message: str) -> int:
@@ -126,6 +130,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.csvfiles import write_csv, write_json
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
+    from .plugins.exporters import ONLY_WITH_ROWS
 
     if args.what in ("ascend", "db"):
         return _export_ascend(args)
@@ -138,6 +143,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                               **trace_settings(res)))
         else:
             for name, table in res.tables.items():
+                if name in ONLY_WITH_ROWS and not len(table):    # as analyse (and torch_npu): no header-only file
+                    continue
                 target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
     return _report_problems(results)

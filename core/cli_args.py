@@ -30,6 +30,20 @@ def add_folder_argument(parser: argparse.ArgumentParser, dest: str, help: str = 
     parser.set_defaults(**{_DEST: dest})
 
 
+def take_late_folder(args: argparse.Namespace, extras: list[str]) -> list[str]:
+    """argparse matches a verb's positionals in one go: in ``export summary --format json DIR`` the
+    optional DIR was already passed over when DIR comes. Take it from the unrecognised ``extras``
+    (the first one not an option); returns the rest."""
+    dest = getattr(args, _DEST, None)
+    if dest is None or getattr(args, f"_{dest}_positional", None) is not None:
+        return extras
+    for i, text in enumerate(extras):
+        if not text.startswith("-"):
+            setattr(args, f"_{dest}_positional", text)
+            return extras[:i] + extras[i + 1:]
+    return extras
+
+
 def resolve_folder_argument(args: argparse.Namespace) -> None:
     """Set ``args.<dest>`` from DIR or -dir DIR; a usage error (:class:`ProfilerConfigError`) when
     neither is given, or both name different folders."""

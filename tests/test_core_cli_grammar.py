@@ -109,3 +109,17 @@ def test_a_warning_is_printed_once(run, tmp_path):
     assert done.returncode == 0, done.stderr
     warned = [line for line in done.stderr.splitlines() if "prof_dirs.json are missing" in line]
     assert len(warned) == 1 and warned[0].startswith("warning: "), done.stderr
+
+
+@pytest.mark.parametrize("argv", [["export", "summary", "--format", "json", "RUN"],
+                                  ["export", "--format", "json", "summary", "RUN"],
+                                  ["show", "--limit", "3", "RUN"], ["memory", "--top", "2", "RUN", "--json"]])
+def test_the_folder_may_come_after_the_options(argv):
+    args = build_parser().parse_args(argv)
+    resolve_folder_argument(args)
+    assert args.dir == "RUN"
+
+
+def test_a_second_folder_is_still_refused(capsys):
+    assert main(["show", "a", "b"]) == 2
+    assert capsys.readouterr().err == "npuprof: error: unrecognized arguments: b\n"
