@@ -224,6 +224,88 @@ def test_init_refuses_a_file_and_a_second_directory(tmp_path):
         dp.finalize()
 
 
+# -- a config left from the previous job (#34.6) ------------------------------------------------------------------
+def test_a_config_present_at_init_is_the_baseline_as_in_torch_npu(tmp_path, monkeypatch):
+    import npuprof.dynamic_profile as dp
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "profiler_config.json").write_text(_config(start_step=2, active=1, prof_dir="old"))
+    ctl = dp.init(tmp_path / "cfg", poll_interval=3600)
+    try:
+        _steps(ctl, 6)
+        assert ctl.status.captures == [] and not (tmp_path / "old").exists()   # the previous job's request
+        _write(ctl, _config(start_step=8, active=1, prof_dir="new"))          # a change: captured
+        _steps(ctl, 4)
+        (cap,) = ctl.status.captures
+        assert cap.recorded_steps == [8] and cap.state == "done"
+    finally:
+        dp.finalize()
+
+
+DROP_IN_BASELINE = """
+import json, sys
+from pathlib import Path
+from npuprof.integrations.mindspore import DynamicProfilerMonitor
+from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
+cfg, out = Path(sys.argv[1]), Path(sys.argv[2])
+monitor = DynamicProfilerMonitor(cfg_path=str(cfg), output_path=str(out), poll_interval=3600)
+ctl = monitor.controller
+for _ in range(6):
+    monitor.step()
+left = len(ctl.status.captures)
+(cfg / "profiler_config.json").write_text(json.dumps(dict(MINDSPORE_TEMPLATE, start_step=20, stop_step=21)))
+ctl._watcher.check_now()
+monitor.step()
+print(json.dumps({"left": left, "scheduled": [c.recorded_steps for c in ctl.status.captures]}))
+ctl.close()
+"""
+
+
+def test_the_mindspore_drop_in_takes_a_config_present_at_start_as_the_baseline(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "profiler_config.json").write_text(json.dumps(dict(MINDSPORE_TEMPLATE, start_step=2, stop_step=3)))
+    done = subprocess.run([sys.executable, "-c", DROP_IN_BASELINE, str(cfg), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"left": 0, "scheduled": [[20, 21]]}    # the left file captured nothing, a change did
+    assert not list(tmp_path.rglob("rank0_start2_stop3"))
+
+
+def test_apply_existing_applies_a_config_present_at_start(tmp_path):
+    """The other rule (MindSpore's own monitor), still available to the controller."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "profiler_config.json").write_text(
+        json.dumps(dict(MINDSPORE_TEMPLATE, start_step=3, stop_step=3)))
+    ctl = _controller(tmp_path, dialect="mindspore", first_step=1, apply_existing=True,
+                      default_prof_dir=tmp_path / "out")
+    ctl.start_watching()
+    _steps(ctl, 4)
+    (cap,) = ctl.status.captures
+    assert cap.recorded_steps == [3] and cap.state == "done"
+    ctl.close()
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["--dialect", "mindspore", "--start-step", "300", "--stop-step", "304"],
+     "into the job's output_path (DynamicProfilerMonitor(output_path=...)), in rank<r>_start300_stop304/"),
+    (["--dialect", "mindspore", "--start-step", "300", "--stop-step", "304", "--prof-dir", "rel"],
+     "into rel under the job's working directory, in rank<r>_start300_stop304/"),
+    (["--start-step", "3", "--active", "2"], "into ./npuprof_data under the job's working directory"),
+    (["--start-step", "3", "--active", "2", "--prof-dir", "{abs}"], "into {abs}"),
+])
+def test_cli_start_says_where_the_job_writes(tmp_path, argv, where):
+    absolute = str(tmp_path / "abs")
+    argv = [a.replace("{abs}", absolute) for a in argv]
+    done = subprocess.run(CLI + ["dynamic", "start", str(tmp_path / "cfg"), *argv], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(where.replace("{abs}", absolute)), done.stdout
+    assert str(tmp_path) + "\n" not in done.stdout + "\n"       # never the command's own working directory
+
+
 # -- the command line -----------------------------------------------------------------------------------------------
 def test_cli_start_validates_before_writing_and_status_reports(tmp_path):
     cfg = tmp_path / "cfg"

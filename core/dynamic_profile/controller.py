@@ -44,9 +44,11 @@ class DynamicController:
     """Watches ``config_dir/profiler_config.json`` and runs the captures it asks for.
 
     ``first_step`` is the number of the step running when watching starts
-    (0 for torch_npu-style configs, 1 for MindSpore's). ``apply_existing``
-    applies a config already in the file at start (MindSpore does; torch_npu
-    only reacts to changes).
+    (0 for torch_npu-style configs, 1 for MindSpore's). A config already in
+    the file at start is the baseline, as in torch_npu: only a change starts a
+    capture, so a file left by the previous job does not capture again.
+    ``apply_existing`` applies it at start instead (MindSpore's own monitor's
+    rule; npuprof's entry points all keep torch_npu's).
     """
 
     def __init__(self, config_dir: Path, dialect: str = "npuprof", first_step: int = 0,
