@@ -224,6 +224,26 @@ def test_init_refuses_a_file_and_a_second_directory(tmp_path):
         dp.finalize()
 
 
+def test_the_captures_first_step_begins_after_the_capture_is_announced(tmp_path, monkeypatch):
+    """#34.1: the status file (written with an fsync) and the log line come before the capture's
+    Profiler starts, so neither lands in its first recorded step."""
+    ctl = _controller(tmp_path)
+    written = []
+    original = DynamicController._write_status
+
+    def write_status(self):
+        original(self)
+        written.append(time.perf_counter_ns())
+
+    monkeypatch.setattr(DynamicController, "_write_status", write_status)
+    _steps(ctl, 2)
+    _write(ctl, _config(start_step=3, active=2, prof_dir=str(tmp_path / "p")))
+    while ctl.status.state != "capturing":      # up to the step() that begins the capture
+        _steps(ctl, 1)
+    assert ctl.step_num == 3 and ctl._capture._step_t0 >= max(written)
+    ctl.close()
+
+
 # -- a config left from the previous job (#34.6) ------------------------------------------------------------------
 def test_a_config_present_at_init_is_the_baseline_as_in_torch_npu(tmp_path, monkeypatch):
     import npuprof.dynamic_profile as dp
