@@ -33,13 +33,26 @@ def _stop_requested(out: Path) -> bool:
     return (out / "stop").exists()
 
 
+def _hold_here(out: Path, step: int) -> None:
+    """Between two steps: while ``<out>/hold`` exists, say the step about to run in ``<out>/held`` and wait
+    (the test then writes a config knowing the job's step, whatever the machine's load)."""
+    if not (out / "hold").exists():
+        return
+    (out / "held.tmp").write_text(str(step))
+    os.replace(out / "held.tmp", out / "held")
+    while (out / "hold").exists() and not _stop_requested(out):
+        time.sleep(0.01)
+    (out / "held").unlink()
+
+
 def child_numpy(cfg: Path, out: Path, delay: float) -> None:
     import npuprof.dynamic_profile as dp
     from npuprof import record_function
 
-    dp.init(cfg, poll_interval=POLL)
+    ctl = dp.init(cfg, poll_interval=POLL)
     a = np.ones((64, 64))
     while not _stop_requested(out):
+        _hold_here(out, ctl.step_num)
         with record_function("train_step"):
             a = np.tanh(a @ a / 64.0)
             time.sleep(delay)
@@ -153,7 +166,7 @@ class RunningJob:
     """A child training process and the files the test talks to it through."""
 
     def __init__(self, kind: str, cfg: Path, out: Path, delay: float = 0.05, env: Optional[dict] = None) -> None:
-        self.cfg, self.out = cfg, out
+        self.kind, self.cfg, self.out = kind, cfg, out
         out.mkdir(parents=True, exist_ok=True)
         full_env = dict(os.environ, GLOG_v="3", PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
         if kind in ZERO_CODE_SCRIPTS:
@@ -190,6 +203,28 @@ class RunningJob:
         self.proc.kill()
         raise AssertionError(f"timed out waiting for {what}; status {json.dumps(self.status())[:3000]}\n"
                              f"{self.stderr()}")
+
+    def hold(self) -> int:
+        """Stop the job between two steps (the numpy child); returns the step it will run next."""
+        (self.out / "hold").touch()
+        end = time.monotonic() + 120
+        while not (self.out / "held").exists():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                raise AssertionError(f"the job did not hold:\n{self.stderr()}")
+            time.sleep(0.01)
+        return int((self.out / "held").read_text())
+
+    def release(self) -> None:
+        (self.out / "hold").unlink()
+
+    def write_config_read_while_held(self, jobs: list, config: str) -> None:
+        """Write ``config`` and wait until every held job's watcher has read it (its status names it)."""
+        from npuprof.dynamic_profile import parse_config_text
+
+        digest = parse_config_text(config).digest
+        self.write_config(config)
+        for job in jobs:
+            job.wait_for(f"config {digest} read", lambda s: s.get("config_digest") == digest)
 
     def write_config(self, config: Any) -> None:
         """Write the file in place (not atomically), as an editor saving over it does."""

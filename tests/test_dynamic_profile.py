@@ -349,14 +349,20 @@ def test_cli_start_validates_before_writing_and_status_reports(tmp_path):
 # -- real processes, config changed while they run -------------------------------------------------------------------
 def _two_captures(job: RunningJob, make_config, first_step: int = 0) -> tuple:
     """Config A, a broken file, config B - each written while the job trains; returns the final status."""
-    st = job.wait_for("the first steps", lambda s: s.get("step", -1) >= first_step + 3)
-    a = st["step"] + 20
-    job.write_config(make_config(a, "a"))
+    def ask(tag: str, st: dict) -> int:
+        if job.kind != "numpy":       # a framework's loop cannot be held: 20 steps ahead of the last status
+            start = st["step"] + 20
+            job.write_config(make_config(start, tag))
+            return start
+        start = job.hold() + 2        # held while the config is written and read: ahead, whatever the load
+        job.write_config_read_while_held([job], make_config(start, tag))
+        job.release()
+        return start
+
+    a = ask("a", job.wait_for("the first steps", lambda s: s.get("step", -1) >= first_step + 3))
     job.wait_for("capture A", captures_done(1))
     job.write_config('{"start_step": ')                        # an editor's half-written save
-    st = job.wait_for("the broken file reported", lambda s: "stays in effect" in (s.get("error") or ""))
-    b = st["step"] + 20
-    job.write_config(make_config(b, "b"))
+    b = ask("b", job.wait_for("the broken file reported", lambda s: "stays in effect" in (s.get("error") or "")))
     st = job.wait_for("capture B", captures_done(2))
     assert job.finish() == 0, job.stderr()
     assert job.stderr().count("stays in effect") == 1
@@ -443,9 +449,13 @@ def test_two_ranks_capture_the_same_steps_and_rank_list_limits_them(tmp_path):
     cfg = tmp_path / "cfg"
     jobs = [RunningJob("numpy", cfg, tmp_path / f"rank{r}", env={"RANK_ID": str(r)}) for r in (0, 1)]
     try:
-        steps = [j.wait_for("the first steps", lambda s: s.get("step", -1) >= 3)["step"] for j in jobs]
-        start = max(steps) + 10
-        jobs[0].write_config(_config(start_step=start, active=2, prof_dir=str(tmp_path / "p")))
+        for j in jobs:
+            j.wait_for("the first steps", lambda s: s.get("step", -1) >= 3)
+        # held while the config is written and read: its start is ahead of both, whatever the load
+        start = max(j.hold() for j in jobs) + 2
+        jobs[0].write_config_read_while_held(jobs, _config(start_step=start, active=2, prof_dir=str(tmp_path / "p")))
+        for j in jobs:
+            j.release()
         done = [j.wait_for("the capture", captures_done(1)) for j in jobs]
         for rank, st in enumerate(done):
             (cap,) = st["captures"]
