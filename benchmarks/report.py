@@ -223,6 +223,54 @@ def build_rows(results: dict) -> list[dict]:
         rows.append(_err("Analysis", "Ascend profiler database write", db, "db_write"))
     rows += cluster_rows(results.get("cluster", {}))
     rows += memory_cost_rows(results.get("memcost", {}))
+    rows += diff_rows(results.get("diff", {}))
+    return rows
+
+
+def diff_rows(df: dict) -> list[dict]:
+    """`npuprof diff` vs HTA TraceDiff.compare_traces vs msprof-analyze compare (benchmarks/bench_diff.py)."""
+    if not df:
+        return []
+    if "error" in df:
+        return [_err("Diff", "`npuprof diff` vs HTA TraceDiff and msprof-analyze compare", df, "diff")]
+    rows = []
+
+    def others(r: dict) -> str:
+        parts = [f"{label} {_rng(r[k], _s)}" if k in r else f"{label}: {r.get(k + '_error', 'not run')}"
+                 for k, label in (("hta", "HTA TraceDiff.compare_traces"), ("msprof", "msprof-analyze compare"))]
+        return "; ".join(parts)
+
+    def ratio(r: dict) -> str:
+        out = []
+        for k, label in (("hta", "HTA"), ("msprof", "msprof-analyze")):
+            if k in r:
+                x = r[k]["median"] / r["npuprof"]["median"]
+                out.append(f"{x:.1f}x faster than {label}" if x >= 1 else f"{1 / x:.1f}x slower than {label}")
+        return ", ".join(out)
+
+    real = df.get("real", {})
+    if "npuprof" in real:
+        ev = real.get("complete_events", [])
+        rows.append(_row("Diff", "two runs compared, HTA's trace_diff pair (real GPU Kineto traces, "
+                                 f"{' and '.join(f'{e:,}' for e in ev)} events), whole processes",
+                         _rng(real["npuprof"], _s), others(real), ratio(real), "measured", None, "diff_real",
+                         real["npuprof"]["median"]))
+    elif real:
+        rows.append(_err("Diff", "two runs compared, HTA's trace_diff pair", real, "diff_real"))
+    syn = df.get("synthetic", {})
+    if "npuprof_raw_runs" in syn:
+        raw = syn["npuprof_raw_runs"]
+        rows.append(_row("Diff", f"`npuprof diff` of two {syn['events']:,}-event npuprof runs, whole process "
+                                 "(reading and analysing both, comparing, JSON)",
+                         _rng(raw, _s), f"the comparison alone (analysed results) {_rng(syn['compare_only'], _s)}",
+                         "", "< 2 s", raw["median"] < 2, "diff_1M_raw", raw["median"]))
+    if "npuprof" in syn:
+        rows.append(_row("Diff", f"two runs compared, the same two {syn['events']:,}-event runs as Kineto-form "
+                                 "trace JSON (all three tools read the same files), whole processes",
+                         _rng(syn["npuprof"], _s), others(syn), ratio(syn), "measured", None, "diff_1M_trace",
+                         syn["npuprof"]["median"]))
+    elif "error" in syn:
+        rows.append(_err("Diff", "two 1M-event runs compared", syn, "diff_1M"))
     return rows
 
 

@@ -5,7 +5,8 @@ state and peak RSS of one do not leak into another): annotation cost, host
 run overhead, MindSpore and TensorFlow run overhead and analysis against
 their own profilers, analysis throughput at 1M and 10M synthetic events,
 collection memory while recording 10M events, output size, ``npuprof cluster``
-against msprof-analyze on a real 2-rank job and a 64-rank copy of it. Inside each
+against msprof-analyze on a real 2-rank job and a 64-rank copy of it, ``npuprof diff``
+against HTA's TraceDiff and msprof-analyze compare. Inside each
 child, variants alternate repetition by repetition.
 
 Writes ``benchmarks/results/latest.json`` and ``benchmarks/results/latest.md``, prints the table, and with ``--readme``
@@ -36,7 +37,7 @@ sys.path.insert(0, str(HERE))
 from harness import run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
-SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost")
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost", "diff")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -217,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                      "steps": 50 if q else 200}, timeout=1200),
                 "python": run_child("bench_profile_memory", {**part, "part": "python", "steps": 50 if q else 200}),
             }
+        if "diff" in only:
+            log("diff: npuprof diff vs HTA TraceDiff.compare_traces vs msprof-analyze compare, real pair and 1M pair")
+            results["diff"] = run_child("bench_diff", {"n": 100_000 if q else 1_000_000, "reps": 1 if q else 3,
+                                                       "slow_reps": 1, "out": str(work / "diff")}, timeout=3600)
         if "memory" in only:
             log("collection memory: recording 10M events")
             results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,

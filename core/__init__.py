@@ -32,6 +32,7 @@ __version__ = "0.1.0"
 
 
 if TYPE_CHECKING:
+    from .analysis.diff import DiffResult
     from .types import ExportTypeLike, PathLike
 
 
@@ -48,9 +49,28 @@ def analyse(path: "PathLike", export_type: "Optional[Sequence[ExportTypeLike]]" 
     return Profiler.offline_analyse(path, export_type=export_type, output_path=output_path, **options)
 
 
+def diff(base: "Any", new: "Any", **options: Any) -> "DiffResult":
+    """Compare two runs or jobs (paths to anything npuprof reads, or analysed results); writes nothing.
+
+    Options: ``steps``/``base_steps``/``new_steps`` ("A-B"), ``rank``/``base_rank``/``new_rank``,
+    ``by`` ("op", "kernel", "api", "range", "communication", "step", "all" or several joined by commas),
+    ``top``, ``metric`` ("step", a breakdown column, or "range:NAME"...), ``name_map`` (a dict or a JSON
+    file of base name -> new name). The JSON shape of ``.to_json()`` is described in docs/diff.md.
+
+    Example::
+
+        d = npuprof.diff("./before", "./after")
+        assert not d.regressed_beyond(5), d.table()
+        print(d.top_contributors[0].name, d.step_time.ci95_pct)
+    """
+    from .rundiff import diff_paths
+
+    return diff_paths(base, new, **options)
+
+
 __all__ = [
     "AicoreMetrics", "BackendUnavailable", "EventKind", "EventTable", "ExportType", "HostSystem", "Profiler",
     "ProfilerAction", "ProfilerActivity", "ProfilerConfigError", "ProfilerDataError", "ProfilerError",
-    "ProfilerLevel", "ProfilerPluginError", "ProfilerStateError", "Schedule", "analyse", "chrome_trace_handler",
+    "ProfilerLevel", "ProfilerPluginError", "ProfilerStateError", "Schedule", "analyse", "chrome_trace_handler", "diff",
     "hookimpl", "mstx", "profile", "record_function", "running_profiler", "schedule", "tensorboard_trace_handler", "trace_api",
 ]

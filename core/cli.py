@@ -19,6 +19,7 @@ Example::
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
     npuprof memory -dir ./torch_run/rank0_ascend_pt
+    npuprof diff ./before ./after --fail-on 5 -o diff.html
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
 """
 from __future__ import annotations
@@ -70,7 +71,8 @@ def _analyse_and_export(path: str, export_type: Optional[list], output: Optional
     from .progress import terminal_progress
 
     with terminal_progress("analysing", enabled=not quiet) as progress:
-        return analyse_and_export(path, export_type=export_type, output=output, progress=progress, force=force)
+        return analyse_and_export(path, export_type=export_type, output=output, progress=progress, force=force,
+                                  log_quality=False)
 
 
 def _report_problems(results: Sequence) -> int:
@@ -219,14 +221,15 @@ def cmd_memory(args: argparse.Namespace) -> int:
     else:
         summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
     if args.json:     # absolute times (epoch ns), with the run's start to relate them to
-        print(json.dumps([{"run": str(res.run_dir), "run_start_ns": _run_start_ns(res), **dataclasses.asdict(s)}
+        print(json.dumps([{"run": str(res.run_dir), "run_start_ns": _run_start_ns(res), **dataclasses.asdict(s),
+                           "data_quality": res.quality.to_json()}
                           for res, s in summaries], indent=2))
         return _report_problems(results)
     console = Console()
     for res, s in summaries:
         console.rule(f"{res.run_dir.name}  (memory)")
         if s.peak_mb is None:
-            console.print("no allocation data (operator_memory) in this run" +
+            console.print("no allocation data (operator_memory or memory_record) in this run" +
                           (f"; {s.allocations} allocations without totals" if s.allocations else ""))
         else:
             start = _run_start_ns(res)      # times as the report shows them: from the run's first event
@@ -234,9 +237,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
             def since_start(ns: int) -> str:
                 return f"{(ns - start) / 1e9:.6f}"
 
-            step = "outside any step" if s.peak_step is None else f"step {s.peak_step}"
-            console.print(f"peak allocated: {s.peak_mb:,.3f} MB at {since_start(s.peak_ns)} s after the run's "
-                          f"start ({step}); {s.allocations} allocations recorded")
+            step = "no step recorded there" if s.peak_step is None else f"step {s.peak_step}"
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {since_start(s.peak_ns)} s "
+                          f"after the run's start ({step}); {s.allocations} allocations recorded")
             live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
             for col in ("Operator", "Size(KB)", "Allocated at(s)", "Released at(s)"):
                 live.add_column(col)
@@ -307,7 +310,7 @@ def _print_table(console: object, table: object, limit: int) -> None:
     for col in table.columns:  # type: ignore[attr-defined]
         rt.add_column(col, overflow="fold")
     for row in table.head(limit):  # type: ignore[attr-defined]
-        rt.add_row(*[str(x) for x in row])
+        rt.add_row(*["N/A" if x is None else str(x) for x in row])     # None: not measured
     console.print(rt)  # type: ignore[attr-defined]
 
 

@@ -58,6 +58,7 @@ class ProfilerConfig:
     l2_cache: bool = False
     python_memory: bool = False
     profile_rank_ids: Optional[tuple[int, ...]] = None
+    device_ids: tuple[int, ...] = ()   # every device asked for; device_id is the first
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -198,7 +199,8 @@ def build_config(
         if world_size is not None:
             raise ProfilerConfigError("rank", rank_v, f"an integer < world_size ({world_v})")
         world_v = rank_v + 1
-    dev_v = env_d if device_id is None else v.check_int("device_id", device_id, minimum=0, maximum=1023)
+    devices = (env_d,) if device_id is None else _device_ids(device_id)
+    dev_v = devices[0]
     default_worker = socket.gethostname() + (f"-rank{rank_v}" if world_v > 1 else "")
     worker = default_worker if worker_name is None else v.check_str(
         "worker_name", worker_name, max_len=225, pattern=r"[0-9A-Za-z_.\-]+",
@@ -233,7 +235,19 @@ def build_config(
         l2_cache=v.check_bool("l2_cache", l2_cache),
         python_memory=v.check_bool("python_memory", python_memory),
         profile_rank_ids=_rank_ids(profile_rank_ids),
+        device_ids=devices,
     )
+
+
+def _device_ids(value: Any) -> tuple[int, ...]:
+    """One device id, or a list of distinct ids (``acl.prof.start`` profiles several devices at once)."""
+    if isinstance(value, (list, tuple)):
+        ids = tuple(v.check_int("device_id", d, minimum=0, maximum=1023) for d in value)
+        if not ids or len(set(ids)) != len(ids):
+            raise ProfilerConfigError("device_id", list(value), "an integer 0..1023 or a non-empty list of "
+                                      "distinct ones")
+        return ids
+    return (v.check_int("device_id", value, minimum=0, maximum=1023),)
 
 
 def _rank_ids(value: Any) -> Optional[tuple[int, ...]]:

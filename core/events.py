@@ -27,6 +27,11 @@ corr       int64    launch link: a host event (``device < 0``) and the
                     ``connectionId`` links them; -1 when not linked
 =========  =======  =====================================================
 
+A KERNEL typed one of :data:`MEMORY_ACTIVITY_TYPES` (``Memcpy``, ``Memset``: a
+device copy or fill, as Kineto's ``gpu_memcpy``/``gpu_memset``) is memory
+activity: device time, never "Computing" (HTA's classes: computation,
+communication, memory).
+
 ``corr`` is only set from data that records the link (never inferred from
 times); one host event may launch several device tasks. Values are unique
 per run (readers of several sources offset them apart, see
@@ -74,6 +79,10 @@ class EventKind(IntEnum):
     COUNTER = 7   # sampled series (CPU usage, memory) -> value
     MEMORY = 8    # allocation event -> value in bytes
     STACK = 9     # Python call-stack sample or frame range
+
+
+MEMCPY_TYPE, MEMSET_TYPE = "Memcpy", "Memset"
+MEMORY_ACTIVITY_TYPES = (MEMCPY_TYPE, MEMSET_TYPE)     # KERNEL types that are memory activity, not compute
 
 
 NUMERIC_COLUMNS: dict[str, Any] = {

@@ -35,7 +35,7 @@ from .handlers import handler_settings
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
 from .rawstore import RAW_DIR, RawWriter
-from .runinfo import base_info, new_run_dir, write_info
+from .runinfo import base_info, native_file_sizes, new_run_dir, write_info
 from .schedule import TRANSITIONS, Op, always_record
 from .types import (ActivityLike, AicMetricsLike, ExportTypeLike, HostSystemLike, PathLike, ProfilerLevelLike,
                     ScheduleFn, TraceHandler)
@@ -84,7 +84,9 @@ class Profiler:
     Hz, ``mstx``, ``data_simplification``, ``export_type`` (text, db),
     ``start_profile`` (start in the constructor), ``worker_name``, ``rank``.
     Also ``flush_interval`` (s, raw-data durability), ``storage_limit``
-    ("200MB"), ``world_size``, ``device_id``, ``experimental_config``, and
+    ("200MB"), ``world_size``, ``device_id`` (an id, or a list of ids: a
+    pyACL app profiles them all in one ``acl.prof`` configuration),
+    ``experimental_config``, and
     ``python_memory`` (Python allocations by the line that made them, with
     ``tracemalloc``: costly, see README's bench table; the plugin
     :mod:`npuprof.plugins.python_memory`).
@@ -564,6 +566,7 @@ class Profiler:
         if state != "running":
             info["npuprof"]["stop_time_ns"] = time.time_ns()
             info["npuprof"]["events_written"] = s.writer.events_written
+            info["npuprof"]["native_files"] = native_file_sizes(s.run_dir)
             if s.writer.report.aged_out_segments:
                 info["npuprof"]["storage"] = s.writer.report.__dict__
             error = s.writer.failed or (self._recorder.failed if self._recorder is not None else None)

@@ -34,18 +34,23 @@ class QualityIssue:
     ``subject`` is what (a file, a column, a device, the raw data),
     ``problem`` what is wrong with it, ``affects`` the tables or numbers
     (``table`` or ``table.column``) it changes or leaves unmeasured.
+    ``not_measured``: the data cannot give the ``table.column`` numbers it
+    affects at all, so the analysis leaves them empty instead of filling them
+    from something else.
     """
 
     subject: str
     problem: str
     affects: tuple[str, ...] = ()
+    not_measured: bool = False
 
     def __str__(self) -> str:
         tail = f" (affects {', '.join(self.affects)})" if self.affects else ""
         return f"{self.subject}: {self.problem}{tail}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"subject": self.subject, "problem": self.problem, "affects": list(self.affects)}
+        return {"subject": self.subject, "problem": self.problem, "affects": list(self.affects),
+                "not_measured": self.not_measured}
 
     @classmethod
     def from_message(cls, message: str, affects: tuple[str, ...] = ()) -> "QualityIssue":
@@ -93,6 +98,11 @@ class DataQuality:
         return list(dict.fromkeys(a for i in self.issues for a in i.affects))
 
     @property
+    def not_measured(self) -> list[str]:
+        """The ``table.column`` numbers some issue says the data cannot give (left empty)."""
+        return list(dict.fromkeys(a for i in self.issues if i.not_measured for a in i.affects if "." in a))
+
+    @property
     def exit_code(self) -> int:
         """0 complete, 3 partial, 1 nothing usable."""
         if not self.usable:
@@ -113,12 +123,3 @@ class DataQuality:
         return {"verdict": self.verdict, "complete": self.complete, "usable": self.usable,
                 "issues": [i.to_json() for i in self.issues], "affects": self.affected,
                 "expected": dict(self.expected), "found": dict(self.found)}
-
-    @classmethod
-    def merged(cls, parts: Iterable["DataQuality"]) -> "DataQuality":
-        """One job's quality from its runs': every issue, usable while any run is."""
-        parts = list(parts)
-        out = cls(usable=any(p.usable for p in parts) if parts else True)
-        for p in parts:
-            out.extend(p.issues)
-        return out

@@ -49,6 +49,39 @@ OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"   # where a run's analysed outputs go (the
 CLUSTER_SUMMARY = "cluster_summary.json"   # marks a folder npuprof cluster/report wrote (its traces are no runs)
 
 
+MAX_RECORDED_FILES = 10_000   # native files whose sizes a stopped window records (data-quality contract)
+
+
+def native_file_sizes(run_dir: Path) -> dict[str, int]:
+    """Size of each file a collection window left in ``run_dir`` besides npuprof's own (raw data, info,
+    metadata, outputs): the framework profilers' native files, recorded in profiler_info when the window
+    stops so that an analysis can tell a file removed or cut short since (:mod:`npuprof.analysis.contract`).
+
+    Example::
+
+        native_file_sizes(Path("prof/w_1_20250101000000000_ascend_ms"))   # {"FRAMEWORK/x.csv": 2048, ...}
+    """
+    out: dict[str, int] = {}
+    skip = {RAW_DIR, OUTPUT_DIR}
+    for dirpath, dirnames, filenames in os.walk(run_dir):
+        here = Path(dirpath)
+        if here == Path(run_dir):
+            dirnames[:] = [d for d in dirnames if d not in skip and not d.startswith(OUTPUT_DIR)]
+        for name in filenames:
+            path = here / name
+            rel = path.relative_to(run_dir).as_posix()
+            if "/" not in rel and (name.startswith("profiler_info") or name.startswith("profiler_metadata")
+                                   or name.startswith(".")):
+                continue
+            try:
+                out[rel] = path.stat().st_size
+            except OSError:
+                continue
+            if len(out) >= MAX_RECORDED_FILES:
+                return out
+    return out
+
+
 def is_npuprof_output(folder: Path) -> bool:
     """A folder npuprof wrote its outputs into (a run's ASCEND_PROFILER_OUTPUT, a cluster or report
     output): what it holds (per-rank traces, tables) are results, never runs to analyse again."""

@@ -85,16 +85,17 @@ class ParseContext:
         self.warnings.append(message)
         log.warning(message, extra={CARRIED_IN_RESULT: True})
 
-    def flag(self, subject: str, problem: str, affects: tuple[str, ...] = ()) -> None:
+    def flag(self, subject: str, problem: str, affects: tuple[str, ...] = (), not_measured: bool = False) -> None:
         """Report input that is missing, cut, unreadable or not measured: the
         run is analysed but not complete (see :mod:`npuprof.quality`).
+        ``not_measured``: the ``table.column`` numbers in ``affects`` are left empty.
 
         Example::
 
             context.flag("trace_view.json", "not valid JSON (cut short?); file skipped",
                          affects=("api_statistic",))
         """
-        issue = QualityIssue(subject, problem, tuple(affects))
+        issue = QualityIssue(subject, problem, tuple(affects), not_measured)
         if issue not in self.issues:
             self.issues.append(issue)
             log.info("npuprof: %s", issue)     # shown once, in the data quality section

@@ -68,12 +68,23 @@ def _int_range(minimum: Optional[int], maximum: Optional[int]) -> str:
 
 
 def check_enum(name: str, value: Any, enum_cls: Type[E]) -> E:
-    """Accept an enum member, its value or its member name (case-sensitive)."""
+    """Accept an enum member, its value or its member name (case-sensitive).
+
+    Another library's member of an enum with the same names and values
+    (``mindspore.profiler.ProfilerActivity.CPU``) is taken by its value, then
+    its name; nothing of that library is imported.
+    """
     if isinstance(value, enum_cls):
         return value
-    if isinstance(value, str):
+    if isinstance(value, enum.Enum) and not isinstance(value, str):
+        candidates = [c for c in (value.value, value.name) if isinstance(c, str)]
+    elif isinstance(value, str):
+        candidates = [value]
+    else:
+        candidates = []
+    for text in candidates:
         for member in enum_cls:
-            if value == member.value or value == member.name:
+            if text == member.value or text == member.name:
                 return member
     allowed = ", ".join(repr(m.value) for m in enum_cls)
     raise ProfilerConfigError(name, value, f"one of {allowed}")

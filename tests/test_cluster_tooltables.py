@@ -26,10 +26,10 @@ KEYS = {"cluster_step_trace_time": 3, "cluster_rank_summary": 1, "cluster_op_sta
 BOUNDS = {"Transit Time(ms)": 1e-5, "Transit Size(MB)": 1e-6, "Bandwidth(GB/s)": 0.05}
 
 
-def _run(src: Path, out: Path, *extra: str) -> dict:
+def _run(src: Path, out: Path, *extra: str, code: int = 0) -> dict:
     from npuprof.cli import main
 
-    assert main(["cluster", str(src), "-o", str(out), "--quiet", *extra]) == 0
+    assert main(["cluster", str(src), "-o", str(out), "--quiet", *extra]) == code
     return json.loads((out / "cluster_summary.json").read_text())
 
 
@@ -164,8 +164,9 @@ def test_a_rank_with_a_missing_or_damaged_file_falls_back_alone(real, tmp_path, 
         p.chmod(0o755 if p.is_dir() else 0o644)
     damage(job / f"rank{rank}_ascend_pt" / OUT / name)
     before = tree_digest(job)
-    summary = _run(job, tmp_path / "out", "--no-parquet")
+    summary = _run(job, tmp_path / "out", "--no-parquet", code=3)     # partial: the damage is named
     assert tree_digest(job) == before
+    assert any(i["subject"] == f"rank {rank}" and why in i["problem"] for i in summary["data_quality"]["issues"])
     other = 1 - rank
     assert summary["tool_tables"] == [other]
     assert list(summary["events_parsed"]) == [str(rank)] and summary["events_parsed"][str(rank)].startswith(why)
@@ -295,10 +296,14 @@ def test_the_command_says_which_ranks_were_parsed_and_why(real, tmp_path, capsys
     for p in job.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     (job / "rank1_ascend_pt" / OUT / "step_trace_time.csv").unlink()
-    assert main(["cluster", str(job), "-o", str(tmp_path / "fast"), "--quiet", "--no-parquet"]) == 0
-    out = capsys.readouterr().out
+    # a tool table missing is partial data (exit 3), however rank 1's numbers are then made
+    assert main(["cluster", str(job), "-o", str(tmp_path / "fast"), "--quiet", "--no-parquet"]) == 3
+    captured = capsys.readouterr()
+    out = captured.out
     assert "rank 0 summarised from the tool's own tables" in out
     assert "rank 1: events parsed (no ASCEND_PROFILER_OUTPUT/step_trace_time.csv" in out
-    assert main(["cluster", str(job), "-o", str(tmp_path / "full"), "--quiet", "--no-parquet", "--recompute"]) == 0
-    out = capsys.readouterr().out
-    assert "events parsed" not in out and "own tables" not in out
+    assert "data quality: partial" in captured.err and "rank 1: the tool's own tables not used" in captured.err
+    assert main(["cluster", str(job), "-o", str(tmp_path / "full"), "--quiet", "--no-parquet", "--recompute"]) == 3
+    captured = capsys.readouterr()
+    assert "events parsed" not in captured.out and "own tables" not in captured.out
+    assert "step_trace_time.csv: missing" in captured.err

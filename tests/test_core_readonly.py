@@ -72,6 +72,7 @@ def _verbs(run, job, out):
         "cluster": ["cluster", str(job), "-o", str(out), "--quiet", "--backend", "serial"],
         "timeline": ["timeline", str(job), "-o", str(out / "t.json"), "--backend", "serial"],
         "xplane": ["xplane", str(run), "--logdir", str(out)],
+        "diff": ["diff", str(job), str(job), "--base-rank", "0", "--new-rank", "1", "-o", str(out / "d.html")],
     }
 
 

@@ -17,7 +17,8 @@ PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "n
           "npuprof.integrations.tensorflow.tf2", "npuprof.integrations.tensorflow.estimator",
           "npuprof.integrations.pyacl.profiler", "npuprof.dynamic_profile", "npuprof.dynamic_profile.controller",
           "npuprof.dynamic_profile.request", "npuprof.dynamic_profile.autostart",
-          "npuprof.integrations.mindspore.dynamic", "npuprof.integrations.tensorflow.dynamic"]
+          "npuprof.integrations.mindspore.dynamic", "npuprof.integrations.tensorflow.dynamic",
+          "npuprof.integrations.mindspore.profiler", "npuprof.analysis.diff", "npuprof.rundiff"]
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ import pytest
 
 import rel_support as rs
 from npuprof import analyse
+from npuprof.analysis.pipeline import analyse_run
 from npuprof.cli import main as cli_main
 from rel_support import counts_summary  # noqa: F401  (prints the kill count at the end)
 
@@ -203,6 +204,10 @@ def test_real_framework_training_killed_at_random_instants(tmp_path, framework, 
         if mode == "SIGTERM":
             assert o.returncode == -15 and o.states == ["stopped"]
             assert o.sources[module] > 0, f"no {module} events after SIGTERM: {dict(o.sources)}"
+        # a window cut by SIGKILL says so in its data quality (the framework's data was never flushed); one
+        # saved by SIGTERM does not
+        cut = [any("window cut at" in i.problem for i in analyse_run(d).quality.issues) for d in o.run_dirs]
+        assert all(cut) if mode == "SIGKILL" else not any(cut), (mode, cut)
         outcomes.append(o)
     with capsys.disabled():
         print("\n" + _summary(f"{module} training", outcomes))

@@ -23,7 +23,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, _is_constant, parse_args_text, take_rows
+from ..events import (KERNEL_TENSOR_COLUMNS, MEMORY_ACTIVITY_TYPES, EventKind, EventTable, _is_constant,
+                      parse_args_text, take_rows)
 from . import memory
 from .grouping import group_by, small_unique
 from .steps import STEP_RE, step_spans
@@ -232,10 +233,14 @@ def compute_events(events: EventTable) -> EventTable:
 
 
 def _compute_mask(events: EventTable) -> np.ndarray:
-    """Row mask of compute events: device kernels when there are any, else host operators."""
+    """Row mask of compute events: device kernels when there are any (not memory activity: copies and
+    fills are device time, not computing), else host operators."""
     kind = events["kind"]
     mask = kind == np.uint8(EventKind.KERNEL)
-    return mask if mask.any() else kind == np.uint8(EventKind.OP)
+    if not mask.any():
+        return kind == np.uint8(EventKind.OP)
+    memory = [c for c in map(events.code_of, MEMORY_ACTIVITY_TYPES) if c >= 0]
+    return mask & ~np.isin(events["type"], memory) if memory else mask
 
 
 def _first_start(ts: np.ndarray, mask: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -271,7 +276,7 @@ def step_windows(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray
     device = (kind == np.uint8(EventKind.KERNEL)) | (comm & (events["device"] >= 0))
     if not device.any():      # a host run: the ProfilerStep ranges themselves
         return numbers, starts, ends
-    busy = _compute_mask(events) | comm
+    busy = _compute_mask(events) | (kind == np.uint8(EventKind.KERNEL)) | comm    # memory copies are device time too
     rows = np.flatnonzero(busy)
     t = events["ts"][rows]
     e = t + events["dur"][rows]
@@ -294,11 +299,13 @@ def step_trace(events: EventTable) -> Table:
     """Per-step time breakdown (step_trace_time.csv), in µs, as the Ascend tools compute it.
 
     Each step is measured over its :func:`step_windows` window. Computing =
-    union of compute events (device kernels, else host operators);
+    union of compute events (device kernels but memory copies and fills,
+    else host operators);
     Communication = union of communication *operators* (their tasks lie inside
     them); Overlapped = their intersection; Stage = the window; Free = the
     window covered by neither; Preparing = ProfilerStep start to the window's
-    start on a device run, else to the first compute event.
+    start on a device run, else to the first compute event (empty: not
+    measured, where the data has no step range).
     """
     numbers, host_starts, host_ends = step_spans(events)
     _, starts, ends = step_windows(events)
@@ -336,6 +343,10 @@ def step_trace(events: EventTable) -> Table:
     free = stage - both
     windowed = (starts != host_starts) | (ends != host_ends)
     preparing = np.where(windowed, starts - host_starts, np.where(first >= 0, first, host_ends - host_starts))
+    if len(numbers) and not (events["kind"] == np.uint8(EventKind.STEP)).any():
+        # no step range in the data (a trace missing, a run without steps): the step's start, so the time
+        # before its first task, is not measured
+        preparing = np.full(len(numbers), np.nan)
     us = lambda a: np.round(a / 1000.0, 3)  # noqa: E731
     comm_not_ov = communication - overlapped
     return Table("step_trace_time", STEP_TRACE_COLUMNS, {

@@ -106,6 +106,13 @@ class CommEvents:
     def has_links(self) -> bool:
         return len(self.links["ts"]) > 0
 
+    @property
+    def details_measured(self) -> bool:
+        """True when the data records what an operator's time is made of (HCCL tasks or link transfers):
+        without them (torch_npu Level0) transit, wait, synchronisation and bandwidth are not measured,
+        and torch_npu writes no communication files."""
+        return self.has_tasks or self.has_links
+
 
 def comm_events(events: EventTable) -> CommEvents:
     """Split a rank's COMM events into operators and link transfers.

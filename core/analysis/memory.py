@@ -93,7 +93,12 @@ class SeriesRange:
 
 @dataclass(frozen=True)
 class MemorySummary:
-    """What :func:`memory_summary` finds; ``peak_mb`` is None without allocation data."""
+    """What :func:`memory_summary` finds; ``peak_mb`` is None without any allocated-memory data.
+
+    ``peak_mb`` is the largest allocated memory any source records (operator_memory's running totals,
+    each ``Total Allocated`` series of memory_record), ``peak_source`` names it; ``peak_step`` is the
+    step the data places that moment in (None: no step recorded there).
+    """
 
     peak_mb: Optional[float]
     peak_ns: Optional[int]
@@ -102,6 +107,7 @@ class MemorySummary:
     live_by_operator: list[tuple[str, int, float]] = field(default_factory=list)   # name, count, bytes
     allocations: int = 0
     series: list[SeriesRange] = field(default_factory=list)
+    peak_source: str = ""
 
 
 def _allocation_rows(events: EventTable) -> np.ndarray:
@@ -240,17 +246,22 @@ def memory_summary(events: EventTable, top: int = 10) -> MemorySummary:
 
 def _summarise(events: EventTable, allocs: Optional[_Allocations], top: int) -> MemorySummary:
     series = _series_ranges(events)
-    if allocs is None:
-        return MemorySummary(None, None, None, series=series)
-    ts, dur, size, released = allocs.ts, allocs.dur, allocs.size, allocs.released
-    peak_mb, peak_ns = -1.0, None
-    for t, d, a in zip(ts.tolist(), dur.tolist(), allocs.args):
-        for key, at in (("Allocation Total Allocated(MB)", t), ("Release Total Allocated(MB)", t + d if d else None)):
-            v = _number(a, key)
-            if v is not None and at is not None and v > peak_mb:
-                peak_mb, peak_ns = v, at
+    peak_mb, peak_ns, source = -1.0, None, ""
+    if allocs is not None:
+        for t, d, a in zip(allocs.ts.tolist(), allocs.dur.tolist(), allocs.args):
+            for key, at in (("Allocation Total Allocated(MB)", t),
+                            ("Release Total Allocated(MB)", t + d if d else None)):
+                v = _number(a, key)
+                if v is not None and at is not None and v > peak_mb:
+                    peak_mb, peak_ns, source = v, at, OPERATOR_MEMORY_TYPE
+    for name, value, at in _allocated_series_peaks(events):     # the largest of every source is the headline
+        if value > peak_mb:
+            peak_mb, peak_ns, source = value, at, name
     if peak_ns is None:
-        return MemorySummary(None, None, None, allocations=len(ts), series=series)
+        return MemorySummary(None, None, None, allocations=0 if allocs is None else len(allocs.ts), series=series)
+    if allocs is None:
+        return MemorySummary(peak_mb, peak_ns, _step_at(events, peak_ns), series=series, peak_source=source)
+    ts, dur, size, released = allocs.ts, allocs.dur, allocs.size, allocs.released
     alive = (ts <= peak_ns) & (~released | (ts + dur > peak_ns))
     live_rows = np.flatnonzero(alive)
     order = live_rows[np.argsort(-size[live_rows], kind="stable")]
@@ -263,7 +274,26 @@ def _summarise(events: EventTable, allocs: Optional[_Allocations], top: int) -> 
         acc[0] += 1
         acc[1] += float(size[i])
     by_op = sorted(((n, c, b) for n, (c, b) in per_op.items()), key=lambda x: -x[2])[:top]
-    return MemorySummary(peak_mb, peak_ns, _step_at(events, peak_ns), live, by_op, len(ts), series)
+    return MemorySummary(peak_mb, peak_ns, _step_at(events, peak_ns), live, by_op, len(ts), series, source)
+
+
+def _allocated_series_peaks(events: EventTable) -> list[tuple[str, float, int]]:
+    """(name, peak MB, when) of each ``Total Allocated`` memory series (memory_record's components)."""
+    rows = _series_rows_of(events)
+    if not len(rows):
+        return []
+    names, values, times = events["name"][rows], events["value"][rows], events["ts"][rows]
+    out = []
+    for code in np.unique(names).tolist():
+        name = events.strings[code]
+        m = _SERIES_NAME_RE.match(name)
+        if not m or m.group("metric") != "Total Allocated":
+            continue
+        sel = np.flatnonzero(names == code)
+        i = sel[int(np.argmax(values[sel]))]
+        scale = 1.0 / _MB if m.group("unit") == "Byte" else 1.0
+        out.append((name, float(values[i]) * scale, int(times[i])))
+    return out
 
 
 def _step_at(events: EventTable, t: int) -> Optional[int]:

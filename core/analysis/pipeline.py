@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
@@ -29,8 +29,10 @@ from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
-from .contract import check_run_contract
+from ..readers.ascend_contract import tool_step_trace
+from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
+from .steps import select_steps
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
@@ -159,22 +161,34 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
     events = assign_steps(events)
     quality = DataQuality(issues=list(ctx.issues))
     quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)
+    if not len(events) and not _recorded_nothing(info):
+        quality.usable = False
+        quality.add(QualityIssue(str(run_dir), "no event could be read: nothing to analyse", ("all tables",)))
     check_run_contract(events, info, quality)
     # the warnings every caller prints: notes, then each data-quality issue
     warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]
     return events, info, warnings, errors, quality
 
 
+def _recorded_nothing(info: RunInfo) -> bool:
+    """True for an npuprof window whose profiler says it wrote no event (an empty window is complete)."""
+    own = info.raw.get("npuprof") if isinstance(info.raw.get("npuprof"), dict) else {}
+    return own.get("events_written") == 0 and info.state == "stopped"
+
+
 @ordinary_pages()
 def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
                 force: bool = False, phases: Optional[PhaseCounter] = None,
-                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None) -> AnalysisResult:
+                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None,
+                steps: Optional[Sequence[int]] = None) -> AnalysisResult:
     """Parse and analyse one run; writes nothing.
 
     ``progress(message, done, total)`` is told each phase as it starts
     (parsing, each analyzer); ``force`` reads input files over the size limit;
     ``on_loaded(events, info)`` is called once the events are parsed, before
-    the analyzers (the writer starts the trace there).
+    the analyzers (the writer starts the trace there). ``steps`` (consecutive
+    step numbers) keeps the events that start within those ``ProfilerStep``
+    ranges (mindspore.profiler's ``step_list``).
 
     Example::
 
@@ -186,6 +200,8 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
         events, info, warnings, skipped, quality = _load(run_dir)
+    if steps is not None:
+        events = select_steps(events, steps)
     if on_loaded is not None:
         on_loaded(events, info)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped,
@@ -193,6 +209,9 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
+    leave_unmeasured_empty(result.tables, quality)
+    if not info.writable and run_dir.is_dir() and "step_trace_time" in result.tables:
+        check_against_tool(result.tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 

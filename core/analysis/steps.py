@@ -10,9 +10,11 @@ Example::
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import numpy as np
 
+from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
 
 STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
@@ -21,7 +23,8 @@ STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(step numbers, starts, ends) of the ProfilerStep ranges, sorted by start.
 
-    With no step ranges the whole run is one step numbered 0.
+    With no step ranges the whole run is one step: numbered as the data numbers its events when they
+    all carry one step (kernel_details' ``Step Id`` of a run whose trace is missing), else 0.
     """
     idx = np.flatnonzero(events["kind"] == np.uint8(EventKind.STEP)) if len(events) else np.zeros(0, np.int64)
     if len(idx):
@@ -40,4 +43,32 @@ def step_spans(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ts = events["ts"]
     start = int(ts.min())
     end = int((ts + events["dur"]).max())
-    return np.zeros(1, np.int32), np.array([start]), np.array([max(end, start + 1)])
+    own = np.unique(events["step"])
+    own = own[own >= 0]
+    number = int(own[0]) if len(own) == 1 else 0
+    return np.full(1, number, np.int32), np.array([start]), np.array([max(end, start + 1)])
+
+
+def select_steps(events: EventTable, steps: Sequence[int]) -> EventTable:
+    """The events that start within the ``ProfilerStep`` ranges numbered ``steps`` (consecutive).
+
+    Raises :class:`~npuprof.ProfilerConfigError` naming the run's steps when one is not in the run.
+
+    Example::
+
+        >>> ev = EventTable.from_records(ts=[0, 100, 10, 150], dur=[100, 100, 5, 5], kind=[int(EventKind.STEP)] * 2
+        ...                              + [int(EventKind.OP)] * 2,
+        ...                              name=["ProfilerStep#3", "ProfilerStep#4", "MatMul", "Add"])
+        >>> select_steps(ev, [4]).column_strings("name")
+        ['ProfilerStep#4', 'Add']
+    """
+    numbers, starts, ends = step_spans(events)
+    wanted = np.isin(numbers, np.asarray(list(steps), dtype=np.int64))
+    missing = sorted(set(int(s) for s in steps) - set(numbers[wanted].tolist()))
+    if missing:
+        have = sorted(set(numbers.tolist()))
+        raise ProfilerConfigError("step_list", list(steps),
+                                  f"steps of this run ({', '.join(map(str, have)) or 'none'})")
+    lo, hi = int(starts[wanted].min()), int(ends[wanted].max())
+    ts = events["ts"]
+    return events.select(np.flatnonzero((ts >= lo) & (ts < hi)))

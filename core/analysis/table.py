@@ -102,9 +102,11 @@ def _materialise(values: Any) -> Any:
 
 
 def _pylist(values: Any) -> list:
+    """A column as Python values: floats rounded to the tools' 3 decimals, NaN (not measured) as None, which
+    the writers show as an empty CSV cell and JSON null, never as a number."""
     if isinstance(values, np.ndarray):
         if values.dtype.kind == "f":
-            return [round(x, 3) for x in values.tolist()]
+            return [None if x != x else round(x, 3) for x in values.tolist()]
         return values.tolist()
     if isinstance(values, list):
         return values

@@ -34,7 +34,7 @@ from ..fileio import secure_mkdir
 from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
-from .jobs import Job, choose_job
+from .jobs import Job, choose_job, unplaced_runs
 from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
@@ -66,6 +66,7 @@ class ClusterResult:
     tool_table_ranks: list = field(default_factory=list)    # ranks summarised from the tool's own tables
     parsed: dict = field(default_factory=dict)              # rank -> why its events were parsed
     unused_tool_tables: dict = field(default_factory=dict)  # rank -> why its tool's own tables could not be used
+    unplaced: list = field(default_factory=list)            # (run, why) found under the folder, in no job
 
     @property
     def quality(self) -> DataQuality:
@@ -76,6 +77,8 @@ class ClusterResult:
             out.add(QualityIssue(f"rank {rank}", f"the tool's own tables not used ({why}): its numbers are "
                                                  "npuprof's recomputation from the events read",
                                  (f"rank {rank} in every cluster table",)))
+        for run, why in self.unplaced:
+            out.add(QualityIssue(str(run), f"not analysed: {why}", ("its rank in every cluster table",)))
         out.found["ranks"] = [s.rank for s in self.summaries]
         return out
 
@@ -124,7 +127,9 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     root = Path(path)
     if not root.is_dir():
         raise ProfilerDataError(root, "does not exist or is not a directory")
-    the_job = choose_job(root, run_dirs_under(root), job)      # never two jobs merged into one set of ranks
+    run_dirs = run_dirs_under(root)
+    the_job = choose_job(root, run_dirs, job)      # never two jobs merged into one set of ranks
+    unplaced = unplaced_runs(root, run_dirs)       # before this analysis writes anything under root
     found = discover_ranks(path, rank_sel, run_dirs=the_job.runs)
     if tl_sel is not None:
         missing = sorted(set(tl_sel) - set(found))
@@ -194,7 +199,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
                            seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),
-                           parsed=parsed, unused_tool_tables=unused)
+                           parsed=parsed, unused_tool_tables=unused, unplaced=unplaced)
     summary = result.summary()
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables

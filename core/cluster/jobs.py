@@ -8,9 +8,10 @@ runs. Two runs belong to one job when the data says so:
    time, ``90.91.105.46%enp189s0f0_60000_0_1736410538306028``, so two jobs never share one);
 2. they are windows of one Profiler (npuprof's ``profiler_id``; for older runs: the same host, pid and
    framework), or different ranks of one declared world recorded by one process;
-3. neither names a group, they come from the same tool and framework, say the same world size, have
-   different ranks and ran at overlapping times (torch_npu's Level0 names no group); where a run's
-   time span is unknown (killed before it stopped), ranks of one declared multi-rank world.
+3. they name no common group because one names none (torch_npu's Level0, or its communication files
+   are missing), they come from the same tool and framework, say the same world size, have different
+   ranks and ran at overlapping times; where a run's time span is unknown (killed before it stopped),
+   ranks of one declared multi-rank world.
 
 Two runs of the same rank from different processes are never one job. Each job is named by the folder
 holding its runs, relative to the folder analysed.
@@ -129,8 +130,8 @@ def _same_job(a: RunFacts, b: RunFacts) -> bool:
         return True
     if one_process and a.rank != b.rank and a.world_size == b.world_size > 1:
         return True      # one process recording several ranks of one world, one after the other
-    if a.groups or b.groups or a.rank == b.rank or a.origin != b.origin or a.framework != b.framework:
-        return False
+    if (a.groups and b.groups) or a.rank == b.rank or a.origin != b.origin or a.framework != b.framework:
+        return False      # (one naming no group at all: its communication files missing, or Level0)
     if a.world_size != b.world_size:
         return False
     if a.span_ns is None or b.span_ns is None:     # no time to compare: ranks of one declared world
@@ -172,6 +173,33 @@ def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
     names = [j.name for j in jobs]
     return [j if names.count(j.name) == 1 else Job(f"{j.name}#{k}", j.runs, j.ranks)
             for k, j in enumerate(jobs, 1)]
+
+
+def unplaced_runs(root: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, str]]:
+    """The runs under ``root`` that no job takes, each with why: a run some reader understands but with no
+    profiler_info (its rank unknown), no rank, or a profiler_info that cannot be read. A job analysed
+    without them is partial (:mod:`npuprof.quality`)."""
+    from ..analysis.pipeline import find_runs
+    from .ranks import rank_of
+
+    out = []
+    listed = {Path(d).resolve() for d in run_dirs}
+    try:
+        found = find_runs(root)
+    except ProfilerDataError:
+        found = []
+    for d in found:
+        if Path(d).resolve() not in listed and not (Path(d).is_dir() and Path(d).resolve() == root.resolve()):
+            out.append((Path(d), "no profiler_info: its rank and job are unknown"))
+    for d in run_dirs:
+        try:
+            facts = run_facts(Path(d))
+        except ProfilerDataError as e:
+            out.append((Path(d), f"its profiler_info cannot be read ({e.problem})"))
+            continue
+        if rank_of(Path(d)) is None and facts is not None:
+            out.append((Path(d), "records no rank"))
+    return out
 
 
 def choose_job(root: Path, run_dirs: Sequence[Path], job: Optional[str] = None) -> Job:

@@ -48,7 +48,7 @@ def write_parquet(table: Table, path: Path) -> Path:
         if typ == pa.string():
             values = [None if v is None else str(v) for v in values]
         elif typ == pa.float64():
-            values = [float(v) for v in values]
+            values = [None if v is None else float(v) for v in values]   # None: not measured
         cols[c] = pa.array(values, type=typ)
         fields.append(pa.field(c, typ))
     at = pa.Table.from_pydict(cols, schema=pa.schema(fields))

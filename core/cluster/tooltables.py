@@ -88,7 +88,10 @@ def _csv_rows(path: Path, columns: tuple) -> list[dict]:
     """The rows of one of the tool's CSVs as :func:`npuprof.export.own_tables.read_own_tables` reads them
     (``show`` displays the same files), as dicts of strings; ``columns`` are the ones it must have."""
     from ..export.own_tables import read_own_tables
+    from ..readers.ascend_contract import cut_short
 
+    if cut_short(path):
+        raise _Unusable(f"{path.name} cut short (its last row ends no line)")
     table = read_own_tables(path.parent.parent, [path.stem]).get(path.stem)
     if table is None:
         raise _Unusable(f"no {path.parent.name}/{path.name} (or not readable as CSV)")
@@ -259,8 +262,26 @@ def _window(run_dir: Path) -> dict:
     issues = [QualityIssue(f"{run_dir.name}/{OUTPUT_DIR}/{STEP_TRACE}",
                            f"has no {', '.join(absent)} column(s) (an older {info.origin} writes none): not measured",
                            tuple(f"cluster_step_trace_time.{c}" for c in absent))] if absent else []
+    issues += [QualityIssue(f"{run_dir.name}/{OUTPUT_DIR}/{Path(t).name}", "cut short (its JSON is not closed)",
+                            ("merged timeline", "per-rank traces", "report"))
+               for t in traces if not _json_closed(Path(t))]
     return dict(info=info, out_dir=out_dir, steps=steps, ops=ops, communication=comm, comm_ops=comm_ops,
                 spans=spans, matrix=matrix, traces=traces, issues=issues)
+
+
+def _json_closed(path: Path) -> bool:
+    """False for a plain JSON file whose last non-blank byte closes no array or object (a file cut short);
+    a check of its tail only, not a parse. Compressed files are taken as they are."""
+    if path.suffix == ".gz":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - 256))
+            tail = fh.read().rstrip()
+    except OSError:
+        return False
+    return tail.endswith((b"]", b"}"))
 
 
 def _merge_steps(dicts: list[dict], what: str) -> dict:

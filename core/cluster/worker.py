@@ -13,7 +13,9 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -23,7 +25,7 @@ import numpy as np
 from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
 from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_run
-from ..quality import QualityIssue
+from ..quality import DataQuality, QualityIssue
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
 from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
@@ -114,7 +116,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         ot.data["OP Type"], ot.data["Core Type"], ot.data["Count"], np.asarray(ot.data["Total Time(us)"]).tolist())] \
         if len(ot) else []
     c = comm_events(events)
-    communication = communication_json(c)
+    communication = communication_json(c) if c.details_measured else {}      # Level0: nothing measured
     # an operator's wait as its communication.json says (HCCL tasks' Notify_Wait, or the recorded wait_ns),
     # so the cluster_communication table and the communication files agree (and equal the tool's own)
     wait_ms = {(key, name): info["Communication Time Info"]["Wait Time(ms)"]
@@ -126,7 +128,7 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
         a = comm_ops.setdefault((step, typ, grp), [0, 0.0, 0.0])
         a[0] += 1
         a[1] += dur / 1e3
-        a[2] += wait_ms.get((step_key(step), name), wait / 1e6) * 1e3
+        a[2] += wait_ms.get((step_key(step), name), wait / 1e6) * 1e3 if c.details_measured else math.nan
     links: dict = {}
     if c.has_links:
         owner = link_owners(c)
@@ -173,6 +175,10 @@ def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
     events, info, warnings, traces, issues = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points)
+    for target in DataQuality(issues=list(issues)).not_measured:    # NaN: an empty cell, "not measured"
+        table, _, column = target.partition(".")
+        if table == "step_trace_time" and column in data["steps"]:
+            data["steps"][column] = [math.nan] * len(data["steps"][column])
     return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, issues=issues,
                        parallel_groups=parallel_groups_of(task.run_dirs), **data)
 

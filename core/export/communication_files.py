@@ -1,6 +1,6 @@
 """A rank's ``communication.json`` and ``communication_matrix.json`` (torch_npu's and MindSpore's
 layout, what msprof-analyze ``cluster`` reads), written beside its other ASCEND_PROFILER_OUTPUT files
-when the run has communication. The numbers are :mod:`npuprof.analysis.communication`'s.
+when the run records communication details (tasks or transfers). The numbers are :mod:`npuprof.analysis.communication`'s.
 
 Example::
 
@@ -17,9 +17,11 @@ from ..fileio import atomic_write
 
 
 def write_communication_files(result: AnalysisResult, out_dir: Path) -> list[Path]:
-    """Write the rank's communication files into ``out_dir``; the paths written."""
+    """Write the rank's communication files into ``out_dir``; the paths written (none where the data has no
+    communication, or only operators without their tasks or transfers: Level0 measures no wait, transit or
+    bandwidth, and a file of zeros would say it did)."""
     c = comm_events(result.events)
-    if not c.has_ops and not c.has_links:
+    if not c.details_measured:
         return []
     written = [atomic_write(out_dir / "communication.json", json.dumps(communication_json(c), indent=1))]
     if c.has_links or c.has_tasks:

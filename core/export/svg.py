@@ -131,6 +131,42 @@ def stacked_bars(labels: Sequence[str], series: dict, unit: str, width: int = 90
     return _frame(width, height, f"stacked bars per {x_title}", body, legend)
 
 
+def points_by_column(columns: dict, unit: str, what: str = "value", width: int = 900, height: int = 260) -> str:
+    """One column per series, side by side: each value a point, the median a line across the column
+    (``npuprof diff``'s step times of each side)."""
+    left, right, top, bottom = 64, 16, 40, 36
+    values = [float(v) for vals in columns.values() for v in vals]
+    ticks = nice_ticks(max(values) if values else 0.0)
+    span = ticks[-1] or 1.0
+    plot_h = height - top - bottom
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - v / span)
+
+    body = _y_axis(ticks, left, width - right, y_of, unit)
+    col_w = (width - left - right) / max(len(columns), 1)
+    legend = []
+    for i, (label, vals) in enumerate(columns.items()):
+        color = PALETTE[i % len(PALETTE)]
+        x0 = left + col_w * i
+        legend.append((f"{label} ({len(vals)})", color))
+        n = max(len(vals), 1)
+        for j, v in enumerate(vals):
+            x = x0 + col_w * (0.2 + 0.6 * (j + 0.5) / n)
+            body.append(f'<circle class="point" cx="{x:.1f}" cy="{y_of(float(v)):.1f}" r="3" fill="{color}">'
+                        f'<title>{_e(label)} {_e(what)} #{j + 1}: {float(v):,.3f} {_e(unit)}</title></circle>')
+        if len(vals):
+            ordered = sorted(float(v) for v in vals)
+            mid = len(ordered) // 2
+            med = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+            body.append(f'<line class="median" x1="{x0 + col_w * 0.15:.1f}" x2="{x0 + col_w * 0.85:.1f}" '
+                        f'y1="{y_of(med):.1f}" y2="{y_of(med):.1f}" stroke="#1d232b" stroke-width="2">'
+                        f'<title>{_e(label)} median {med:,.3f} {_e(unit)}</title></line>')
+        body.append(f'<text x="{x0 + col_w / 2:.1f}" y="{height - 12}" class="axis" text-anchor="middle">'
+                    f'{_e(label)}</text>')
+    return _frame(width, height, f"{what} per column", body, legend)
+
+
 def horizontal_bars(labels: Sequence[str], values: Sequence[float], unit: str, width: int = 900,
                     color: str = "#3b7dd8") -> str:
     """One horizontal bar per label (top operators)."""

@@ -18,8 +18,9 @@ Example::
 """
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -29,13 +30,18 @@ from ..enums import ExportType
 from ..errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError
 from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
+from ..fileio import atomic_write
 from ..progress import PhaseCounter, ProgressCallback
+from ..quality import QualityIssue
 from ..runinfo import OUTPUT_DIR, RunOrigin, origin_of, read_run_info
 from ..validate import check_enum_list, check_output_path
 from .trace_json import discard_forked_traces, info_trace_settings, start_forked_trace
 
 log = logging.getLogger("npuprof")
 DEFAULT_OUTPUT = Path("npuprof_output")   # outputs of read-only runs when no output place is given
+# beside the outputs: how many events the analysis that wrote them read, and its data quality
+ANALYSIS_RECORD = "npuprof_analysis.json"
+REANALYSIS_DIR = OUTPUT_DIR + "_reanalysis"   # where a re-analysis that read less than the last one writes
 ExportTypeLike = Union[ExportType, str]
 
 
@@ -132,9 +138,37 @@ def export_result(result: AnalysisResult, export_type: Optional[Sequence[ExportT
     else text. See the module docstring for where files go.
     """
     target = _export_target(result.run_dir, result.info, export_type, output, analysed_root)
+    target, kept = _unless_degrading(target, len(result.events))
+    if kept is not None:
+        result.quality.add(kept)
     written = write_outputs(result, target, phases)
+    if not written.failures:
+        record = {"events": len(result.events), "data_quality": result.quality.to_json()}
+        written.paths.append(atomic_write(target.output_dir / ANALYSIS_RECORD, json.dumps(record, indent=1)))
     return ExportedRun(result=result, output_dir=target.output_dir, outputs=written.paths,
                        failures=written.failures)
+
+
+def _unless_degrading(target: ExportTarget, events: int) -> tuple[ExportTarget, Optional[QualityIssue]]:
+    """``target`` itself, or, when its outputs came from an analysis that read more events than this one
+    (a segment emptied, a file cut since), a place beside it and the issue saying so: a re-analysis never
+    replaces better outputs silently."""
+    previous = _recorded_events(target.output_dir)
+    if previous is None or events >= previous:
+        return target, None
+    beside = target.output_dir.with_name(REANALYSIS_DIR)
+    issue = QualityIssue(str(target.output_dir), f"the previous analysis read {previous} events, this one {events}: "
+                                                 f"its outputs are kept, this analysis is written to {beside}",
+                         ("all tables",))
+    return replace(target, output_dir=beside), issue
+
+
+def _recorded_events(output_dir: Path) -> Optional[int]:
+    try:
+        events = json.loads((output_dir / ANALYSIS_RECORD).read_text(encoding="utf-8")).get("events")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return events if isinstance(events, int) and not isinstance(events, bool) else None
 
 
 def _export_target(run_dir: Path, info: Any, export_type: Optional[Sequence[ExportTypeLike]],
@@ -183,10 +217,14 @@ def exporter_names() -> list[str]:
 
 def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[ExportTypeLike]] = None,
                        output: Optional[Union[str, Path]] = None, progress: Optional[ProgressCallback] = None,
-                       force: bool = False) -> list[ExportedRun]:
+                       force: bool = False, steps: Optional[Sequence[int]] = None,
+                       log_quality: bool = True) -> list[ExportedRun]:
     """Analyse every run at ``path`` and write each one's outputs (``npuprof analyse``).
 
-    Output places are checked for every run before any run is analysed.
+    Output places are checked for every run before any run is analysed;
+    ``steps`` keeps those steps of each run (see :func:`analyse_run`). A run
+    whose data is not complete has its data quality section logged as one
+    warning (``log_quality``; the command line prints it itself).
 
     Example::
 
@@ -210,12 +248,14 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
     out = []
     for run in runs:
         try:
-            result = analyse_run(run, force=force, phases=phases,
+            result = analyse_run(run, force=force, phases=phases, steps=steps,
                                  on_loaded=lambda events, info, run=run: _start_trace(events, info, run, export_type,
                                                                                       output, root))
             out.append(export_result(result, export_type, output, root, phases))
         finally:
             discard_forked_traces()
+        if log_quality and not result.quality.complete:
+            log.warning("npuprof: %s: %s", run, "\n".join(result.quality.lines()))
     return out
 
 
@@ -224,7 +264,7 @@ def _start_trace(events: Any, info: Any, run: Path, export_type: Optional[Sequen
     """Start trace_view.json of a large run in a forked child while the analyzers run
     (:func:`~npuprof.export.trace_json.start_forked_trace`); the built-in exporter takes it."""
     try:
-        target = _export_target(run, info, export_type, output, root)
+        target, _ = _unless_degrading(_export_target(run, info, export_type, output, root), len(events))
         if target.text and "exporters" in exporter_names():
             start_forked_trace(events, target.output_dir / "trace_view.json", **info_trace_settings(info))
     except Exception as e:   # the exporter then writes the trace itself

@@ -18,8 +18,9 @@ from typing import Any, Optional
 
 from ..events import EventTable
 from ..hookspecs import hookimpl
-from ..readers.ascend_output import (OUTPUT_DIR, AscendWriter, layout_issues, problem_issue, read_ascend_output,
-                                     writer_of)
+from ..events import EventKind
+from ..readers.ascend_contract import layout_issues, problem_issue
+from ..readers.ascend_output import OUTPUT_DIR, AscendWriter, read_ascend_output, writer_of
 
 
 def _torch_npu_output(path: Path) -> Optional[Path]:
@@ -43,6 +44,7 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     info = getattr(context, "info", None)
     table, problems = read_ascend_output(out, device=getattr(info, "device_id", None), pid=getattr(info, "pid", 0) or 0,
                                          writer=AscendWriter.TORCH_NPU)
-    for issue in [*layout_issues(out, dict(getattr(info, "raw", {}) or {})), *map(problem_issue, problems)]:
+    has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
+    for issue in [*layout_issues(out, dict(getattr(info, "raw", {}) or {}), has_comm), *map(problem_issue, problems)]:
         context.flag(issue.subject, issue.problem, issue.affects)
     return table

@@ -39,6 +39,7 @@ BUILTIN_PLUGINS = {
     "pyacl": "npuprof.integrations.pyacl.plugin",
     "cluster": "npuprof.cluster.plugin",
     "report": "npuprof.report.plugin",
+    "diff": "npuprof.rundiff.plugin",
     "ascend": "npuprof.plugins.ascend",
     "ascend_db": "npuprof.plugins.ascend_db",
     "kineto": "npuprof.plugins.kineto",

@@ -80,7 +80,6 @@ import orjson
 
 from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from npuprof.fileio import check_input_file
-from npuprof.quality import QualityIssue
 from npuprof.rawstore import RAW_DIR
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable
 
@@ -92,16 +91,6 @@ NPU_MODULE_MEM = "npu_module_mem.csv"
 OPERATOR_MEMORY = "operator_memory.csv"
 COMMUNICATION = "communication.json"
 INFO_GLOB = "profiler_info*.json"
-
-# What each file gives the analysis: its absence or damage changes these tables (the layout contract).
-FILE_AFFECTS = {
-    TRACE_VIEW: ("trace_view", "api_statistic", "range_statistic", "step_trace_time", "communication"),
-    KERNEL_DETAILS: ("kernel_details", "op_statistic", "step_trace_time"),
-    MEMORY_RECORD: ("memory",),
-    NPU_MODULE_MEM: ("memory",),
-    OPERATOR_MEMORY: ("memory", "operator_memory"),
-    COMMUNICATION: ("communication group names",),
-}
 
 # process name -> how its complete ("X") events are read
 _DERIVED = {"Scope Layer", "Overlap Analysis", "Step Trace"}
@@ -324,58 +313,6 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     if (out_dir / OPERATOR_MEMORY).is_file():
         tables.append(_read_operator_memory(out_dir / OPERATOR_MEMORY, pid, problems, source))
     return EventTable.concat(tables), problems
-
-
-def expected_outputs(info: dict) -> dict[str, str]:
-    """The files of ``ASCEND_PROFILER_OUTPUT/`` a run's profiler_info says it should hold, each with
-    the setting that asks for it (torch_npu's ``config`` and MindSpore's ``profiler_parameters``
-    forms). An info that says nothing expects the trace alone; a db-only export expects none.
-
-    Example::
-
-        >>> expected_outputs({"config": {"common_config": {"activities": ["ProfilerActivity.NPU"],
-        ...                                                "profile_memory": True}}})["operator_memory.csv"]
-        'profile_memory'
-    """
-    common = _dig(info, "config", "common_config")
-    params = info.get("profiler_parameters") if isinstance(info.get("profiler_parameters"), dict) else {}
-    export = _dig(info, "config", "experimental_config").get("_export_type", params.get("export_type", "text"))
-    if "text" not in ([export] if isinstance(export, str) else list(export or ["text"])):
-        return {}          # a db-only export writes none of the text files
-    activities = " ".join(map(str, common.get("activities") or params.get("activities") or ()))
-    memory = common.get("profile_memory", params.get("profile_memory"))
-    out = {TRACE_VIEW: "always written"}
-    if "NPU" in activities.upper():
-        out[KERNEL_DETAILS] = "NPU activity"
-    if memory is True and "NPU" in activities.upper():
-        out[OPERATOR_MEMORY] = "profile_memory"
-        out[MEMORY_RECORD] = "profile_memory"
-    return out
-
-
-def _dig(data: Any, *keys: str) -> dict:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else {}
-
-
-def layout_issues(out_dir: Path, info: dict) -> list[QualityIssue]:
-    """An issue for each file :func:`expected_outputs` names that ``out_dir`` lacks or holds empty."""
-    issues = []
-    for name, why in expected_outputs(info).items():
-        path = out_dir / name
-        if not path.exists() and not (name == TRACE_VIEW and (out_dir / (name + ".gz")).exists()):
-            issues.append(QualityIssue(f"{out_dir.name}/{name}", f"missing (the run asked for it: {why})",
-                                       FILE_AFFECTS.get(name, ())))
-        elif path.is_file() and path.stat().st_size == 0:
-            issues.append(QualityIssue(f"{out_dir.name}/{name}", "empty", FILE_AFFECTS.get(name, ())))
-    return issues
-
-
-def problem_issue(problem: str) -> QualityIssue:
-    """A reader problem (``"<path>[:line]: what"``) as a data-quality issue naming what it affects."""
-    issue = QualityIssue.from_message(problem)
-    return QualityIssue(issue.subject, issue.problem, FILE_AFFECTS.get(Path(issue.subject.split(":")[0]).name, ()))
 
 
 def _load_trace(path: Path, problems: list[str]) -> list:

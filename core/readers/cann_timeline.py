@@ -98,13 +98,17 @@ def _pair(path: Path, time_key: str) -> Optional[tuple[int, int]]:
         raise ProfilerDataError(path, f"has no usable clock pair ({type(e).__name__}: {e})") from None
 
 
-def device_clock(device_dir: Path, index: str) -> DeviceClock:
-    """The clock map of one device from its start_info (and end_info when present)."""
+def device_clock(device_dir: Path, index: str, warn: Optional[Warn] = None) -> DeviceClock:
+    """The clock map of one device from its start_info (and end_info when present; ``warn`` is told
+    when it is not: times then move by the clocks' drift over the collection)."""
     start = _pair(device_dir / f"start_info.{index}", "collectionTimeBegin")
     if start is None:
         raise ProfilerDataError(device_dir, f"has timelines but no start_info.{index}: their monotonic times "
                                             "cannot be placed on the wall clock")
     end = _pair(device_dir / f"end_info.{index}", "collectionTimeEnd")
+    if end is None and warn is not None:
+        warn(f"{device_dir / f'end_info.{index}'}: missing or unreadable; times placed on the wall clock by the "
+             "start pair alone (off by the clocks' drift over the collection)")
     scale = 1.0
     if end is not None and end[0] > start[0]:
         scale = (end[1] - start[1]) / (end[0] - start[0])
@@ -121,8 +125,12 @@ def _rank(device_dir: Path, index: str) -> Optional[int]:
     return rank if isinstance(rank, int) and rank >= 0 else None
 
 
-def read_device_timelines(prof_dir: Path, warn: Warn) -> EventTable:
-    """Every device's timeline events of ``prof_dir`` on the epoch time base (see the module doc)."""
+def read_device_timelines(prof_dir: Path, warn: Warn, note: Optional[Warn] = None) -> EventTable:
+    """Every device's timeline events of ``prof_dir`` on the epoch time base (see the module doc).
+
+    ``warn`` is told of every input lost (a slice missing, events skipped, a clock pair missing), ``note``
+    (default ``warn``) of what is left out on purpose (CANN's own overlap analysis)."""
+    note = note or warn
     tables = []
     for device_dir in sorted(p for p in prof_dir.glob("device_*") if p.is_dir()):
         m = DEVICE_DIR_RE.match(device_dir.name)
@@ -132,15 +140,36 @@ def read_device_timelines(prof_dir: Path, warn: Warn) -> EventTable:
         if not files:
             files = sorted([p for pat in ("task_time_*.json", "hccl_*.json", "step_trace_*.json")
                             for p in (device_dir / "timeline").glob(pat)], key=_slice_order)
-        clock = device_clock(device_dir, m.group(1))
+        _check_slices(device_dir / "timeline", warn)
+        clock = device_clock(device_dir, m.group(1), warn)
         reader = _DeviceReader(int(m.group(1)), clock, warn)
         for path in files:
             reader.read(path)
         if reader.skipped:
-            warn(f"{device_dir}: {reader.skipped} event(s) of {', '.join(sorted(reader.skipped_names))} not read "
+            note(f"{device_dir}: {reader.skipped} event(s) of {', '.join(sorted(reader.skipped_names))} not read "
                  "(CANN's own overlap analysis; npuprof recomputes it)")
         tables.append(reader.cols.table())
     return EventTable.concat(tables)
+
+
+def _check_slices(timeline: Path, warn: Warn) -> None:
+    """Tell ``warn`` of each iteration slice one kind of timeline file lacks that another kind has, or that
+    lies in a gap of the slices numbered (msprof writes every kind for every slice, numbered from 1)."""
+    slices: dict[str, set] = {}
+    for path in timeline.glob("*.json"):
+        m = SLICE_RE.search(path.name)
+        kind = path.name.split("_")[0] if "_" in path.name else path.stem
+        if m and kind in ("msprof", "task", "hccl", "step"):
+            slices.setdefault(kind, set()).add(int(m.group(1)))
+    every = set().union(*slices.values()) if slices else set()
+    if not every:
+        return
+    expected = set(range(1, max(every) + 1)) if min(every) >= 1 else every
+    for kind, have in sorted(slices.items()):
+        missing = sorted(expected - have)
+        if missing:
+            warn(f"{timeline}: {kind}_* slice(s) {missing[:10]} missing (other kinds or the numbering have them); "
+                 "their events are not in the analysis")
 
 
 def _slice_order(path: Path) -> tuple:

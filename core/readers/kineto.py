@@ -6,19 +6,30 @@ rank) read into the event table, so every verb works on them.
 ==========================  ================================================================================
 ``cpu_op``                   OP (type = the op's name, ``aten::mm``)
 ``user_annotation``          ``ProfilerStep#N`` -> STEP N; others (``record_function``) -> RANGE
-``gpu_user_annotation``      RANGE on the device
-``kernel``                   KERNEL on ``args.device`` / ``args.stream`` (type: the kernel's function, without
+``*_user_annotation``        (``gpu_user_annotation`` ...) RANGE on the device
+``kernel``, ``mtia_ccp_events``, ``hpu_op``
+                             KERNEL on ``args.device`` / ``args.stream`` (type: the kernel's function, without
                              template and parameters); a collective library's kernel (``nccl``, ``rccl``,
                              ``hccl`` in the name) -> COMM on the device, never compute
-``gpu_memcpy``/``gpu_memset``  KERNEL typed ``Memcpy``/``Memset``
-``cuda_runtime``/``cuda_driver``  API (level ``cuda_runtime`` / ``cuda_driver``)
+``*_memcpy``/``*_memset``    (``gpu_memcpy`` ...) KERNEL typed ``Memcpy``/``Memset``: memory activity, device
+                             time but not "Computing"; so is an MTIA ``dma*`` event (HTA's MTIA memory)
+``*_runtime``/``*_driver``   API (level = the cat: ``cuda_runtime``, ``mtia_runtime`` ...), on the host
 ``python_function``          STACK
+any other ``cat``            on a device pid (a ``process_labels`` other than ``CPU``, a ``deviceProperties``
+                             id, a pid with device events, or the event has ``args.stream``): KERNEL, device
+                             time of a kind npuprof does not know, flagged (data quality); on the host: not read
 ==========================  ================================================================================
+
+Host categories (``cpu_op``, ``user_annotation``, ``python_function``, ``*_runtime`` ...) never become
+device events, whatever their pid. A trace without any device event is a host-only trace: its device
+time is not measured (flagged, and the step-time columns it would fill are left empty, not filled from
+host operators). Device waits (``cuda_sync``, ``cuda_event``) are not activity and are not read.
 
 Launch links: ``args.correlation`` of a runtime call and of the kernel it launched. Times: µs, plus
 ``baseTimeNanoseconds`` where the file has it (newer Kineto writes times relative to it), else µs since
 the epoch. The rank and world size are the file's ``distributedInfo``. Other events (flows, counters,
-instant events, process metadata) carry nothing the tables use and are not read; their count is said.
+instant events, process metadata but ``process_labels``) carry nothing the tables use and are not read;
+their count is said.
 
 Example::
 
@@ -36,8 +47,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import ProfilerDataError
-from ..events import EventKind, EventTable
+from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable
 from ..fileio import check_input_file
+from ..quality import QualityIssue
 from .ascend_output import _Columns, _args_text
 
 Warn = Callable[[str], None]
@@ -46,6 +58,20 @@ TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 COLLECTIVE_KERNEL_RE = re.compile(r"nccl|rccl|hccl", re.IGNORECASE)
 _PEEK_BYTES = 4096
+# Kineto's device activity categories (libkineto ActivityType names; HTA's "GPU Kernels" pattern):
+# CUDA/ROCm kernels, MTIA's device events, Habana's ops. ``*_memcpy``/``*_memset`` (gpu_, mlu_ ...) are memory.
+DEVICE_CATS = frozenset({"kernel", "Kernel", "Memcpy", "Memset", "mtia_ccp_events", "hpu_op"})
+# host activity: never device time, whatever pid it is on (``*_runtime``/``*_driver`` are API calls)
+HOST_API_SUFFIXES = ("_runtime", "_driver")
+HOST_CATS = frozenset({"cpu_op", "user_annotation", "python_function", "cpu_instant_event", "overhead",
+                       "external_correlation", "Trace"})
+# device-side waits and markers, not activity (HTA leaves cuda_sync out of its kernels too)
+NOT_ACTIVITY_CATS = frozenset({"cuda_sync", "cuda_event", "xpu_sync", "cuda_profiler_range"})
+MTIA_MEMORY_RE = re.compile(r"^dma", re.IGNORECASE)       # HTA's "MTIA Memory" kernels
+STEP_TIME_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free",
+                     "Communication(Not Overlapped and Exclude Receive)", "Preparing")
+DEVICE_AFFECTS = ("step_trace_time.Computing", "op_statistic", "kernel_details")
+HOST_ONLY_UNMEASURED = tuple(f"step_trace_time.{c}" for c in STEP_TIME_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,7 @@ class KinetoRead:
     events: EventTable
     rank: Optional[int]
     world_size: Optional[int]
+    issues: tuple[QualityIssue, ...] = ()
 
 
 def is_kineto_trace(path: Path) -> bool:
@@ -107,6 +134,49 @@ def _kernel_type(name: str) -> str:
     return func or name
 
 
+def _is_memory_cat(cat: str) -> bool:
+    low = cat.lower()
+    return low.endswith("_memcpy") or low.endswith("_memset")
+
+
+def _add_device(cols: _Columns, t: int, d: int, cat: str, name: str, pid: int, tid: int, device: int, stream: int,
+                corr: int) -> None:
+    """One device event: communication (a collective library's kernel), memory activity (copies and fills,
+    typed as :data:`~npuprof.events.MEMORY_ACTIVITY_TYPES`) or a compute kernel. Without ``args.device``
+    the device is its pid (Kineto writes a device's events on the pid of its index)."""
+    if device < 0 and 0 <= pid <= 32767:
+        device = pid
+    if COLLECTIVE_KERNEL_RE.search(name):
+        cols.add(t, d, EventKind.COMM, name, _kernel_type(name), pid=pid, tid=tid, device=device, stream=stream,
+                 args=_args_text({"group": "default"}), corr=corr)
+        return
+    low = cat.lower()
+    if low.endswith("memcpy") or (cat == "mtia_ccp_events" and MTIA_MEMORY_RE.match(name)):
+        typ = MEMCPY_TYPE
+    elif low.endswith("memset"):
+        typ = MEMSET_TYPE
+    else:
+        typ = _kernel_type(name)
+    cols.add(t, d, EventKind.KERNEL, name, typ, pid=pid, tid=tid, device=device, stream=stream, corr=corr)
+
+
+def _labelled_device_pid(meta: dict) -> Optional[int]:
+    """The pid a ``process_labels`` metadata event names a device (``GPU 0``: any label but ``CPU``), else None."""
+    args = meta.get("args") if isinstance(meta.get("args"), dict) else {}
+    label = str(args.get("labels", "")).strip()
+    pid = meta.get("pid")
+    if label and not label.upper().startswith("CPU") and isinstance(pid, int) and not isinstance(pid, bool):
+        return pid
+    return None
+
+
+def _device_property_ids(doc: dict) -> set[int]:
+    """The device ids ``deviceProperties`` lists: Kineto writes each device's events on the pid of its id."""
+    props = doc.get("deviceProperties")
+    ids = (p.get("id") for p in props if isinstance(p, dict)) if isinstance(props, list) else ()
+    return {i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i >= 0}
+
+
 def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     """The events of one trace file (see the module doc); a file without any complete event is an error."""
     doc = _load(path)
@@ -115,9 +185,15 @@ def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
     rank, world = info.get("rank"), info.get("world_size")
     cols = _Columns(SOURCE)
-    other = bad = 0
+    other = bad = device_events = 0
+    device_pids: set[int] = set()
+    unknown: list[tuple] = []
     for ev in doc["traceEvents"]:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
+            if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_labels":
+                labelled = _labelled_device_pid(ev)
+                if labelled is not None:
+                    device_pids.add(labelled)
             other += 1
             continue
         ts, dur = ev.get("ts"), ev.get("dur", 0)
@@ -150,32 +226,50 @@ def read_kineto(path: Path, warn: Warn) -> KinetoRead:
                 cols.add(t, d, EventKind.STEP, name, "ProfilerStep", pid=pid, tid=tid, step=int(m.group(1)))
             else:
                 cols.add(t, d, EventKind.RANGE, name, "user_annotation", pid=pid, tid=tid)
-        elif cat == "gpu_user_annotation":
-            cols.add(t, d, EventKind.RANGE, name, "gpu_user_annotation", pid=pid, tid=tid, device=device,
-                     stream=stream)
-        elif cat == "kernel":
-            if COLLECTIVE_KERNEL_RE.search(name):
-                cols.add(t, d, EventKind.COMM, name, _kernel_type(name), pid=pid, tid=tid, device=device,
-                         stream=stream, args=_args_text({"group": "default"}), corr=corr)
-            else:
-                cols.add(t, d, EventKind.KERNEL, name, _kernel_type(name), pid=pid, tid=tid, device=device,
-                         stream=stream, corr=corr)
-        elif cat in ("gpu_memcpy", "gpu_memset"):
-            cols.add(t, d, EventKind.KERNEL, name, "Memcpy" if cat == "gpu_memcpy" else "Memset", pid=pid, tid=tid,
-                     device=device, stream=stream, corr=corr)
-        elif cat in ("cuda_runtime", "cuda_driver"):
+        elif cat.endswith("_user_annotation"):
+            cols.add(t, d, EventKind.RANGE, name, cat, pid=pid, tid=tid, device=device, stream=stream)
+        elif cat in DEVICE_CATS or _is_memory_cat(cat):
+            _add_device(cols, t, d, cat, name, pid, tid, device, stream, corr)
+            device_pids.add(pid)
+            device_events += 1
+        elif cat.endswith(HOST_API_SUFFIXES):
             cols.add(t, d, EventKind.API, name, cat, pid=pid, tid=tid, corr=corr)
         elif cat == "python_function":
             cols.add(t, d, EventKind.STACK, name, "python_function", pid=pid, tid=tid)
+        elif cat in HOST_CATS or cat in NOT_ACTIVITY_CATS:
+            other += 1
+        else:   # a category Kineto may write for a device we do not know: device time if on a device
+            unknown.append((t, d, cat, name, pid, tid, device, stream, corr))
+            if stream >= 0:
+                device_pids.add(pid)
+    device_pids |= _device_property_ids(doc)
+    issues: list[QualityIssue] = []
+    per_pid: dict[int, list] = {}
+    for row in unknown:
+        if row[4] in device_pids:
+            per_pid.setdefault(row[4], []).append(row)
         else:
             other += 1
+    for dev_pid, rows in sorted(per_pid.items()):
+        for t, d, cat, name, pid, tid, device, stream, corr in rows:
+            _add_device(cols, t, d, cat, name, pid, tid, device, stream, corr)
+        device_events += len(rows)
+        cats = ", ".join(sorted({r[2] for r in rows}))
+        issues.append(QualityIssue(
+            str(path), f"device kind unknown: {len(rows)} events on pid {dev_pid} (cat {cats}) counted as device time",
+            affects=DEVICE_AFFECTS))
     if bad:
         warn(f"{path}: {bad} complete event(s) without a usable ts/dur skipped")
     events = cols.table()
     if not len(events):
         raise ProfilerDataError(path, f"holds no event npuprof reads ({other} other entries)")
+    if not device_events:
+        issues.append(QualityIssue(
+            str(path), "no device activity in the trace (recorded without device activities, or a host-only run): "
+                       "device time not measured, step times are the ProfilerStep ranges",
+            affects=HOST_ONLY_UNMEASURED, not_measured=True))
     return KinetoRead(events=events, rank=rank if isinstance(rank, int) and rank >= 0 else None,
-                      world_size=world if isinstance(world, int) and world > 0 else None)
+                      world_size=world if isinstance(world, int) and world > 0 else None, issues=tuple(issues))
 
 
 def trace_distributed(path: Path) -> tuple[Optional[int], Optional[int]]:

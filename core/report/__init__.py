@@ -3,10 +3,10 @@
 Example::
 
     from npuprof.report import write_report
-    write_report("./prof")        # -> ./prof/npuprof_report.html
+    write_report("./prof").path   # -> ./prof/npuprof_report.html
 """
 from __future__ import annotations
 
-from .page import render, write_report
+from .page import WrittenReport, render, write_report
 
-__all__ = ["render", "write_report"]
+__all__ = ["WrittenReport", "render", "write_report"]

@@ -9,14 +9,19 @@ trace file and cluster table. Numbers come from :func:`npuprof.cluster.
 cluster_analyse` (one rank works too), which also writes the tables linked
 from the page.
 
+The page opens with the job's data quality section when its data is not
+complete (:mod:`npuprof.quality`).
+
 Example::
 
-    path = write_report("./prof")             # -> ./prof/npuprof_report.html
+    report = write_report("./prof")           # report.path: ./prof/npuprof_report.html
+    report.quality.exit_code                  # 0 complete, 3 partial
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -24,6 +29,7 @@ import numpy as np
 
 from ..errors import ProfilerDataError
 from ..fileio import atomic_write
+from ..quality import DataQuality
 from ..validate import check_output_path
 from ..export import svg
 from ..export.memory_page import memory_section
@@ -41,8 +47,14 @@ def _rel(target: Union[str, Path], base: Path) -> str:
     return Path(os.path.relpath(Path(target).resolve(), base.resolve())).as_posix()
 
 
-def _num(v: float) -> str:
-    return f"{v:,.1f}"
+def _num(v: Optional[float]) -> str:
+    return "N/A" if v is None else f"{v:,.1f}"      # None: not measured
+
+
+def _mean_measured(values: list) -> float:
+    """Mean of the measured values (None: not measured, left out); 0.0 when none is."""
+    measured = [v for v in values if v is not None]
+    return float(np.mean(measured)) if measured else 0.0
 
 
 def _memory_part(summaries: list, t0: int) -> str:
@@ -60,6 +72,25 @@ def _memory_part(summaries: list, t0: int) -> str:
                       memory_section(top.memory, heading=f"Memory over time, rank {top.rank}", start_ns=t0)])
 
 
+def quality_section(quality: DataQuality) -> str:
+    """The data quality section: every issue and what it affects ("" for complete data)."""
+    if quality.complete:
+        return ""
+    items = "".join(f"<li><b>{_e(i.subject)}</b>: {_e(i.problem)}"
+                    + (f" <i>(affects {_e(', '.join(i.affects))})</i>" if i.affects else "") + "</li>"
+                    for i in quality.issues)
+    return (f"<h2 id='data-quality'>Data quality: {_e(quality.verdict)}</h2>"
+            f"<p>The numbers below that these inputs affect are incomplete or not measured.</p><ul>{items}</ul>")
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """The page :func:`write_report` wrote and the data quality of what it shows."""
+
+    path: Path
+    quality: DataQuality
+
+
 def render(res: Any, page_dir: Path, title: str) -> str:
     """HTML text of the report for a :class:`~npuprof.cluster.ClusterResult`."""
     summaries = res.summaries
@@ -73,15 +104,18 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     parts.append(f"<h1>{_e(title)}</h1><p class='meta'>{len(summaries)} rank(s) on {len(hosts)} host(s) · "
                  f"{n_steps} step(s) · {sum(s.events for s in summaries):,} events · generated "
                  f"{_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by npuprof</p>")
+    parts.append(quality_section(res.quality))
 
     # -- step breakdown per step and per rank
     parts.append("<h2 id='steps'>Step time breakdown</h2>")
-    cols = ["Computing", "Communication(Not Overlapped)", "Overlapped", "Free"]
+    # a column no rank measured (a host-only trace's device time) is left out of the charts, not drawn as 0
+    cols = [c for c in ("Computing", "Communication(Not Overlapped)", "Overlapped", "Free")
+            if any(r[c] is not None for r in steps_t)]
     by_step: dict = {}
     for r in steps_t:
         by_step.setdefault(r["Step"], []).append(r)
     step_labels = [str(s) for s in sorted(by_step)]
-    series = {c: [float(np.mean([r[c] for r in by_step[int(s)]])) for s in step_labels] for c in cols}
+    series = {c: [_mean_measured([r[c] for r in by_step[int(s)]]) for s in step_labels] for c in cols}
     parts.append("<p class='note'>Per step, mean over ranks (µs). Computing + Communication(Not Overlapped) + Free "
                  "= step time; Overlapped is communication hidden under computing.</p>")
     parts.append(svg.stacked_bars(step_labels, series, "µs", x_title="step"))
@@ -89,7 +123,7 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     for r in steps_t:
         by_rank.setdefault(r["Index"], []).append(r)
     rank_labels = [str(r) for r in sorted(by_rank)]
-    series_r = {c: [float(np.mean([x[c] for x in by_rank[int(r)]])) for r in rank_labels] for c in cols}
+    series_r = {c: [_mean_measured([x[c] for x in by_rank[int(r)]]) for r in rank_labels] for c in cols}
     parts.append("<p class='note'>Per rank, mean over steps (µs); slow ranks outlined in red.</p>")
     parts.append(svg.stacked_bars(rank_labels, series_r, "µs", highlight={str(r) for r in slow}, x_title="rank"))
     if res.slow.get("applicable"):
@@ -181,10 +215,10 @@ def render(res: Any, page_dir: Path, title: str) -> str:
 
 def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
                  workers: Optional[int] = None, timeline_ranks: Any = None,
-                 progress: Any = None, job: Optional[str] = None) -> Path:
+                 progress: Any = None, job: Optional[str] = None) -> WrittenReport:
     """Analyse ``path`` (a run or a parent of ranks' runs) and write the HTML report.
 
-    Returns the page path (default ``<path>/npuprof_report.html``).
+    Returns the page path (default ``<path>/npuprof_report.html``) and the data's quality.
     """
     from ..cluster import cluster_analyse
     from ..cluster.analyse import default_place
@@ -206,7 +240,7 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
                               timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
         title = f"npuprof report: {root.resolve().name}" + \
             (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
-        return atomic_write(page, render(res, page.parent, title))
+        return WrittenReport(atomic_write(page, render(res, page.parent, title)), res.quality)
     except OSError as e:    # the page's place, named as given (its tables' folder is ours, not the user's)
         if not _is_under(e.filename, page.parent):
             raise

@@ -17,10 +17,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .page import write_report
 
     progress = None if args.quiet else (lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr))
-    path = write_report(args.path, output=args.output, backend=args.backend, workers=args.workers,
-                        timeline_ranks=args.timeline, progress=progress, job=args.job)
-    print(path)
-    return 0
+    report = write_report(args.path, output=args.output, backend=args.backend, workers=args.workers,
+                          timeline_ranks=args.timeline, progress=progress, job=args.job)
+    print(report.path)
+    for line in report.quality.lines():
+        print(line, file=sys.stderr)
+    return report.quality.exit_code
 
 
 @hookimpl

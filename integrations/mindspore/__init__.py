@@ -6,6 +6,9 @@ MindSpore's own profiler data in npuprof runs.
   capture.
 * :class:`DynamicProfilerMonitor` - ``mindspore.profiler.DynamicProfilerMonitor``
   as a drop-in: capture steps of a running job when its JSON file changes.
+* :class:`Profiler` - ``mindspore.profiler.Profiler`` (``mindspore.Profiler``)
+  as a drop-in: MindSpore's arguments, defaults, rules and methods
+  (``analyse``, ``offline_analyse`` ...) over npuprof's collection.
 * :func:`profile` - :class:`npuprof.Profiler` built from
   ``mindspore.profiler.profile`` keywords (MindSpore enums,
   ``_ExperimentalConfig``), with strict checks.
@@ -32,10 +35,10 @@ from .options import from_mindspore_kwargs, make_profiler
 
 profile = make_profiler
 
-_LAZY = {"ProfilerCallback": "callback", "ProfilerEpochCallback": "callback", "run_demo": "demo",
+_LAZY = {"Profiler": "profiler", "ProfilerCallback": "callback", "ProfilerEpochCallback": "callback", "run_demo": "demo",
          "DynamicProfilerMonitor": "dynamic"}
 
-__all__ = ["DynamicProfilerMonitor", "ProfilerCallback", "ProfilerEpochCallback", "from_mindspore_kwargs", "make_profiler", "profile",
+__all__ = ["DynamicProfilerMonitor", "Profiler", "ProfilerCallback", "ProfilerEpochCallback", "from_mindspore_kwargs", "make_profiler", "profile",
            "run_demo"]
 
 

@@ -29,9 +29,10 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from npuprof.events import EventTable
+from npuprof.events import EventKind, EventTable
+from npuprof.readers.ascend_contract import layout_issues, problem_issue
 from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
-    problem_issue, read_ascend_output, writer_of
+    read_ascend_output, writer_of
 
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir
@@ -114,7 +115,11 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     else:
         out = mindspore_output_dir(run_dir)
         if out is not None:
-            tables.append(_read_output(out, device, pid, bool(fw_dirs), False, context))
+            table = _read_output(out, device, pid, bool(fw_dirs), False, context)
+            tables.append(table)
+            has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
+            for issue in layout_issues(out, dict(context.info.raw or {}), has_comm):   # MindSpore's own layout
+                context.flag(issue.subject, issue.problem, issue.affects)
     if not tables:
         return None
     return EventTable.concat(tables)

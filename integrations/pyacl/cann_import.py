@@ -23,7 +23,8 @@ proximity.
 
 When a directory has only raw data and an ``msprof`` executable is found
 (PATH, ``$ASCEND_TOOLKIT_HOME``/``$ASCEND_HOME_PATH`` tools), it is run with
-``--export=on`` first. Headers are matched loosely (case, spaces, units,
+``--export=on`` first; a raw SS928/SS927 JOB is exported by the vendor's
+``msprof.pyc`` on a copy (:mod:`.svp_parser`), or refused saying how to get it. Headers are matched loosely (case, spaces, units,
 ``Block Dim``/``Block Num``, ``OP Type``/``Op Type``, ``Device_id``/``Device
 ID``), ``N/A`` and tab-terminated timestamps are accepted. CSV/DB times are
 taken as epoch µs/ns (msprof's "local time" on a UTC host).
@@ -55,6 +56,8 @@ from npuprof.fileio import check_input_file
 from npuprof.readers.cann_timeline import has_device_timelines, read_device_timelines
 from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
+
+from .svp_parser import HOW_TO_GET_IT, find_svp_parser, is_raw_job, vendor_exports
 
 log = logging.getLogger("npuprof")
 SOURCE = "cann"
@@ -428,14 +431,22 @@ def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
             args = ev.get("args")
             args = args if isinstance(args, dict) else {}
             rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
-                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0, "{}"))
+                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0,
+                         json.dumps({k: args[k] for k in ("Task Id", "Task Type") if k in args})))
         tables.append(_events(EventKind.KERNEL, rows, warn, path))
     for path in _latest((job_dir / "timeline").glob("acl_*.json")):
         rows = [(ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
-                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), "{}")
+                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), _svp_api_args(ev))
                 for ev, ts in _complete_events(_load_json(path))]
         tables.append(_events(EventKind.API, rows, warn, path))
     return EventTable.concat(tables)
+
+
+def _svp_api_args(ev: dict) -> str:
+    """The ACL call's ``Mode`` (API type, seed 002's acl_* timeline field), kept in its args."""
+    args = ev.get("args")
+    mode = args.get("Mode") if isinstance(args, dict) else None
+    return json.dumps({"Mode": mode}) if mode is not None else "{}"
 
 
 def read_db(path: Path, warn: Warn) -> EventTable:
@@ -451,9 +462,12 @@ def read_db(path: Path, warn: Warn) -> EventTable:
 
 
 # -- one directory ------------------------------------------------------------------------------
-def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> EventTable:
-    """All events of one PROF_/JOB directory (see module doc)."""
+def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Optional[Warn] = None) -> EventTable:
+    """All events of one PROF_/JOB directory (see module doc). ``warn`` is told of every input lost,
+    ``note`` (default ``warn``) of what is left out on purpose."""
     prof_dir = Path(prof_dir)
+    if is_raw_job(prof_dir):
+        return _parse_raw_job(prof_dir, warn, run_msprof)
     if run_msprof and not has_exports(prof_dir):
         exe = find_msprof()
         if exe is not None:
@@ -483,15 +497,25 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True) -> Event
     if (prof_dir / "timeline").is_dir():
         tables.append(read_svp_timeline(prof_dir, warn))
     if not tables and has_device_timelines(prof_dir):      # CANN 6.x/7.0: device_N/timeline/*.json
-        tables.append(read_device_timelines(prof_dir, warn))
+        tables.append(read_device_timelines(prof_dir, warn, note))
     return EventTable.concat(tables)
 
 
-def parse_many(prof_dirs: Iterable[Path], warn: Warn) -> EventTable:
+def _parse_raw_job(job_dir: Path, warn: Warn, run_parser: bool) -> EventTable:
+    """A raw SS928/SS927 JOB: the vendor's msprof.pyc exports a copy of it, which is read."""
+    parser = find_svp_parser() if run_parser else None
+    if parser is None:
+        raise ProfilerDataError(job_dir, "holds raw SS928/SS927 data only (data/ + info.json.N) and no "
+                                         f"msprof.pyc was found to parse it. {HOW_TO_GET_IT}")
+    with vendor_exports(job_dir, parser, warn) as exported:
+        return read_svp_timeline(exported, warn)
+
+
+def parse_many(prof_dirs: Iterable[Path], warn: Warn, note: Optional[Warn] = None) -> EventTable:
     tables = []
     for d in prof_dirs:
         try:
-            tables.append(parse_prof_dir(Path(d), warn))
+            tables.append(parse_prof_dir(Path(d), warn, note=note))
         except ProfilerDataError as e:
             warn(str(e))
     return EventTable.concat(offset_corr(tables))   # each PROF_ dir numbers its connection ids from its own 0

@@ -56,8 +56,11 @@ def add_collect_command(subparsers: Any) -> argparse.ArgumentParser:
                                                           "to the project directory")
     p.add_argument("--via", choices=("acl.json", "env"), default="acl.json",
                    help="switch profiling on through acl.json (default) or PROFILING_MODE/PROFILING_OPTIONS")
-    p.add_argument("--flavour", choices=("cann", "svp"), default="cann",
-                   help="acl.json keys: CANN (default) or SVP SS928/SS927 (aacpu, aac_metrics, acl_api, interval)")
+    p.add_argument("--flavour", choices=("cann", "svp"), default=None,
+                   help="acl.json keys: CANN or SVP SS928/SS927 (aacpu, aac_metrics, acl_api, interval); default: "
+                        "SVP when --product is SS928/SS927 or the app uses svp_acl, else CANN")
+    p.add_argument("--product", default=None, help="the board's SoC, e.g. SS928 or SS927 (SVP keys), or an "
+                                                   "Atlas product (CANN keys)")
     p.add_argument("--profiler-level", default="Level1", help="LevelNone, Level0, Level1 (default), Level2")
     p.add_argument("--aic-metrics", default=None, help="AI Core metric group (e.g. PipeUtilization)")
     p.add_argument("--mstx", action="store_true", help="collect msproftx markers")
@@ -80,6 +83,48 @@ def add_collect_command(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+# -- the acl.json dialect ---------------------------------------------------------------------
+SVP_PRODUCTS = ("SS928", "SS927")
+# msprof.pyc collect's defaults (seed 002): --acl_api on, --aacpu on, --aac_metrics ArithmeticUtilization
+SVP_DEFAULTS = {"acl_api": "on", "aacpu": "on", "aac_metrics": "ArithmeticUtilization"}
+SVP_LIBRARY_MARK = b"svp_acl"
+_SCAN_LIMIT = 256 << 20
+
+
+def choose_flavour(flavour: Optional[str], product: Optional[str], main: Path) -> str:
+    """The acl.json dialect: ``--flavour`` when given, else SVP for an SS928/SS927 ``--product`` or an app
+    that uses ``svp_acl`` (its name in the executable or script), else CANN.
+
+    Example::
+
+        choose_flavour(None, "SS928", Path("main"))      # 'svp'
+    """
+    svp_product = product is not None and product.strip().upper() in SVP_PRODUCTS
+    if flavour is not None:
+        if svp_product and flavour != "svp":
+            raise ProfilerConfigError("--flavour", flavour, f"svp (or nothing) with --product {product}",
+                                      hint="SS928/SS927 boards read the SVP acl.json keys")
+        return flavour
+    if svp_product:
+        return "svp"
+    return "svp" if _mentions(main, SVP_LIBRARY_MARK) else "cann"
+
+
+def _mentions(path: Path, mark: bytes) -> bool:
+    """Whether ``mark`` occurs in the file (read in blocks, at most the first 256 MiB)."""
+    tail = b""
+    read = 0
+    with open(path, "rb") as fh:
+        while read < _SCAN_LIMIT:
+            block = fh.read(1 << 20)
+            if not block:
+                return False
+            if mark in tail + block:
+                return True
+            tail, read = block[-len(mark):], read + len(block)
+    return False
+
+
 # -- the profiler section -------------------------------------------------------------------
 def build_section(args: Any, output: str) -> dict:
     """acl.json profiler section for the collect flags (validated)."""
@@ -90,10 +135,9 @@ def build_section(args: Any, output: str) -> dict:
                        aic_metrics=metrics, mstx=bool(args.mstx) or args.profiler_level == "LevelNone")
     if args.flavour == "svp":
         section = section_from_config(cfg, output, flavour="svp", interval=args.interval)
-        for flag, key in (("acl_api", "acl_api"), ("aacpu", "aacpu"), ("aac_metrics", "aac_metrics")):
-            value = getattr(args, flag)
-            if value is not None:
-                section[key] = value
+        for key, default in SVP_DEFAULTS.items():    # the manual's collect defaults, unless a flag says
+            value = getattr(args, key)
+            section[key] = default if value is None else value
     else:
         if args.interval:
             raise ProfilerConfigError("--interval", args.interval, "0 with --flavour cann",
@@ -290,6 +334,7 @@ def cmd_collect(args: Any, out: Any = None) -> int:
         raise ProfilerConfigError("--project", str(project), "a directory that contains the app (--main)")
     if os.path.isabs(args.acl_json) or ".." in Path(args.acl_json).parts:
         raise ProfilerConfigError("--acl-json", args.acl_json, "a path inside the project directory")
+    args.flavour = choose_flavour(args.flavour, args.product, main)
     from npuprof.validate import check_output_path
 
     output = check_output_path("--output", args.output)

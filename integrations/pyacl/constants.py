@@ -25,6 +25,7 @@ ACL_PROF_AICPU = 0x0008
 ACL_PROF_AICPU_TRACE = ACL_PROF_AICPU  # spelling used by the pyACL sample
 ACL_PROF_L2CACHE = 0x0010
 ACL_PROF_HCCL_TRACE = 0x0020
+ACL_PROF_HCCL = ACL_PROF_HCCL_TRACE  # spelling used by the pyACL sample
 ACL_PROF_TRAINING_TRACE = 0x0040
 ACL_PROF_MSPROFTX = 0x0080
 ACL_PROF_RUNTIME_API = 0x0100
@@ -61,6 +62,9 @@ DATA_TYPE_FLAGS: dict[str, tuple[int, str]] = {
 }
 
 ACL_PROF_MAX_OP_NAME_LEN = 257  # deprecated in the header, still the documented get_op_name range
+# the name length the pyACL subscription sample passes to get_op_name (a buffer size: longer than the
+# header's 257, so names of up to 274 bytes fit); npuprof asks with it when get_op_name_len is absent
+ACL_PROF_SAMPLE_OP_NAME_LEN = 275
 ACL_PROF_MAX_OP_TYPE_LEN = 65
 
 # --- AI Core metrics (aclprofAicoreMetrics) --------------------------------

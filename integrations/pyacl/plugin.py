@@ -4,7 +4,8 @@ Backend (``Profiler(activities=[NPU])`` in a process that imported ``acl``,
 without MindSpore/TF/torch_npu): the Profiler's constructor does
 ``acl.prof.init`` (so create the Profiler after ``acl.init`` and before
 loading models, as the contract requires); each recording window does
-``create_config`` + ``start`` for ``device_id`` (none for LevelNone) and
+``create_config`` + ``start`` for ``device_id`` (one id or a list: every device
+in one configuration, as ``acl.prof.start`` allows; none for LevelNone) and
 ``stop`` + ``destroy_config`` at its end; ``acl.prof.finalize`` runs just
 before the app's ``acl.finalize`` (or at exit). The window's run directory
 gets ``CANN/prof_dirs.json`` pointing at the PROF_ directories written for
@@ -134,7 +135,7 @@ def npuprof_start(session: Any) -> None:
         return
     cfg = session.config
     before = set(prof.prof_dirs)
-    handle = prof.start(devices=[cfg.device_id])
+    handle = prof.start(devices=list(cfg.device_ids or (cfg.device_id,)))
     _backend.handles[id(session)] = handle
     session._acl_prof_dirs = [os.path.relpath(p, session.run_dir / NATIVE_DIR)
                               for p in prof.prof_dirs if p not in before]
@@ -182,13 +183,14 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Any:
 
     run_dir = Path(run_dir)
     if is_prof_dir(run_dir):
-        return parse_prof_dir(run_dir, context.warn)
+        return parse_prof_dir(run_dir, context.flag_message, note=context.warn)
     dirs = referenced_prof_dirs(run_dir)
     if not dirs:
         if (run_dir / NATIVE_DIR / "prof_dirs.json").exists():
-            context.warn(f"{run_dir}: the CANN PROF_ directories listed in {NATIVE_DIR}/prof_dirs.json are missing")
+            context.flag_message(f"{run_dir}: the CANN PROF_ directories listed in {NATIVE_DIR}/prof_dirs.json are "
+                                 "missing")
         return None
-    return parse_many(dirs, context.warn)
+    return parse_many(dirs, context.flag_message, note=context.warn)
 
 
 @hookimpl

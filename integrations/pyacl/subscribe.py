@@ -302,7 +302,7 @@ class OpSubscriber:
         out = []
         for i in range(n):
             op_type = _get_string(p, "type", ptr, n_bytes, i, C.ACL_PROF_MAX_OP_TYPE_LEN)
-            op_name = _get_string(p, "name", ptr, n_bytes, i, C.ACL_PROF_MAX_OP_NAME_LEN)
+            op_name = _get_string(p, "name", ptr, n_bytes, i, C.ACL_PROF_SAMPLE_OP_NAME_LEN)
             if self.fields == "layout":
                 r = recs[i]
                 ev = OpEvent(int(r["modelId"]), op_name, op_type, int(r["start"]), int(r["end"]),
