@@ -210,7 +210,9 @@ def test_every_host_series_and_process_memory_are_sampled(tmp_path):
 
     with Profiler(output_path=tmp_path, host_sys=["cpu", "mem", "disk", "network"], profile_memory=True,
                   host_sys_usage_freq=200) as prof:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 120     # until 10 samples were taken, however slow the machine
+        while prof._sampler.samples < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
     (res,) = prof.analyse()
     usage = {r["Series"]: r for r in res.tables["host_usage"].records()}
     assert set(usage) == {"CPU Usage(%)", "Memory Usage(%)", "Disk Usage(B/s)", "Network Usage(B/s)",
