@@ -67,9 +67,10 @@ def child_mindspore(cfg: Path, out: Path, delay: float) -> None:
 
     from npuprof.integrations.mindspore import DynamicProfilerMonitor
 
-    class Pace(Callback):
+    class Pace(Callback):        # runs before the monitor's step end: the next step is the running one + 1
         def on_train_step_end(self, run_context: Any) -> None:
             time.sleep(delay)
+            _hold_here(out, monitor.controller.step_num + 1)
             if _stop_requested(out):
                 run_context.request_stop()
 
@@ -79,12 +80,14 @@ def child_mindspore(cfg: Path, out: Path, delay: float) -> None:
     make_model(make_net()).train(1000, make_dataset(n=20, batch=2), callbacks=[Pace(), monitor])
 
 
-def _keras_fit(out: Path, delay: float, callbacks: list) -> None:
+def _keras_fit(out: Path, delay: float, callbacks: list, next_step: Optional[Callable[[], int]] = None) -> None:
     import tensorflow as tf
 
-    class Pace(tf.keras.callbacks.Callback):
+    class Pace(tf.keras.callbacks.Callback):    # runs before the callbacks': ``next_step`` is after theirs
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             time.sleep(delay)
+            if next_step is not None:
+                _hold_here(out, next_step())
             if _stop_requested(out):
                 self.model.stop_training = True
 
@@ -100,7 +103,8 @@ def _keras_fit(out: Path, delay: float, callbacks: list) -> None:
 def child_keras(cfg: Path, out: Path, delay: float) -> None:
     from npuprof.integrations.tensorflow import DynamicProfilerCallback
 
-    _keras_fit(out, delay, [DynamicProfilerCallback(cfg, poll_interval=POLL)])
+    callback = DynamicProfilerCallback(cfg, poll_interval=POLL)
+    _keras_fit(out, delay, [callback], next_step=lambda: callback.controller.step_num + 1)
 
 
 # Scripts that never import npuprof: NPUPROF_CONFIG_PATH and the start-up hook do it all.
@@ -159,6 +163,7 @@ with tf.compat.v1.train.MonitoredTrainingSession() as sess:
 
 CHILDREN: dict[str, Callable[[Path, Path, float], None]] = {
     "numpy": child_numpy, "mindspore": child_mindspore, "keras": child_keras}
+HOLDABLE = set(CHILDREN)     # the zero-code scripts never import npuprof: they cannot say their step
 
 
 # -- the parent's side ---------------------------------------------------------------------------------------------
@@ -205,7 +210,8 @@ class RunningJob:
                              f"{self.stderr()}")
 
     def hold(self) -> int:
-        """Stop the job between two steps (the numpy child); returns the step it will run next."""
+        """Stop the job between two steps (the numpy, mindspore and keras children: see HOLDABLE);
+        returns the step it will run next."""
         (self.out / "hold").touch()
         end = time.monotonic() + 120
         while not (self.out / "held").exists():
@@ -221,7 +227,7 @@ class RunningJob:
         """Write ``config`` and wait until every held job's watcher has read it (its status names it)."""
         from npuprof.dynamic_profile import parse_config_text
 
-        digest = parse_config_text(config).digest
+        digest = parse_config_text(config, "mindspore" if self.kind == "mindspore" else "npuprof").digest
         self.write_config(config)
         for job in jobs:
             job.wait_for(f"config {digest} read", lambda s: s.get("config_digest") == digest)

@@ -20,7 +20,7 @@ from npuprof.dynamic_profile.controller import DynamicController
 from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
 from npuprof.errors import ProfilerConfigError
 
-from dyn_support import RunningJob, captures_done, run_info
+from dyn_support import HOLDABLE, RunningJob, captures_done, run_info
 
 CLI = [sys.executable, "-m", "npuprof"]
 
@@ -350,7 +350,7 @@ def test_cli_start_validates_before_writing_and_status_reports(tmp_path):
 def _two_captures(job: RunningJob, make_config, first_step: int = 0) -> tuple:
     """Config A, a broken file, config B - each written while the job trains; returns the final status."""
     def ask(tag: str, st: dict) -> int:
-        if job.kind != "numpy":       # a framework's loop cannot be held: 20 steps ahead of the last status
+        if job.kind not in HOLDABLE:  # a script without npuprof cannot say its step: 20 steps ahead of the last status
             start = st["step"] + 20
             job.write_config(make_config(start, tag))
             return start
