@@ -9,6 +9,9 @@ skipped (each named on stderr as ``skipped: ...``). Failures print one line
 Reading commands (``show``) write nothing. Writing commands write npuprof's
 own runs in place and another tool's runs (torch_npu, MindSpore, CANN,
 traces) under ``-o`` (default ``./npuprof_output``): those are read-only input.
+``export timeline|summary`` of an SS928/SS927 JOB writes msprof.pyc's layout
+(the plugin's ``npuprof_tool_layout``), into the JOB only with ``--in-place`` or
+for a JOB ``npuprof collect`` fetched.
 
 Example::
 
@@ -18,6 +21,7 @@ Example::
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
+    npuprof export summary -dir ./JOBABCDEFGH --msprof ./msprof.pyc -o ./out   # SS928: msprof.pyc's files
     npuprof memory -dir ./torch_run/rank0_ascend_pt
     npuprof diff ./before ./after --fail-on 5 -o diff.html
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
@@ -28,10 +32,12 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 from .cli_args import add_folder_argument, resolve_folder_argument, take_late_folder
 from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
@@ -40,6 +46,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+# where the pyACL plugin's SS928/SS927 reader looks for the vendor's msprof.pyc first; --msprof sets it
+MSPROF_PYC_ENV = "NPUPROF_MSPROF_PYC"
+MSPROF_HELP = ("the vendor's msprof.pyc (CANN toolkit, SS928/SS927) that parses a raw JOB; default: "
+               f"${MSPROF_PYC_ENV}, msprof.pyc on PATH, then the toolkit under $ASCEND_TOOLKIT_HOME")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,6 +114,35 @@ def _report_export_problems(runs: Sequence) -> int:
     return code
 
 
+@contextmanager
+def vendor_parser(path: Optional[str]) -> Iterator[None]:
+    """``--msprof PATH``: the vendor parser for this command (the same as ``$NPUPROF_MSPROF_PYC``,
+    which it sets while the command runs and restores afterwards).
+
+    Example::
+
+        with vendor_parser("/opt/toolkit/msprof.pyc"):
+            analyse_path("JOBABCDEFGH")
+    """
+    if not path:
+        yield
+        return
+    given = Path(path).expanduser()
+    if not given.is_file():
+        raise ProfilerConfigError("--msprof", path, "the path of an existing msprof.pyc file",
+                                  hint="it is in the CANN toolkit: toolkit/tools/profiler/profiler_tool/analysis/"
+                                       "msprof/msprof.pyc")
+    before = os.environ.get(MSPROF_PYC_ENV)
+    os.environ[MSPROF_PYC_ENV] = str(given.absolute())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(MSPROF_PYC_ENV, None)
+        else:
+            os.environ[MSPROF_PYC_ENV] = before
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
@@ -129,16 +168,38 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .analysis.pipeline import find_runs
     from .export.csvfiles import write_csv, write_json
+    from .export.tool_layout import tool_layout
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
     from .plugins.exporters import ONLY_WITH_ROWS
 
     if args.what in ("ascend", "db"):
+        if args.in_place:
+            raise ProfilerConfigError("--in-place", True, "export timeline or summary (ascend/db copies go to -o)")
         return _export_ascend(args)
+    if args.in_place and args.output:
+        raise ProfilerConfigError("--in-place", True, "either -o OUT or --in-place, not both")
     root = Path(args.dir)
+    layouts = {run: tool_layout(run) for run in find_runs(root)}
+    if args.in_place:
+        for run, layout in layouts.items():
+            if layout is None:
+                raise ProfilerConfigError("--in-place", str(run), "a run whose tool writes its exports into it "
+                                          "(an SS928/SS927 JOB, as msprof.pyc does)",
+                                          hint="another tool's run is read-only input: its exports go under -o")
     results = _read(args.dir)
     for res in results:
+        layout = layouts.get(res.run_dir)
+        if layout is not None:
+            into_run = args.in_place or (layout.collected_by_npuprof and args.output is None)
+            place = res.run_dir if into_run else output_root(res.run_dir, False, args.output, root)
+            if not into_run:
+                _check_outside_run(place, res.run_dir)
+            for path in layout.write(res, args.what, args.format, place):
+                print(path)
+            continue
         place = output_root(res.run_dir, res.info.writable, args.output, root)
         if args.what == "timeline":
             print(write_trace(res.events, place / "timeline" / "msprof_timeline.json", use_gzip=args.gzip,
@@ -150,6 +211,13 @@ def cmd_export(args: argparse.Namespace) -> int:
                 target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
     return _report_problems(results)
+
+
+def _check_outside_run(place: Path, run_dir: Path) -> None:
+    where, run = place.resolve(), run_dir.resolve()
+    if where == run or run in where.parents:
+        raise ProfilerConfigError("-o", str(place), "a place outside the run being read (or --in-place)",
+                                  f"{run_dir} is another tool's data")
 
 
 def _export_ascend(args: argparse.Namespace) -> int:
@@ -168,8 +236,9 @@ def _export_ascend(args: argparse.Namespace) -> int:
 
 
 # op_shape_statistic: torch's key_averages(group_by_input_shape=True); empty (not shown) without shapes
+# aa_core_metrics, frequency: what an SS928/SS927 JOB's msprof.pyc measured (shown when the run has them)
 SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_statistic", "range_statistic",
-               "host_usage")
+               "host_usage", "aa_core_metrics", "frequency")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -184,7 +253,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
         _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in SHOW_TABLES:
-            table = own.get(name) if own else res.tables[name]
+            table = own.get(name) if own else res.tables.get(name)
             if table is not None:
                 _print_table(console, table, args.limit)
     return _report_problems(results)
@@ -373,12 +442,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "are written in place unless -o is given)")
     a.add_argument("--force", action="store_true", help="read input files over the size limit")
     a.add_argument("--quiet", action="store_true")
+    a.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
     add_folder_argument(i, "dir")
     i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
+    i.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     i.set_defaults(func=cmd_import)
 
     e = sub.add_parser("export", help="export timeline or summary files, or a copy of each run for the Ascend "
@@ -391,7 +462,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
     e.add_argument("--format", choices=["csv", "json"], default="csv")
-    e.add_argument("--gzip", action="store_true", help="gzip the timeline")
+    e.add_argument("--gzip", action="store_true", help="gzip the timeline (npuprof's msprof_timeline.json)")
+    e.add_argument("--in-place", action="store_true",
+                   help="timeline/summary of an SS928/SS927 JOB: write them into the JOB itself, as msprof.pyc does "
+                        "(default: under -o, or into the JOB when npuprof collect fetched it)")
+    e.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("show", help="print the summary tables")
@@ -402,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "table's full width)")
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
+    s.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     s.set_defaults(func=cmd_show)
 
     m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing "
@@ -443,7 +519,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return _run_command(args)
+        with vendor_parser(getattr(args, "msprof", None)):
+            return _run_command(args)
     except ProfilerConfigError as e:
         return _fail(EXIT_USAGE, str(e))
     except ProfilerDataError as e:

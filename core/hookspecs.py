@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analysis.result import AnalysisResult
     from .config import ProfilerConfig
     from .events import EventTable
+    from .export.tool_layout import ToolLayout
     from .export.writer import ExportTarget
     from .session import CollectionSession, ParseContext
 
@@ -190,6 +191,24 @@ def npuprof_export(result: "AnalysisResult", target: "ExportTarget") -> Optional
             path = target.output_dir / "my_table.csv"
             write_csv(result.tables["op_statistic"], path)
             return [path]
+    """
+
+
+@hookspec
+def npuprof_tool_layout(run_dir: Path) -> Optional["ToolLayout"]:
+    """The export layout of the tool whose data ``run_dir`` is, when this plugin writes it.
+
+    ``npuprof export timeline|summary`` then writes the run's files in that
+    layout (:class:`~npuprof.export.tool_layout.ToolLayout`) instead of
+    npuprof's own: under ``-o``, or into the run itself with ``--in-place`` or
+    when ``collected_by_npuprof`` (as the tool would). Return None for runs
+    of other tools.
+
+    Example::
+
+        @hookimpl
+        def npuprof_tool_layout(run_dir):
+            return SvpLayout() if run_dir.name.startswith("JOB") else None
     """
 
 

@@ -64,6 +64,7 @@ class ParseContext:
     info: "RunInfo"
     warnings: list = field(default_factory=list)
     issues: list[QualityIssue] = field(default_factory=list)
+    tables: dict = field(default_factory=dict)   # name -> analysis Table a reader handed over (add_table)
 
     @property
     def rank(self) -> int:
@@ -99,6 +100,22 @@ class ParseContext:
         if issue not in self.issues:
             self.issues.append(issue)
             log.info("npuprof: %s", issue)     # shown once, in the data quality section
+
+    def add_table(self, table: Any) -> None:
+        """Hand over a table the tool itself measured and npuprof cannot recompute from
+        events (an :class:`npuprof.analysis.table.Table`, e.g. the SS928 AA Core metrics of
+        msprof.pyc's op_summary): it joins the analyzers' tables in the result, is shown by
+        ``npuprof show`` and written by the exporters that know it. A second table of the
+        same name is refused (ValueError); one with an analyzer's name is not kept (the
+        result's warnings say so).
+
+        Example::
+
+            context.add_table(Table("aa_core_metrics", ["Layer Name", "Time(us)"], {...}))
+        """
+        if table.name in self.tables:
+            raise ValueError(f"a table named {table.name!r} was already handed over for {self.run_dir}")
+        self.tables[table.name] = table
 
     def flag_message(self, message: str) -> None:
         """:meth:`flag` for a reader's ``"<file>: <problem>"`` message (a callback readers take)."""

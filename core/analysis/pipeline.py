@@ -98,7 +98,7 @@ def load_run(run_dir: Union[str, Path]) -> LoadedRun:
         loaded = load_run("rank0_ascend_pt")
         loaded.quality.exit_code      # 0 complete, 3 partial
     """
-    events, info, warnings, _, quality = _load(Path(run_dir))
+    events, info, warnings, _, quality, _ = _load(Path(run_dir))
     return LoadedRun(events, info, warnings, quality)
 
 
@@ -112,15 +112,16 @@ def load_events(run_dir: Union[str, Path]) -> tuple[EventTable, RunInfo, list[st
     understands the run, or when readers claimed its files and none could be
     read: "0 events" is never a success.
     """
-    events, info, warnings, _, _ = _load(Path(run_dir))
+    events, info, warnings, _, _, _ = _load(Path(run_dir))
     return events, info, warnings
 
 
 @ordinary_pages()
-def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], DataQuality]:
-    """(events, info, warnings, skipped, quality): ``skipped`` are the readers' errors
+def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], DataQuality, dict]:
+    """(events, info, warnings, skipped, quality, tables): ``skipped`` are the readers' errors
     on a run that other readers did read; ``quality`` every issue the readers flagged,
-    the skipped inputs and what the run's own metadata promised but the data lacks."""
+    the skipped inputs and what the run's own metadata promised but the data lacks;
+    ``tables`` those the readers handed over (:meth:`ParseContext.add_table`)."""
     info_error = None
     try:
         info = read_run_info(run_dir)
@@ -167,7 +168,7 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
     check_run_contract(events, info, quality)
     # the warnings every caller prints: notes, then each data-quality issue
     warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]
-    return events, info, warnings, errors, quality
+    return events, info, warnings, errors, quality, ctx.tables
 
 
 def _recorded_nothing(info: RunInfo) -> bool:
@@ -199,7 +200,7 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
-        events, info, warnings, skipped, quality = _load(run_dir)
+        events, info, warnings, skipped, quality, read_tables = _load(run_dir)
     if steps is not None:
         events = select_steps(events, steps)
     if on_loaded is not None:
@@ -209,6 +210,11 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
+    for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
+        if name in result.tables:
+            result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
+        else:
+            result.tables[name] = table
     leave_unmeasured_empty(result.tables, quality)
     if not info.writable and run_dir.is_dir() and "step_trace_time" in result.tables:
         check_against_tool(result.tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
