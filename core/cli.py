@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
-from .cli_args import add_folder_argument, resolve_folder_argument
+from .cli_args import add_folder_argument, resolve_folder_argument, take_late_folder
 from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
 
 if TYPE_CHECKING:
@@ -55,6 +55,10 @@ MSPROF_HELP = ("the vendor's msprof.pyc (CANN toolkit, SS928/SS927) that parses 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         raise SystemExit(_fail(EXIT_USAGE, message))
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        return namespace, take_late_folder(namespace, extras)
 
 
 def _fail(code: int, message: str) -> int:
@@ -169,6 +173,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.tool_layout import tool_layout
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
+    from .plugins.exporters import ONLY_WITH_ROWS
 
     if args.what in ("ascend", "db"):
         if args.in_place:
@@ -201,6 +206,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                               **trace_settings(res)))
         else:
             for name, table in res.tables.items():
+                if name in ONLY_WITH_ROWS and not len(table):    # as analyse (and torch_npu): no header-only file
+                    continue
                 target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
     return _report_problems(results)

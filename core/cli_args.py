@@ -1,5 +1,5 @@
-"""One grammar for the folder a command reads: ``npuprof VERB DIR`` or msprof's ``npuprof VERB -dir DIR``,
-on every verb, with one help text.
+"""One grammar for the folder a command reads: ``npuprof VERB DIR`` or msprof's ``npuprof VERB -dir DIR``
+(``--collection-dir DIR``, msprof.pyc's), on every verb, with one help text.
 
 Example::
 
@@ -25,9 +25,23 @@ def add_folder_argument(parser: argparse.ArgumentParser, dest: str, help: str = 
     """Add the folder as an optional positional ``DIR`` and as ``-dir/--dir DIR``; after parsing,
     :func:`resolve_folder_argument` puts the one given into ``args.<dest>``."""
     parser.add_argument(f"_{dest}_positional", nargs="?", default=None, metavar="DIR", help=help)
-    parser.add_argument("-dir", "--dir", dest=f"_{dest}_option", default=None, metavar="DIR",
-                        help="the same as DIR (msprof's spelling)")
+    parser.add_argument("-dir", "--dir", "--collection-dir", dest=f"_{dest}_option", default=None, metavar="DIR",
+                        help="the same as DIR (msprof's spelling; msprof.pyc's --collection-dir)")
     parser.set_defaults(**{_DEST: dest})
+
+
+def take_late_folder(args: argparse.Namespace, extras: list[str]) -> list[str]:
+    """argparse matches a verb's positionals in one go: in ``export summary --format json DIR`` the
+    optional DIR was already passed over when DIR comes. Take it from the unrecognised ``extras``
+    (the first one not an option); returns the rest."""
+    dest = getattr(args, _DEST, None)
+    if dest is None or getattr(args, f"_{dest}_positional", None) is not None:
+        return extras
+    for i, text in enumerate(extras):
+        if not text.startswith("-"):
+            setattr(args, f"_{dest}_positional", text)
+            return extras[:i] + extras[i + 1:]
+    return extras
 
 
 def resolve_folder_argument(args: argparse.Namespace) -> None:

@@ -97,14 +97,29 @@ def test_memory_times_are_from_the_run_start_and_absolute_in_json():
     assert f"{peak / 1000.0:.3f}" not in text                 # no epoch µs in what is shown
 
 
-def test_a_warning_is_printed_once(run, tmp_path):
-    info = next(run.glob("profiler_info*.json"))
-    saved = info.read_text()
-    info.write_text("{ not json")
-    try:
-        done = _npuprof("show", str(run), cwd=tmp_path)
-    finally:
-        info.write_text(saved)
-    assert done.returncode == 0
-    warned = [line for line in done.stderr.splitlines() if "analysing the raw data without it" in line]
-    assert len(warned) == 1 and warned[0].startswith("warning: ")
+def test_a_warning_is_printed_once(tmp_path):
+    """A note the run carries (here: storage_limit aged the oldest raw segments out) is printed once,
+    as ``warning:``, not also as the log line the reader wrote it with."""
+    with Profiler(output_path=tmp_path / "prof", storage_limit="1MB", flush_interval=0.01) as prof:
+        for _ in range(400_000):
+            with record_function("x"):
+                pass
+    (run,) = prof.saved_runs
+    done = _npuprof("show", str(run), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "were aged out during collection" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: "), done.stderr
+
+
+@pytest.mark.parametrize("argv", [["export", "summary", "--format", "json", "RUN"],
+                                  ["export", "--format", "json", "summary", "RUN"],
+                                  ["show", "--limit", "3", "RUN"], ["memory", "--top", "2", "RUN", "--json"]])
+def test_the_folder_may_come_after_the_options(argv):
+    args = build_parser().parse_args(argv)
+    resolve_folder_argument(args)
+    assert args.dir == "RUN"
+
+
+def test_a_second_folder_is_still_refused(capsys):
+    assert main(["show", "a", "b"]) == 2
+    assert capsys.readouterr().err == "npuprof: error: unrecognized arguments: b\n"

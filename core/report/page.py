@@ -133,13 +133,16 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     else:
         parts.append(f"<p class='note'>Slow-rank test not applied: {_e(res.slow.get('note', ''))}.</p>")
     rows = []
+    judged = bool(res.slow.get("applicable"))     # a "Slow" column only where the slow-rank test ran
     for rec in res.tables["cluster_rank_summary"].records()[:64]:
-        flag = "<span class='bad'>slow</span>" if rec["Slow"] else ""
-        rows.append([_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
-                     _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
-                     _num(rec["Free Mean(us)"]), flag])
-    parts.append(html_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free", ""],
-                        rows, left=2))
+        row = [_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
+               _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
+               _num(rec["Free Mean(us)"])]
+        if judged:
+            row.append("<span class='bad'>slow</span>" if rec["Slow"] else "no")
+        rows.append(row)
+    parts.append(html_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free"] +
+                            (["Slow"] if judged else []), rows, left=2))
 
     # -- top operators
     parts.append("<h2 id='ops'>Top operators by time</h2>")

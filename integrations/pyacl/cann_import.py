@@ -142,11 +142,14 @@ def us_to_ns(text: Any) -> Optional[int]:
 
 
 def is_prof_dir(path: Path) -> bool:
-    """A CANN PROF_ directory, or an SVP JOB directory (data/ + info.json.N)."""
+    """A CANN PROF_ directory (with CANN's data: host/, device_N/, msprof's exports), or an SVP JOB
+    directory (data/ + info.json.N). A folder named PROF_* holding none of them (npuprof's outputs of
+    a PROF_ directory, under ``npuprof_output/``) is not one."""
     if not path.is_dir():
         return False
     if PROF_RE.match(path.name):
-        return True
+        return (path / "host").is_dir() or (path / OUTPUT).is_dir() or any(path.glob("device_*")) or \
+            any(path.glob("msprof_*.db"))
     if path.name.startswith("JOB") and (path / "data").is_dir() and any(path.glob("info.json*")):
         return True
     return (path / OUTPUT).is_dir() and (path / "host").is_dir()

@@ -140,6 +140,7 @@ class State:
     calls: list = field(default_factory=list)  # (name, ret) in call order
     writer: Optional["_PipeWriter"] = None
     threads: dict = field(default_factory=dict)
+    device_free_us: dict = field(default_factory=dict)  # device -> when its last task ends (monotonic us)
 
 
 STATE = State()
@@ -163,6 +164,15 @@ def log_call(name: str, ret: Any) -> Any:
 
 def now_ns() -> int:
     return time.monotonic_ns()
+
+
+def wait_until_ns(t_ns: int) -> None:
+    """Block until the monotonic clock reaches ``t_ns`` (a synchronous call lasting as long as its work)."""
+    while True:
+        left = t_ns - now_ns()
+        if left <= 0:
+            return
+        time.sleep(left / 1e9)
 
 
 def new_handle() -> int:

@@ -47,14 +47,18 @@ _CONNECTION_IDS = itertools.count(1)
 
 
 def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> int:
-    """Run the model's ops: raw task data for started devices, op records for subscribers."""
+    """Run the model's ops: raw task data for started devices, op records for subscribers.
+
+    Synchronous, as aclmdlExecute is: the call returns once its last task ended, and a device runs
+    one task at a time, so no task of a later call overlaps this call's (whatever the host's load).
+    """
     with S.LOCK:
         st = S.STATE
         model = st.models.get(model_id)
         if model is None:
             return S.log_call("acl.mdl.execute", S.INVALID_MODEL_ID)
         t_api0 = S.now_ns()
-        cursor_us = t_api0 // 1000 + 5
+        cursor_us = max(t_api0 // 1000 + 5, st.device_free_us.get(model.device, 0) + 1)
         conn = next(_CONNECTION_IDS)   # the link msprof records between this call and the tasks it ran
         collections = S.collections_for_device(model.device)
         sub_handle = st.subscriptions.get(model_id)
@@ -89,7 +93,10 @@ def execute(model_id: int, input_dataset: int = 0, output_dataset: int = 0) -> i
                 st.op_names[index] = op["name"]
                 rec = S.pack_record(model_id, tid, index, start_us, end_us, op["duration_us"], model.device)
                 S.writer().write(sub.fd, rec)
-        t_api1 = max(S.now_ns(), cursor_us * 1000)
+        st.device_free_us[model.device] = cursor_us - 1
+    S.wait_until_ns(cursor_us * 1000)      # outside the lock: the device works, other threads may call
+    with S.LOCK:
+        t_api1 = S.now_ns()
         for coll in S.host_collections():
             if coll.mask & S.ACL_API_BIT:
                 record = {"name": "aclmdlExecute", "level": "AscendCL", "start_ns": t_api0, "end_ns": t_api1,
