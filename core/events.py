@@ -385,9 +385,11 @@ class StringPool:
         strings = list(map(str, values))
         found = list(map(self._index.get, strings))
         if None in found:     # the new texts, once each in order of first appearance; then every lookup in C
-            for s in dict.fromkeys([s for c, s in zip(found, strings) if c is None]):
-                self.code(s)
-            found = list(map(self._index.__getitem__, strings))
+            index = self._index
+            for s in dict.fromkeys(strings):
+                if s not in index:
+                    self.code(s)
+            found = list(map(index.__getitem__, strings))
         return np.array(found, dtype=np.int32)
 
 

@@ -55,13 +55,13 @@ class TraceColumns:
 
 
 if msgspec is not None:
-    class _Args(msgspec.Struct):
+    class _Args(msgspec.Struct, gc=False):     # no cycles: not tracked, the collector never walks millions
         correlation: Any = None
         device: Any = None
         stream: Any = None
         labels: Any = ""
 
-    class _Event(msgspec.Struct):
+    class _Event(msgspec.Struct, gc=False):
         ph: Any = None
         cat: Any = ""
         name: Any = ""
