@@ -81,8 +81,9 @@ def run(params: dict) -> dict:
     timeout = float(params.get("timeout", 900))
     npuprof = [sys.executable, "-m", "npuprof", "analyse", "-o"]
     env = dict(os.environ)
-    result: dict = {}
-    kineto = kineto_repeated(work / "kineto", int(params.get("kineto_copies", 25)))
+    result: dict = {"kineto_copies": int(params.get("kineto_copies", 25)),
+                    "trace_view_copies": int(params.get("trace_view_copies", 60))}
+    kineto = kineto_repeated(work / "kineto", result["kineto_copies"])
     result["kineto_bytes"] = kineto.stat().st_size
     tools = {"npuprof": (npuprof + [str(work / "out_k"), str(kineto)], work / "out_k", env, timeout),
              "npuprof_orjson": (npuprof + [str(work / "out_ko"), str(kineto)], work / "out_ko",
@@ -93,7 +94,7 @@ def run(params: dict) -> dict:
         tools["hta"] = ([str(INTEROP / "python"), str(script), str(kineto.parent)], None, env, timeout * 3)
     result["kineto"] = _race(tools, reps)
     kineto.unlink()
-    run_dir = trace_view_repeated(work / "trace_view", int(params.get("trace_view_copies", 60)))
+    run_dir = trace_view_repeated(work / "trace_view", result["trace_view_copies"])
     result["trace_view_bytes"] = (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size
     result["trace_view"] = _race({"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env,
                                               timeout)}, reps)

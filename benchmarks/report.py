@@ -236,9 +236,10 @@ def foreign_rows(fr: dict) -> list[dict]:
         return [_err("Other tools' traces", "`npuprof analyse` of large Kineto / trace_view.json traces", fr,
                      "foreign")]
     rows = []
-    for key, what, size_key in (("kineto", "a real HTA Kineto trace repeated 25x", "kineto_bytes"),
-                                ("trace_view", "the real Level1 torch_npu trace_view.json repeated 60x",
-                                 "trace_view_bytes")):
+    for key, what, size_key in (("kineto", f"a real HTA Kineto trace repeated {fr.get('kineto_copies', 25)}x",
+                                 "kineto_bytes"),
+                                ("trace_view", "the real Level1 torch_npu trace_view.json repeated "
+                                               f"{fr.get('trace_view_copies', 60)}x", "trace_view_bytes")):
         r = fr.get(key, {})
         if "npuprof" not in r:
             continue
