@@ -2,6 +2,7 @@
 files only the fallback takes; the vectorised value rules equal the per-value ones."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -105,3 +106,31 @@ def test_vectorised_times_equal_the_rules_value_by_value(base):
             t, d, ok = _times(ts, dur, base)
             got = [(int(a), int(b)) if k else None for a, b, k in zip(t.tolist(), d.tolist(), ok.tolist())]
             assert got == _times_one_by_one(ts, dur, base), (ts, dur)
+
+
+@pytest.mark.parametrize("sample", ["trace_diff/control/control.json.gz", "trace_filter/sampled_rank-1.json.gz",
+                                    "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"])
+def test_gzip_decoded_in_chunks_beside_its_decompression_reads_as_the_whole_file(sample, monkeypatch):
+    """cpu_only's trace has a list of log lines after its events: the event list's end is found anyway."""
+    pytest.importorskip("msgspec")
+    path = realdata(f"{HTA}/{sample}")
+    monkeypatch.setattr(trace_decode, "CHUNK_BYTES", 1 << 16)          # many chunks even for a small file
+    chunked = trace_decode._decode_chunks(path)
+    whole = decode_trace(gzip.decompress(path.read_bytes()))
+    for key in ("ts", "dur", "cat", "name", "pid", "tid", "correlation", "device", "stream", "labels", "other", "doc"):
+        assert getattr(chunked, key) == getattr(whole, key), key
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 0)
+    read = read_kineto(path, warn=print)
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 1 << 62)
+    assert _table_dump(read) == _table_dump(read_kineto(path, warn=print))
+
+
+def test_a_damaged_gzip_stream_is_reported_as_before(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 0)
+    good = gzip.compress(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1,
+                                                      "ts": 1, "dur": 1}] * 100}).encode())
+    path = tmp_path / "cut.pt.trace.json.gz"
+    path.write_bytes(good[: len(good) // 2])
+    from npuprof.errors import ProfilerDataError
+    with pytest.raises(ProfilerDataError, match="is not a readable trace"):
+        read_kineto(path, warn=print)

@@ -55,7 +55,7 @@ from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable
 from ..fileio import check_input_file
 from ..quality import QualityIssue
 from .ascend_output import _args_text
-from .trace_decode import NoTraceEvents, TraceColumns, TraceDecodeError, decode_trace, gunzip_bytes
+from .trace_decode import NoTraceEvents, TraceColumns, TraceDecodeError, decode_gzip_trace, decode_trace
 
 Warn = Callable[[str], None]
 SOURCE = "kineto"
@@ -112,7 +112,7 @@ def _load(path: Path) -> TraceColumns:
     check_input_file(path)
     try:
         if path.name.endswith(".gz"):
-            return decode_trace(gunzip_bytes(path.read_bytes()))
+            return decode_gzip_trace(path)
         with open(path, "rb") as fh:
             if not os.fstat(fh.fileno()).st_size:
                 return decode_trace(b"")
