@@ -27,6 +27,7 @@ def _table_dump(read) -> tuple:
                                     "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"])
 def test_msgspec_and_orjson_decoders_read_real_traces_alike(sample, monkeypatch):
     pytest.importorskip("msgspec")
+    monkeypatch.delenv(DECODER_ENV, raising=False)
     path = realdata(f"{HTA}/{sample}")
     fast = read_kineto(path, warn=print)
     monkeypatch.setenv(DECODER_ENV, "orjson")
@@ -42,8 +43,9 @@ def _write(tmp_path: Path, doc) -> Path:
     return path
 
 
-def test_shapes_the_typed_decoder_refuses_fall_back_to_orjson_then_json(tmp_path):
+def test_shapes_the_typed_decoder_refuses_fall_back_to_orjson_then_json(tmp_path, monkeypatch):
     pytest.importorskip("msgspec")
+    monkeypatch.delenv(DECODER_ENV, raising=False)
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 2,
                "args": {"stream": 7, "correlation": 3}},
               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 9, "dur": 4, "args": [1]}]
@@ -113,6 +115,7 @@ def test_vectorised_times_equal_the_rules_value_by_value(base):
 def test_gzip_decoded_in_chunks_beside_its_decompression_reads_as_the_whole_file(sample, monkeypatch):
     """cpu_only's trace has a list of log lines after its events: the event list's end is found anyway."""
     pytest.importorskip("msgspec")
+    monkeypatch.delenv(DECODER_ENV, raising=False)       # the chunks are msgspec's path
     path = realdata(f"{HTA}/{sample}")
     monkeypatch.setattr(trace_decode, "CHUNK_BYTES", 1 << 16)          # many chunks even for a small file
     chunked = trace_decode._decode_chunks(path)
