@@ -271,7 +271,9 @@ def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     cols = _load(path)
     doc = cols.doc
     base_ns = _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
-    info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    info = doc.get("distributedInfo")
+    if not isinstance(info, dict):
+        info = {}
     rank, world = info.get("rank"), info.get("world_size")
     t, d, usable = _times(cols.ts, cols.dur, base_ns)
     bad = int(len(usable) - usable.sum())
@@ -346,10 +348,11 @@ def _table(rows: np.ndarray, row_cls: np.ndarray, t: np.ndarray, d: np.ndarray, 
         if name not in steps:
             m = STEP_RE.match(name)
             steps[name] = int(m.group(1)) if m else None
-        if steps[name] is None:
+        nth = steps[name]
+        if nth is None:
             kind[j], types[j] = EventKind.RANGE, "user_annotation"
         else:
-            kind[j], types[j], step[j] = EventKind.STEP, "ProfilerStep", steps[name]
+            kind[j], types[j], step[j] = EventKind.STEP, "ProfilerStep", nth
     sel = np.flatnonzero(row_cls == _C_DEVICE_ANNOTATION)
     kind[sel] = EventKind.RANGE
     for j in sel.tolist():

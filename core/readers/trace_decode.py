@@ -31,7 +31,7 @@ import orjson
 try:   # the optional fast path (pyproject extra "fast")
     import msgspec
 except ImportError:    # pragma: no cover - exercised by NPUPROF_TRACE_DECODER=orjson in the tests
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
 
 # NPUPROF_TRACE_DECODER=orjson forces the fallback (tests run both; a user can rule msgspec out)
 DECODER_ENV = "NPUPROF_TRACE_DECODER"
@@ -109,13 +109,13 @@ def decode_trace(raw: Union[bytes, memoryview]) -> TraceColumns:
     """
     if decoder_name() == "msgspec":
         try:
-            doc = _DECODER.decode(raw)
+            typed = _DECODER.decode(raw)
         except msgspec.ValidationError:
             pass     # valid JSON of another shape: orjson below takes it as it is
         except msgspec.DecodeError:
             pass     # maybe JSON only Python's json takes (NaN, Infinity, huge integers): decided below
         else:
-            return _from_structs(doc)
+            return _from_structs(typed)
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -308,7 +308,7 @@ def _last_boundary(buf: bytearray) -> int:
             return m.start()
 
 
-def _decode_events(text: bytes) -> list:
+def _decode_events(text: bytearray) -> list:
     # a cut inside a string or a nested value leaves brackets or quotes open: never valid JSON, so a
     # wrong cut is seen here and the whole file is decoded instead
     try:
@@ -317,7 +317,7 @@ def _decode_events(text: bytes) -> list:
         raise _Chunked() from None
 
 
-def _split_tail(buf: bytes, head: bytes) -> Optional[tuple]:
+def _split_tail(buf: bytearray, head: bytes) -> Optional[tuple]:
     """(the last events, the document's other keys) of the stream's end ``buf``: the event list closes at
     the last ``]`` after which the rest of the document decodes."""
     end = len(buf)
