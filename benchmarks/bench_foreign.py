@@ -24,7 +24,6 @@ import threading
 import time
 from pathlib import Path
 
-from foreign_traces import kineto_repeated, trace_view_repeated
 from harness import child_main, interleave, summary
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +82,12 @@ def run(params: dict) -> dict:
     env = dict(os.environ)
     result: dict = {"kineto_copies": int(params.get("kineto_copies", 25)),
                     "trace_view_copies": int(params.get("trace_view_copies", 60))}
-    kineto = kineto_repeated(work / "kineto", result["kineto_copies"])
+    # built by a child: a child's ru_maxrss starts from the RSS of the process it was forked from, so this
+    # process stays small for the peak RSS figures to be the tools' own
+    built = subprocess.run([sys.executable, str(Path(__file__).with_name("foreign_traces.py")), str(work),
+                            str(result["kineto_copies"]), str(result["trace_view_copies"])],
+                           capture_output=True, text=True, check=True, timeout=timeout).stdout.split()
+    kineto, run_dir = Path(built[0]), Path(built[1])
     result["kineto_bytes"] = kineto.stat().st_size
     tools = {"npuprof": (npuprof + [str(work / "out_k"), str(kineto)], work / "out_k", env, timeout),
              "npuprof_orjson": (npuprof + [str(work / "out_ko"), str(kineto)], work / "out_ko",
@@ -94,7 +98,6 @@ def run(params: dict) -> dict:
         tools["hta"] = ([str(INTEROP / "python"), str(script), str(kineto.parent)], None, env, timeout * 3)
     result["kineto"] = _race(tools, reps)
     kineto.unlink()
-    run_dir = trace_view_repeated(work / "trace_view", result["trace_view_copies"])
     result["trace_view_bytes"] = (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size
     result["trace_view"] = _race({"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env,
                                               timeout)}, reps)

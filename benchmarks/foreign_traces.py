@@ -12,7 +12,7 @@ Both are what a user's long run looks like to a reader: the same kinds of events
 
 Example::
 
-    python benchmarks/foreign_traces.py /tmp/traces        # builds both, prints their paths
+    python benchmarks/foreign_traces.py /tmp/traces        # builds both (25x, 60x), prints their paths
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def trace_view_repeated(dst_dir: Path, copies: int = 60) -> Path:
     return run
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":     # foreign_traces.py [DST [KINETO_COPIES [TRACE_VIEW_COPIES]]]
     dst = Path(sys.argv[1] if len(sys.argv) > 1 else "foreign_traces")
-    print(kineto_repeated(dst / "kineto"))
-    print(trace_view_repeated(dst / "trace_view"))
+    print(kineto_repeated(dst / "kineto", int(sys.argv[2]) if len(sys.argv) > 2 else 25))
+    print(trace_view_repeated(dst / "trace_view", int(sys.argv[3]) if len(sys.argv) > 3 else 60))
