@@ -22,8 +22,8 @@ import re
 import threading
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from operator import attrgetter
+from pathlib import Path
 from typing import Any, Optional, Union
 
 import orjson
@@ -40,7 +40,7 @@ DECODER_ENV = "NPUPROF_TRACE_DECODER"
 @dataclass
 class TraceColumns:
     """The complete (``ph == "X"``) events of a trace as one list per field, in file order, values as the
-    file has them (None where absent; ``cat``/``name`` ``""`` and ``dur`` 0 where absent); ``meta`` the
+    file has them (None where absent; ``cat``/``name`` ``""`` and ``dur`` 0 where absent); ``labels`` the
     ``process_labels`` metadata events as (pid, labels); ``other`` the number of entries that are not
     complete events; ``doc`` the top-level keys but ``traceEvents``."""
 
