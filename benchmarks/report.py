@@ -224,6 +224,39 @@ def build_rows(results: dict) -> list[dict]:
     rows += cluster_rows(results.get("cluster", {}))
     rows += memory_cost_rows(results.get("memcost", {}))
     rows += diff_rows(results.get("diff", {}))
+    rows += foreign_rows(results.get("foreign", {}))
+    return rows
+
+
+def foreign_rows(fr: dict) -> list[dict]:
+    """`npuprof analyse` of other tools' large traces, vs HTA TraceAnalysis (benchmarks/bench_foreign.py)."""
+    if not fr:
+        return []
+    if "error" in fr:
+        return [_err("Other tools' traces", "`npuprof analyse` of large Kineto / trace_view.json traces", fr,
+                     "foreign")]
+    rows = []
+    for key, what, size_key in (("kineto", f"a real HTA Kineto trace repeated {fr.get('kineto_copies', 25)}x",
+                                 "kineto_bytes"),
+                                ("trace_view", "the real Level1 torch_npu trace_view.json repeated "
+                                               f"{fr.get('trace_view_copies', 60)}x", "trace_view_bytes")):
+        r = fr.get(key, {})
+        if "npuprof" not in r:
+            continue
+        me, size = r["npuprof"], fr.get(size_key, 0)
+        rate, rss = me["events_per_s"]["median"], me["peak_rss_bytes"]["max"]
+        base, ratio = [], ""
+        if "npuprof_orjson" in r:
+            base.append(f"npuprof without msgspec (orjson) {_rng(r['npuprof_orjson']['seconds'], _s)}")
+        if "hta" in r:
+            base.append(f"HTA TraceAnalysis + temporal + kernel breakdown {_rng(r['hta']['seconds'], _s)}, "
+                        f"peak RSS {_mb(r['hta']['peak_rss_bytes']['max'])}")
+            ratio = f"{r['hta']['seconds']['median'] / me['seconds']['median']:.1f}x faster than HTA"
+        rows.append(_row("Other tools' traces",
+                         f"`npuprof analyse` of {what} ({me.get('events', 0):,} events, {_mb(size)}), whole process",
+                         f"{_rng(me['seconds'], _s)}, {rate / 1e3:,.0f}k events/s, peak RSS {_mb(rss)}",
+                         "; ".join(base), ratio, ">= 500k events/s, peak RSS <= 4x the file",
+                         rate >= 5e5 and rss <= 4 * size, f"foreign_{key}", rate))
     return rows
 
 

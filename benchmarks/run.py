@@ -6,7 +6,8 @@ run overhead, MindSpore and TensorFlow run overhead and analysis against
 their own profilers, analysis throughput at 1M and 10M synthetic events,
 collection memory while recording 10M events, output size, ``npuprof cluster``
 against msprof-analyze on a real 2-rank job and a 64-rank copy of it, ``npuprof diff``
-against HTA's TraceDiff and msprof-analyze compare. Inside each
+against HTA's TraceDiff and msprof-analyze compare, ``npuprof analyse`` of other tools' large traces
+(Kineto, trace_view.json) against HTA's TraceAnalysis. Inside each
 child, variants alternate repetition by repetition.
 
 Writes ``benchmarks/results/latest.json`` and ``benchmarks/results/latest.md``, prints the table, and with ``--readme``
@@ -37,7 +38,8 @@ sys.path.insert(0, str(HERE))
 from harness import run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
-SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost", "diff")
+SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost", "diff",
+          "foreign")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -222,6 +224,13 @@ def main(argv: list[str] | None = None) -> int:
             log("diff: npuprof diff vs HTA TraceDiff.compare_traces vs msprof-analyze compare, real pair and 1M pair")
             results["diff"] = run_child("bench_diff", {"n": 100_000 if q else 1_000_000, "reps": 1 if q else 3,
                                                        "slow_reps": 1, "out": str(work / "diff")}, timeout=3600)
+        if "foreign" in only:
+            log("other tools' traces: npuprof analyse of a Kineto trace (x25) and a trace_view.json (x60) "
+                "built from real samples, vs HTA TraceAnalysis")
+            results["foreign"] = run_child("bench_foreign", {"reps": 1 if q else 3,
+                                                             "kineto_copies": 3 if q else 25,
+                                                             "trace_view_copies": 6 if q else 60,
+                                                             "out": str(work / "foreign")}, timeout=7200)
         if "memory" in only:
             log("collection memory: recording 10M events")
             results["memory"] = run_child("bench_memory", {"n": 500_000 if q else 10_000_000,

@@ -384,9 +384,12 @@ class StringPool:
         ``map`` (a table's pool: ~110k strings per 10M events on the bench run)."""
         strings = list(map(str, values))
         found = list(map(self._index.get, strings))
-        if None in found:
-            code = self.code
-            found = [code(s) if c is None else c for c, s in zip(found, strings)]
+        if None in found:     # the new texts, once each in order of first appearance; then every lookup in C
+            index = self._index
+            for s in dict.fromkeys(strings):
+                if s not in index:
+                    self.code(s)
+            found = list(map(index.__getitem__, strings))
         return np.array(found, dtype=np.int32)
 
 

@@ -39,18 +39,23 @@ Example::
 from __future__ import annotations
 
 import gzip
-import json
 import math
+import mmap
+import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+import numpy as np
 
 from ..errors import ProfilerDataError
 from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable
 from ..fileio import check_input_file
 from ..quality import QualityIssue
-from .ascend_output import _Columns, _args_text
+from .ascend_output import _args_text
+from .trace_decode import NoTraceEvents, TraceColumns, TraceDecodeError, decode_gzip_trace, decode_trace
 
 Warn = Callable[[str], None]
 SOURCE = "kineto"
@@ -103,18 +108,23 @@ def is_kineto_trace(path: Path) -> bool:
                                                                   b'"deviceProperties"'))
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> TraceColumns:
     check_input_file(path)
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
-        doc = json.loads(raw)
-    except (OSError, EOFError, ValueError, gzip.BadGzipFile) as e:
+        if path.name.endswith(".gz"):
+            return decode_gzip_trace(path)
+        with open(path, "rb") as fh:
+            if not os.fstat(fh.fileno()).st_size:
+                return decode_trace(b"")
+            # mapped, not read: the parser reads the page cache in place, no copy of the file in our heap
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+                return decode_trace(view)
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise ProfilerDataError(path, f"is not a readable trace ({type(e).__name__}: {e})") from None
-    if isinstance(doc, list):
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise ProfilerDataError(path, "holds no traceEvents list")
-    return doc
+    except NoTraceEvents:
+        raise ProfilerDataError(path, "holds no traceEvents list") from None
+    except TraceDecodeError as e:
+        raise ProfilerDataError(path, f"is not a readable trace ({e})") from None
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -139,32 +149,47 @@ def _is_memory_cat(cat: str) -> bool:
     return low.endswith("_memcpy") or low.endswith("_memset")
 
 
-def _add_device(cols: _Columns, t: int, d: int, cat: str, name: str, pid: int, tid: int, device: int, stream: int,
-                corr: int) -> None:
-    """One device event: communication (a collective library's kernel), memory activity (copies and fills,
-    typed as :data:`~npuprof.events.MEMORY_ACTIVITY_TYPES`) or a compute kernel. Without ``args.device``
-    the device is its pid (Kineto writes a device's events on the pid of its index)."""
-    if device < 0 and 0 <= pid <= 32767:
-        device = pid
+# event classes of a complete event, by its cat (see the module doc's table)
+_C_OTHER, _C_OP, _C_ANNOTATION, _C_DEVICE_ANNOTATION, _C_DEVICE, _C_API, _C_STACK, _C_UNKNOWN = range(8)
+
+
+def _cat_class(cat: str) -> int:
+    if cat == "cpu_op":
+        return _C_OP
+    if cat == "user_annotation":
+        return _C_ANNOTATION
+    if cat.endswith("_user_annotation"):
+        return _C_DEVICE_ANNOTATION
+    if cat in DEVICE_CATS or _is_memory_cat(cat):
+        return _C_DEVICE
+    if cat.endswith(HOST_API_SUFFIXES):
+        return _C_API
+    if cat == "python_function":
+        return _C_STACK
+    if cat in HOST_CATS or cat in NOT_ACTIVITY_CATS:
+        return _C_OTHER
+    return _C_UNKNOWN     # a category Kineto may write for a device we do not know: device time if on a device
+
+
+def _device_kind_type(cat: str, name: str) -> tuple[EventKind, str, str]:
+    """(kind, type, args text) of one device event: communication (a collective library's kernel), memory
+    activity (copies and fills, typed as :data:`~npuprof.events.MEMORY_ACTIVITY_TYPES`) or a compute kernel."""
     if COLLECTIVE_KERNEL_RE.search(name):
-        cols.add(t, d, EventKind.COMM, name, _kernel_type(name), pid=pid, tid=tid, device=device, stream=stream,
-                 args=_args_text({"group": "default"}), corr=corr)
-        return
+        return EventKind.COMM, _kernel_type(name), _COMM_ARGS
     low = cat.lower()
     if low.endswith("memcpy") or (cat == "mtia_ccp_events" and MTIA_MEMORY_RE.match(name)):
-        typ = MEMCPY_TYPE
-    elif low.endswith("memset"):
-        typ = MEMSET_TYPE
-    else:
-        typ = _kernel_type(name)
-    cols.add(t, d, EventKind.KERNEL, name, typ, pid=pid, tid=tid, device=device, stream=stream, corr=corr)
+        return EventKind.KERNEL, MEMCPY_TYPE, ""
+    if low.endswith("memset"):
+        return EventKind.KERNEL, MEMSET_TYPE, ""
+    return EventKind.KERNEL, _kernel_type(name), ""
 
 
-def _labelled_device_pid(meta: dict) -> Optional[int]:
+_COMM_ARGS = _args_text({"group": "default"})
+
+
+def _labelled_device_pid(pid: Any, labels: Any) -> Optional[int]:
     """The pid a ``process_labels`` metadata event names a device (``GPU 0``: any label but ``CPU``), else None."""
-    args = meta.get("args") if isinstance(meta.get("args"), dict) else {}
-    label = str(args.get("labels", "")).strip()
-    pid = meta.get("pid")
+    label = str(labels).strip()
     if label and not label.upper().startswith("CPU") and isinstance(pid, int) and not isinstance(pid, bool):
         return pid
     return None
@@ -177,99 +202,186 @@ def _device_property_ids(doc: dict) -> set[int]:
     return {i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i >= 0}
 
 
+def _int_column(values: list, bounds: tuple[int, int], default: int) -> np.ndarray:
+    """:func:`_int_in` of every value, as an int64 array (one pass in C where the values are machine ints)."""
+    types = set(map(type, values))
+    if types <= {int, type(None)}:     # machine ints and absent values: converted in C
+        with np.errstate(invalid="ignore"):
+            f = np.array(values, dtype=np.float64)          # None -> nan
+            if not np.any(np.abs(f) >= 2**53):              # (nan compares False) every int exact as a float
+                ok = (f >= bounds[0]) & (f <= bounds[1])
+                return np.where(ok, np.where(ok, f, 0).astype(np.int64), default)
+    ints = [v if type(v) is int else default for v in values]     # bools and floats: default, as _int_in
+    try:
+        arr = np.array(ints, dtype=np.int64)
+    except OverflowError:     # an integer past int64 somewhere: value by value
+        return np.array([_int_in(v, bounds, default) for v in values], dtype=np.int64)
+    return np.where((arr >= bounds[0]) & (arr <= bounds[1]), arr, default)
+
+
+def _times(ts: list, dur: list, base_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start ns, duration ns, usable) of every complete event: ``base + round(ts * 1000)`` and
+    ``round(dur * 1000)``, exactly as Python computes them; unusable where ts/dur is not a finite number
+    below 9e15 µs, dur < 0, or the start leaves int64."""
+    if {*map(type, ts), *map(type, dur)} <= {int, float}:
+        try:
+            fast = _times_numeric(ts, dur, base_ns)
+        except OverflowError:      # an integer too large for a float: decided event by event
+            fast = None
+        if fast is not None:
+            return fast
+    n = len(ts)
+    t, d, ok = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+    for i, (start, length) in enumerate(zip(ts, dur)):     # text times, bools, None ...: the rules one by one
+        if isinstance(start, str):
+            try:
+                start = float(start)
+            except ValueError:
+                start = None
+        if not _number(start) or not _number(length) or length < 0:
+            continue
+        tv, dv = base_ns + round(start * 1000), round(length * 1000)
+        if _INT64[0] <= tv <= _INT64[1] and dv <= _INT64[1]:
+            t[i], d[i], ok[i] = tv, dv, True
+    return t, d, ok
+
+
+def _ns_of_us(values: list, f: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``round(v * 1000)`` of each usable value: exact for ints (all below 2**53 µs), float rounding for floats."""
+    safe = np.where(ok, f, 0.0)
+    if set(map(type, values)) <= {int}:
+        return safe.astype(np.int64) * 1000
+    is_int = np.array([type(v) is int for v in values], dtype=bool)
+    return np.where(is_int, safe.astype(np.int64) * 1000, np.rint(safe * 1000.0).astype(np.int64))
+
+
+def _times_numeric(ts: list, dur: list, base_ns: int) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    f_ts, f_dur = np.array(ts, dtype=np.float64), np.array(dur, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ok = (np.isfinite(f_ts) & (np.abs(f_ts) < 9e15) & np.isfinite(f_dur) & (np.abs(f_dur) < 9e15)
+              & (f_dur >= 0))
+    t, d = _ns_of_us(ts, f_ts, ok), _ns_of_us(dur, f_dur, ok)
+    if base_ns and ok.any() and int(t[ok].max()) > _INT64[1] - base_ns:
+        return None     # a start past int64 once the base is added: decided event by event
+    return t + base_ns, d, ok
+
+
 def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     """The events of one trace file (see the module doc); a file without any complete event is an error."""
-    doc = _load(path)
-    base = doc.get("baseTimeNanoseconds")
-    base_ns = _int_in(base, (0, 2**62), 0)
-    info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    cols = _load(path)
+    doc = cols.doc
+    base_ns = _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    info = doc.get("distributedInfo")
+    if not isinstance(info, dict):
+        info = {}
     rank, world = info.get("rank"), info.get("world_size")
-    cols = _Columns(SOURCE)
-    other = bad = device_events = 0
-    device_pids: set[int] = set()
-    unknown: list[tuple] = []
-    for ev in doc["traceEvents"]:
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_labels":
-                labelled = _labelled_device_pid(ev)
-                if labelled is not None:
-                    device_pids.add(labelled)
-            other += 1
-            continue
-        ts, dur = ev.get("ts"), ev.get("dur", 0)
-        if isinstance(ts, str):
-            try:
-                ts = float(ts)
-            except ValueError:
-                ts = None
-        if not _number(ts) or not _number(dur) or dur < 0:
-            bad += 1
-            continue
-        t = base_ns + round(ts * 1000)
-        d = round(dur * 1000)
-        if not (_INT64[0] <= t <= _INT64[1] and d <= _INT64[1]):
-            bad += 1
-            continue
-        cat = str(ev.get("cat", ""))
-        name = str(ev.get("name", ""))
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        pid = _int_in(ev.get("pid"), _INT64, 0)
-        tid = _int_in(ev.get("tid"), _INT64, 0)
-        corr = _int_in(args.get("correlation"), (0, _INT64[1]), -1)
-        device = _int_in(args.get("device"), (0, 32767), -1)
-        stream = _int_in(args.get("stream"), (0, 2**31 - 1), -1)
-        if cat == "cpu_op":
-            cols.add(t, d, EventKind.OP, name, name, pid=pid, tid=tid)
-        elif cat == "user_annotation":
-            m = STEP_RE.match(name)
-            if m:
-                cols.add(t, d, EventKind.STEP, name, "ProfilerStep", pid=pid, tid=tid, step=int(m.group(1)))
-            else:
-                cols.add(t, d, EventKind.RANGE, name, "user_annotation", pid=pid, tid=tid)
-        elif cat.endswith("_user_annotation"):
-            cols.add(t, d, EventKind.RANGE, name, cat, pid=pid, tid=tid, device=device, stream=stream)
-        elif cat in DEVICE_CATS or _is_memory_cat(cat):
-            _add_device(cols, t, d, cat, name, pid, tid, device, stream, corr)
-            device_pids.add(pid)
-            device_events += 1
-        elif cat.endswith(HOST_API_SUFFIXES):
-            cols.add(t, d, EventKind.API, name, cat, pid=pid, tid=tid, corr=corr)
-        elif cat == "python_function":
-            cols.add(t, d, EventKind.STACK, name, "python_function", pid=pid, tid=tid)
-        elif cat in HOST_CATS or cat in NOT_ACTIVITY_CATS:
-            other += 1
-        else:   # a category Kineto may write for a device we do not know: device time if on a device
-            unknown.append((t, d, cat, name, pid, tid, device, stream, corr))
-            if stream >= 0:
-                device_pids.add(pid)
+    t, d, usable = _times(cols.ts, cols.dur, base_ns)
+    bad = int(len(usable) - usable.sum())
+    cats = cols.cat if set(map(type, cols.cat)) <= {str} else list(map(str, cols.cat))
+    names = cols.name if set(map(type, cols.name)) <= {str} else list(map(str, cols.name))
+    class_of = {c: _cat_class(c) for c in set(cats)}
+    cls = np.fromiter(map(class_of.__getitem__, cats), dtype=np.uint8, count=len(cats))
+    cls[~usable] = _C_OTHER
+    pid = _int_column(cols.pid, _INT64, 0)
+    tid = _int_column(cols.tid, _INT64, 0)
+    corr = _int_column(cols.correlation, (0, _INT64[1]), -1)
+    device = _int_column(cols.device, (0, 32767), -1)
+    stream = _int_column(cols.stream, (0, 2**31 - 1), -1)
+
+    device_pids = {p for p in (_labelled_device_pid(p, lab) for p, lab in cols.labels) if p is not None}
+    device_pids.update(np.unique(pid[cls == _C_DEVICE]).tolist())
+    device_pids.update(np.unique(pid[(cls == _C_UNKNOWN) & (stream >= 0)]).tolist())
     device_pids |= _device_property_ids(doc)
+    read_here = np.flatnonzero((cls != _C_OTHER) & (cls != _C_UNKNOWN))
+    unknown = np.flatnonzero(cls == _C_UNKNOWN)
+    unknown = unknown[np.isin(pid[unknown], np.fromiter(device_pids, np.int64, len(device_pids)))]
+    unknown = unknown[np.argsort(pid[unknown], kind="stable")]    # per device pid, as the issues name them
+    other = cols.other + int(np.count_nonzero(cls == _C_OTHER)) - bad + int(np.count_nonzero(cls == _C_UNKNOWN)) \
+        - len(unknown)
+    rows = np.concatenate([read_here, unknown])
+    row_cls = cls[rows]
+    row_cls[len(read_here):] = _C_DEVICE
+    events = _table(rows, row_cls, t, d, cats, names, pid, tid, corr, device, stream)
+
     issues: list[QualityIssue] = []
-    per_pid: dict[int, list] = {}
-    for row in unknown:
-        if row[4] in device_pids:
-            per_pid.setdefault(row[4], []).append(row)
-        else:
-            other += 1
-    for dev_pid, rows in sorted(per_pid.items()):
-        for t, d, cat, name, pid, tid, device, stream, corr in rows:
-            _add_device(cols, t, d, cat, name, pid, tid, device, stream, corr)
-        device_events += len(rows)
-        cats = ", ".join(sorted({r[2] for r in rows}))
+    unknown_pids = pid[unknown]
+    for dev_pid in np.unique(unknown_pids).tolist():
+        mine = unknown[unknown_pids == dev_pid]
+        kinds = ", ".join(sorted({cats[i] for i in mine.tolist()}))
         issues.append(QualityIssue(
-            str(path), f"device kind unknown: {len(rows)} events on pid {dev_pid} (cat {cats}) counted as device time",
+            str(path), f"device kind unknown: {len(mine)} events on pid {dev_pid} (cat {kinds}) counted as device time",
             affects=DEVICE_AFFECTS))
     if bad:
         warn(f"{path}: {bad} complete event(s) without a usable ts/dur skipped")
-    events = cols.table()
     if not len(events):
         raise ProfilerDataError(path, f"holds no event npuprof reads ({other} other entries)")
-    if not device_events:
+    if not np.any(row_cls == _C_DEVICE):
         issues.append(QualityIssue(
             str(path), "no device activity in the trace (recorded without device activities, or a host-only run): "
                        "device time not measured, step times are the ProfilerStep ranges",
             affects=HOST_ONLY_UNMEASURED, not_measured=True))
     return KinetoRead(events=events, rank=rank if isinstance(rank, int) and rank >= 0 else None,
                       world_size=world if isinstance(world, int) and world > 0 else None, issues=tuple(issues))
+
+
+def _table(rows: np.ndarray, row_cls: np.ndarray, t: np.ndarray, d: np.ndarray, cats: list, names: list,
+           pid: np.ndarray, tid: np.ndarray, corr: np.ndarray, device: np.ndarray, stream: np.ndarray) -> EventTable:
+    """The event table of the complete events ``rows`` (in that order), each read as its class says."""
+    n = len(rows)
+    if not n:
+        return EventTable.empty()
+    row_list = rows.tolist()
+    row_names = [names[i] for i in row_list]
+    row_cats = [cats[i] for i in row_list]
+    kind = np.full(n, int(EventKind.OP), dtype=np.uint8)
+    types = list(row_names)                  # an OP's type is its name; the other classes below
+    args = [""] * n
+    step = np.full(n, -1, dtype=np.int32)
+    r_pid = pid[rows]
+    r_device = np.full(n, -1, dtype=np.int64)
+    r_stream = np.full(n, -1, dtype=np.int64)
+    r_corr = np.full(n, -1, dtype=np.int64)
+
+    steps: dict[str, Optional[int]] = {}
+    for j in np.flatnonzero(row_cls == _C_ANNOTATION).tolist():
+        name = row_names[j]
+        if name not in steps:
+            m = STEP_RE.match(name)
+            steps[name] = int(m.group(1)) if m else None
+        nth = steps[name]
+        if nth is None:
+            kind[j], types[j] = EventKind.RANGE, "user_annotation"
+        else:
+            kind[j], types[j], step[j] = EventKind.STEP, "ProfilerStep", nth
+    sel = np.flatnonzero(row_cls == _C_DEVICE_ANNOTATION)
+    kind[sel] = EventKind.RANGE
+    for j in sel.tolist():
+        types[j] = row_cats[j]
+    r_device[sel], r_stream[sel] = device[rows[sel]], stream[rows[sel]]
+    sel = np.flatnonzero(row_cls == _C_API)
+    kind[sel], r_corr[sel] = EventKind.API, corr[rows[sel]]
+    for j in sel.tolist():
+        types[j] = row_cats[j]
+    sel = np.flatnonzero(row_cls == _C_STACK)
+    kind[sel] = EventKind.STACK
+    for j in sel.tolist():
+        types[j] = "python_function"
+    sel = np.flatnonzero(row_cls == _C_DEVICE)
+    src = rows[sel]
+    dev, p = device[src], pid[src]
+    # without args.device the device is the pid (Kineto writes a device's events on the pid of its index)
+    r_device[sel] = np.where((dev < 0) & (p >= 0) & (p <= 32767), p, dev)
+    r_stream[sel], r_corr[sel] = stream[src], corr[src]
+    read_as: dict[tuple[str, str], tuple[EventKind, str, str]] = {}
+    for j in sel.tolist():
+        key = (row_cats[j], row_names[j])
+        how = read_as.get(key)
+        if how is None:
+            how = read_as[key] = _device_kind_type(*key)
+        kind[j], types[j], args[j] = how
+    return EventTable.from_records(ts=t[rows], dur=d[rows], kind=kind, pid=r_pid, tid=tid[rows], device=r_device,
+                                   stream=r_stream, step=step, name=row_names, type=types, args=args, source=SOURCE,
+                                   corr=r_corr)
 
 
 def trace_distributed(path: Path) -> tuple[Optional[int], Optional[int]]:

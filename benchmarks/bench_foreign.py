@@ -1,0 +1,109 @@
+"""Reading other tools' traces: ``npuprof analyse`` on the two synthetic-from-real inputs of
+:mod:`foreign_traces` (a real HTA Kineto trace repeated 25x, the real Level1 torch_npu rank's
+trace_view.json repeated 60x), whole processes, beside HTA's ``TraceAnalysis`` on the same Kineto file
+(.venv-interop: HTA 0.5.0, loading the trace plus its temporal and kernel breakdowns, what a user asks it
+first), alternating run by run (``harness.interleave``).
+
+Each run's wall time and peak RSS (``wait4``'s ``ru_maxrss`` of that one child) are recorded; events/s is
+the event count npuprof reports over the whole process's wall time. msprof-analyze has no command that
+reads a trace_view.json alone (its ``advisor`` runs its whole analysis), so the trace_view row has no
+second tool.
+
+``NPUPROF_TRACE_DECODER=orjson`` runs of npuprof on the Kineto input (the reader without msgspec) are
+interleaved as their own row.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from harness import child_main, interleave, summary
+
+REPO = Path(__file__).resolve().parents[1]
+INTEROP = REPO / ".venv-interop" / "bin"
+HTA_SCRIPT = r'''
+import sys, logging, warnings
+warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+a.get_temporal_breakdown(visualize=False)
+a.get_gpu_kernel_breakdown(visualize=False)
+'''
+EVENTS_RE = re.compile(r": (\d+) events -> ")
+
+
+def _timed_tool(cmd: list, out_dir: Path | None, env: dict | None, timeout: float) -> tuple:
+    if out_dir is not None:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    t0 = time.perf_counter()
+    # the output goes to a file: a pipe left unread would block a chatty child before wait4 returns
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)     # this child's own rusage: its peak RSS
+        finally:
+            killer.cancel()
+        wall = time.perf_counter() - t0
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 3):
+        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} exited {proc.returncode}: {text[-1500:]}")
+    m = EVENTS_RE.search(text)
+    return wall, usage.ru_maxrss * 1024, int(m.group(1)) if m else 0
+
+
+def _race(tools: dict, reps: int) -> dict:
+    samples = interleave({name: (lambda spec=spec: _timed_tool(*spec)) for name, spec in tools.items()}, reps)
+    out = {}
+    for name, runs in samples.items():
+        walls, rss, events = [r[0] for r in runs], [r[1] for r in runs], runs[0][2]
+        out[name] = {"seconds": summary(walls), "peak_rss_bytes": summary(rss)}
+        if events:
+            out[name]["events"] = events
+            out[name]["events_per_s"] = summary([events / w for w in walls])
+    return out
+
+
+def run(params: dict) -> dict:
+    work = Path(params["out"])
+    reps = int(params.get("reps", 3))
+    timeout = float(params.get("timeout", 900))
+    npuprof = [sys.executable, "-m", "npuprof", "analyse", "-o"]
+    env = dict(os.environ)
+    result: dict = {"kineto_copies": int(params.get("kineto_copies", 25)),
+                    "trace_view_copies": int(params.get("trace_view_copies", 60))}
+    # built by a child: a child's ru_maxrss starts from the RSS of the process it was forked from, so this
+    # process stays small for the peak RSS figures to be the tools' own
+    built = subprocess.run([sys.executable, str(Path(__file__).with_name("foreign_traces.py")), str(work),
+                            str(result["kineto_copies"]), str(result["trace_view_copies"])],
+                           capture_output=True, text=True, check=True, timeout=timeout).stdout.split()
+    kineto, run_dir = Path(built[0]), Path(built[1])
+    result["kineto_bytes"] = kineto.stat().st_size
+    tools = {"npuprof": (npuprof + [str(work / "out_k"), str(kineto)], work / "out_k", env, timeout),
+             "npuprof_orjson": (npuprof + [str(work / "out_ko"), str(kineto)], work / "out_ko",
+                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
+    if (INTEROP / "python").exists():
+        script = work / "hta_analysis.py"
+        script.write_text(HTA_SCRIPT)
+        tools["hta"] = ([str(INTEROP / "python"), str(script), str(kineto.parent)], None, env, timeout * 3)
+    result["kineto"] = _race(tools, reps)
+    kineto.unlink()
+    result["trace_view_bytes"] = (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size
+    result["trace_view"] = _race({"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env,
+                                              timeout)}, reps)
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+if __name__ == "__main__":
+    child_main(run)

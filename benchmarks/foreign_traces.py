@@ -1,0 +1,102 @@
+"""Large traces written by other tools, built from the real samples in ../shared/realdata (never committed):
+
+* :func:`kineto_repeated`: HTA's real GPU Kineto trace (``trace_diff/test/test.json.gz``, 68k complete events)
+  repeated ``copies`` times, each copy shifted after the previous one in time, its correlation and flow ids
+  shifted apart, written as one ``*.pt.trace.json`` (25 copies: 1.7M complete events, ~300 MB);
+* :func:`trace_view_repeated`: the real Level1 torch_npu rank's ``trace_view.json`` (msinsight's
+  ``level1/rank0_ascend_pt``) repeated ``copies`` times the same way (metadata events once), written as
+  ``<dst>/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json`` with the run's ``profiler_info`` beside it
+  (60 copies: ~640k events, ~120 MB).
+
+Both are what a user's long run looks like to a reader: the same kinds of events in the same proportions.
+
+Example::
+
+    python benchmarks/foreign_traces.py /tmp/traces        # builds both (25x, 60x), prints their paths
+"""
+from __future__ import annotations
+
+import gzip
+import shutil
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+REALDATA = REPO.parent / "shared" / "realdata"
+KINETO_SAMPLE = REALDATA / "hta" / "tests" / "data" / "trace_diff" / "test" / "test.json.gz"
+LEVEL1_RUN = REALDATA / "msinsight" / "test" / "data" / "pytorch" / "text" / "level1" / "rank0_ascend_pt"
+
+
+def _span(events: list, ts_of) -> float:
+    times = [ts_of(e) for e in events if e.get("ts") is not None]
+    ends = [ts_of(e) + float(e.get("dur") or 0) for e in events if e.get("ts") is not None]
+    return max(ends) - min(times)
+
+
+def kineto_repeated(dst_dir: Path, copies: int = 25) -> Path:
+    """``copies`` shifted copies of the real Kineto sample as one trace file under ``dst_dir``."""
+    doc = orjson.loads(gzip.decompress(KINETO_SAMPLE.read_bytes()))
+    events = doc["traceEvents"]
+    shift = int(_span(events, lambda e: float(e["ts"]))) + 1000
+    max_corr = max((e.get("args", {}).get("correlation", 0) for e in events
+                    if isinstance(e.get("args", {}).get("correlation"), int)), default=0) + 1
+    max_id = max((e["id"] for e in events if isinstance(e.get("id"), int)), default=0) + 1
+    out: list = [e for e in events if e.get("ph") == "M"]
+    for k in range(copies):
+        for e in events:
+            if e.get("ph") == "M":
+                continue
+            c = dict(e)
+            if isinstance(c.get("ts"), (int, float)):
+                c["ts"] = c["ts"] + k * shift
+            if isinstance(c.get("id"), int):
+                c["id"] = c["id"] + k * max_id
+            args = c.get("args")
+            if isinstance(args, dict) and isinstance(args.get("correlation"), int):
+                c["args"] = {**args, "correlation": args["correlation"] + k * max_corr}
+            out.append(c)
+    doc["traceEvents"] = out
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    path = dst_dir / f"rank-0.x{copies}.pt.trace.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+def trace_view_repeated(dst_dir: Path, copies: int = 60) -> Path:
+    """``copies`` shifted copies of the real Level1 rank's trace_view.json, as a torch_npu run directory under
+    ``dst_dir``; returns the run directory."""
+    src = LEVEL1_RUN / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = orjson.loads(src.read_bytes())
+    shift = Decimal(int(_span(events, lambda e: float(e["ts"]))) + 1000)
+    id_shift = int(shift) * 1000     # some flow ids are ns times: shifted as the times are, apart from small ids
+    out: list = [e for e in events if e.get("ph") == "M"]
+    for k in range(copies):
+        for e in events:
+            if e.get("ph") == "M":
+                continue
+            c = dict(e)
+            ts = c.get("ts")
+            if isinstance(ts, str):     # µs text with three decimals: shifted exactly
+                c["ts"] = f"{Decimal(ts) + k * shift:.3f}"
+            elif isinstance(ts, (int, float)):
+                c["ts"] = ts + k * float(shift)
+            if isinstance(c.get("id"), int):
+                c["id"] = c["id"] + k * id_shift
+            elif isinstance(c.get("id"), str) and k:
+                c["id"] = f"{c['id']}-{k}"
+            out.append(c)
+    run = dst_dir / "rank0_ascend_pt"
+    (run / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True, exist_ok=True)
+    for info in LEVEL1_RUN.glob("profiler_*.json"):
+        shutil.copyfile(info, run / info.name)
+    (run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_bytes(orjson.dumps(out))
+    return run
+
+
+if __name__ == "__main__":     # foreign_traces.py [DST [KINETO_COPIES [TRACE_VIEW_COPIES]]]
+    dst = Path(sys.argv[1] if len(sys.argv) > 1 else "foreign_traces")
+    print(kineto_repeated(dst / "kineto", int(sys.argv[2]) if len(sys.argv) > 2 else 25))
+    print(trace_view_repeated(dst / "trace_view", int(sys.argv[3]) if len(sys.argv) > 3 else 60))

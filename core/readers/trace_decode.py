@@ -1,0 +1,353 @@
+"""Decode a Chrome/Kineto trace's complete events straight into column lists: only the fields the readers
+use, never a Python dict per event where msgspec is installed.
+
+With msgspec (the ``fast`` extra) the file is decoded into typed structs holding only ``ph``, ``cat``,
+``name``, ``pid``, ``tid``, ``ts``, ``dur`` and ``args.correlation/device/stream/labels`` (everything else is
+skipped by the parser, not built); without it, or when the file does not fit those types (an ``args`` that
+is not an object, a bare event list ...), orjson decodes it and the same columns are taken from its dicts.
+Both give the same :class:`TraceColumns` (docs/performance.md: the parsers measured).
+
+Example::
+
+    cols = decode_trace(raw_bytes)
+    cols.ts[:3], cols.cat[:3], cols.other
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import queue
+import re
+import threading
+import zlib
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import orjson
+
+try:   # the optional fast path (pyproject extra "fast")
+    import msgspec
+except ImportError:    # pragma: no cover - exercised by NPUPROF_TRACE_DECODER=orjson in the tests
+    msgspec = None  # type: ignore[assignment]
+
+# NPUPROF_TRACE_DECODER=orjson forces the fallback (tests run both; a user can rule msgspec out)
+DECODER_ENV = "NPUPROF_TRACE_DECODER"
+
+
+@dataclass
+class TraceColumns:
+    """The complete (``ph == "X"``) events of a trace as one list per field, in file order, values as the
+    file has them (None where absent; ``cat``/``name`` ``""`` and ``dur`` 0 where absent); ``labels`` the
+    ``process_labels`` metadata events as (pid, labels); ``other`` the number of entries that are not
+    complete events; ``doc`` the top-level keys but ``traceEvents``."""
+
+    ts: list = field(default_factory=list)
+    dur: list = field(default_factory=list)
+    cat: list = field(default_factory=list)
+    name: list = field(default_factory=list)
+    pid: list = field(default_factory=list)
+    tid: list = field(default_factory=list)
+    correlation: list = field(default_factory=list)
+    device: list = field(default_factory=list)
+    stream: list = field(default_factory=list)
+    labels: list = field(default_factory=list)
+    other: int = 0
+    doc: dict = field(default_factory=dict)
+    decoder: str = ""
+
+
+if msgspec is not None:
+    class _Args(msgspec.Struct, gc=False):     # no cycles: not tracked, the collector never walks millions
+        correlation: Any = None
+        device: Any = None
+        stream: Any = None
+        labels: Any = ""
+
+    class _Event(msgspec.Struct, gc=False):
+        ph: Any = None
+        cat: Any = ""
+        name: Any = ""
+        pid: Any = None
+        tid: Any = None
+        ts: Any = None
+        dur: Any = 0
+        args: Optional[_Args] = None
+
+    class _Doc(msgspec.Struct):
+        traceEvents: list[_Event]
+        baseTimeNanoseconds: Any = None
+        distributedInfo: Any = None
+        deviceProperties: Any = None
+
+    _DECODER = msgspec.json.Decoder(_Doc)
+    _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+    _NO_ARGS = _Args()
+
+
+class TraceDecodeError(ValueError):
+    """The bytes are not JSON."""
+
+
+class NoTraceEvents(TraceDecodeError):
+    """JSON, but no ``traceEvents`` list (nor a bare event list)."""
+
+
+def decoder_name() -> str:
+    """The decoder :func:`decode_trace` uses: ``msgspec`` where installed and not ruled out, else ``orjson``."""
+    if msgspec is None or os.environ.get(DECODER_ENV, "").lower() == "orjson":
+        return "orjson"
+    return "msgspec"
+
+
+def decode_trace(raw: Union[bytes, memoryview]) -> TraceColumns:
+    """The trace ``raw`` (JSON bytes: an object with ``traceEvents``, or a bare event list) as columns.
+
+    Raises :class:`TraceDecodeError` when ``raw`` is not JSON or holds no event list.
+    """
+    if decoder_name() == "msgspec":
+        try:
+            typed = _DECODER.decode(raw)
+        except msgspec.ValidationError:
+            pass     # valid JSON of another shape: orjson below takes it as it is
+        except msgspec.DecodeError:
+            pass     # maybe JSON only Python's json takes (NaN, Infinity, huge integers): decided below
+        else:
+            return _from_structs(typed)
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            doc = json.loads(bytes(raw))
+        except (ValueError, RecursionError) as e:
+            raise TraceDecodeError(f"{type(e).__name__}: {e}") from None
+    if isinstance(doc, list):
+        doc = {"traceEvents": doc}
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise NoTraceEvents("holds no traceEvents list")
+    return _from_dicts(doc)
+
+
+def _from_structs(doc: Any) -> TraceColumns:
+    events = doc.traceEvents
+    complete = [e for e in events if e.ph == "X"]
+
+    def column(name: str, rows: list) -> list:      # map + attrgetter: the loop runs in C
+        return list(map(attrgetter(name), rows))
+
+    args = column("args", complete)
+    if None in args:
+        args = [_NO_ARGS if a is None else a for a in args]
+    out = TraceColumns(
+        ts=column("ts", complete), dur=column("dur", complete), cat=column("cat", complete),
+        name=column("name", complete), pid=column("pid", complete), tid=column("tid", complete),
+        correlation=column("correlation", args), device=column("device", args), stream=column("stream", args),
+        other=len(events) - len(complete),
+        doc={"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
+             "deviceProperties": doc.deviceProperties},
+        decoder="msgspec")
+    out.labels = [(e.pid, e.args.labels if e.args is not None else "") for e in events
+                  if e.ph == "M" and e.name == "process_labels"]
+    return out
+
+
+def _from_dicts(doc: dict) -> TraceColumns:
+    events = doc["traceEvents"]
+    complete = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"]
+    args = [a if isinstance(a := e.get("args"), dict) else None for e in complete]
+    out = TraceColumns(
+        ts=[e.get("ts") for e in complete], dur=[e.get("dur", 0) for e in complete],
+        cat=[e.get("cat", "") for e in complete], name=[e.get("name", "") for e in complete],
+        pid=[e.get("pid") for e in complete], tid=[e.get("tid") for e in complete],
+        correlation=[a.get("correlation") if a is not None else None for a in args],
+        device=[a.get("device") if a is not None else None for a in args],
+        stream=[a.get("stream") if a is not None else None for a in args],
+        other=len(events) - len(complete),
+        doc={k: v for k, v in doc.items() if k != "traceEvents"}, decoder="orjson")
+    out.labels = [(e.get("pid"), e["args"].get("labels", "") if isinstance(e.get("args"), dict) else "")
+                  for e in events if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_labels"]
+    return out
+
+
+# -- gzip: decompressed in a thread, decoded chunk by chunk beside it --------------------------------------
+CHUNK_BYTES = 16 << 20
+# Decoded in chunks from this compressed size on (~0.5-1 GB of text): half the peak memory (0.95 instead of
+# 1.95 GB for a 656 MB trace), but on 2 loaded cores 30-60% slower than decompressing first, as the
+# decoder holds the GIL and the thread has no free core (docs/performance.md); below it, whole.
+CHUNKED_FROM_BYTES = 64 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BOUNDARY_BEFORE = re.compile(rb"\}\s*,\s*\{\Z")
+
+
+class _Chunked(Exception):
+    """The stream does not split as expected: the caller decodes the whole file instead."""
+
+
+def _decompressed(path: Path, out: "queue.Queue", stop: threading.Event) -> None:
+    """Put the gunzipped bytes of ``path`` in ``out`` piece by piece (every member), then None; an error
+    as the exception. zlib works without the GIL, so this runs beside the decoding."""
+    try:
+        with open(path, "rb") as fh:
+            inflater = zlib.decompressobj(wbits=31)
+            while not stop.is_set():
+                block = fh.read(1 << 20)      # ~8 MB of text: the first events decode early
+                if not block:
+                    break
+                while block:
+                    if inflater.eof:             # the next gzip member
+                        inflater = zlib.decompressobj(wbits=31)
+                    piece = inflater.decompress(block)
+                    if piece:
+                        out.put(piece)
+                    block = inflater.unused_data if inflater.eof else b""
+            if not inflater.eof and not stop.is_set():
+                raise EOFError("compressed file ended before the end-of-stream marker")
+        out.put(None)
+    except BaseException as e:      # handed to the decoding thread, which raises it
+        out.put(e)
+
+
+def decode_gzip_trace(path: Path) -> TraceColumns:
+    """The gzipped trace at ``path`` as columns. From :data:`CHUNKED_FROM_BYTES` on it is decompressed in a
+    thread while the events already decompressed are decoded (msgspec), chunk by chunk, so that neither
+    the whole text nor the events' structs are ever in memory at once; a smaller file, one that does not
+    split into event chunks as expected, or any file without msgspec is decompressed, then decoded whole
+    (:func:`decode_trace`), with the same result.
+
+    Raises what :func:`gzip.decompress` raises for a damaged gzip stream, and :class:`TraceDecodeError`
+    as :func:`decode_trace` does.
+    """
+    if decoder_name() == "msgspec" and path.stat().st_size >= CHUNKED_FROM_BYTES:
+        try:
+            return _decode_chunks(path)
+        except (_Chunked, OSError, EOFError, zlib.error):
+            pass      # decoded whole below: a damaged stream raises there exactly as gzip says it
+    return decode_trace(gzip.decompress(path.read_bytes()))
+
+
+def _decode_chunks(path: Path) -> TraceColumns:
+    pieces: queue.Queue = queue.Queue(maxsize=4)
+    stop = threading.Event()
+    worker = threading.Thread(target=_decompressed, args=(path, pieces, stop), daemon=True,
+                              name="npuprof-gunzip")
+    worker.start()
+    try:
+        return _decode_stream(pieces)
+    finally:
+        stop.set()
+        while worker.is_alive():      # let the worker finish its put() and see the stop
+            try:
+                pieces.get(timeout=0.05)
+            except queue.Empty:
+                pass
+
+
+def _next_piece(pieces: "queue.Queue") -> Optional[bytes]:
+    piece = pieces.get()
+    if isinstance(piece, BaseException):
+        raise piece
+    return piece
+
+
+def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
+    buf = bytearray()
+    head = None
+    while head is None:      # up to the start of the event list
+        piece = _next_piece(pieces)
+        if piece is None:
+            raise _Chunked()
+        buf += piece
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            head, buf = bytes(buf[:m.end() - 1]), buf[m.end():]
+        elif len(buf) > CHUNK_BYTES:
+            raise _Chunked()
+    out = TraceColumns(decoder="msgspec")
+    done = False
+    while not done:
+        piece = _next_piece(pieces)
+        if piece is None:
+            done = True
+        else:
+            buf += piece
+            if len(buf) < CHUNK_BYTES:
+                continue
+        if done:
+            tail = _split_tail(buf, head)
+            if tail is None:
+                raise _Chunked()
+            events, doc = tail
+            _add_chunk(out, events)
+            out.doc = {"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
+                       "deviceProperties": doc.deviceProperties}
+            return out
+        cut = _last_boundary(buf)
+        if cut < 0:
+            continue
+        text = bytearray(b"[")
+        text += memoryview(buf)[:cut + 1]
+        text += b"]"
+        _add_chunk(out, _decode_events(text))
+        del text
+        del buf[:cut + 1]
+        del buf[:buf.index(b",") + 1]
+    raise _Chunked()     # pragma: no cover - the loop returns
+
+
+def _last_boundary(buf: bytearray) -> int:
+    """The index of the last ``}`` followed by ``,`` and ``{`` (white space between allowed), else -1."""
+    start = len(buf)
+    while True:
+        start = buf.rfind(b"{", 0, start)
+        if start < 0:
+            return -1
+        m = _BOUNDARY_BEFORE.search(buf, max(0, start - 256), start + 1)
+        if m is not None:
+            return m.start()
+
+
+def _decode_events(text: bytearray) -> list:
+    # a cut inside a string or a nested value leaves brackets or quotes open: never valid JSON, so a
+    # wrong cut is seen here and the whole file is decoded instead
+    try:
+        return _EVENTS_DECODER.decode(text)
+    except msgspec.MsgspecError:
+        raise _Chunked() from None
+
+
+def _split_tail(buf: bytearray, head: bytes) -> Optional[tuple]:
+    """(the last events, the document's other keys) of the stream's end ``buf``: the event list closes at
+    the last ``]`` after which the rest of the document decodes."""
+    end = len(buf)
+    for _ in range(64):
+        end = buf.rfind(b"]", 0, end)
+        if end < 0:
+            return None
+        k = end - 1
+        while k >= 0 and buf[k] in b" \t\r\n":
+            k -= 1
+        if k >= 0 and buf[k] != ord("}"):
+            continue       # the list of events ends with an event: this ] closes some other list
+        try:
+            doc = _DECODER.decode(head + b"[]" + buf[end + 1:])
+            return _EVENTS_DECODER.decode(b"[" + buf[:end] + b"]"), doc
+        except msgspec.MsgspecError:
+            continue
+    return None
+
+
+def _add_chunk(out: TraceColumns, events: list) -> None:
+    part = _from_structs(_Events(events))
+    for name in ("ts", "dur", "cat", "name", "pid", "tid", "correlation", "device", "stream", "labels"):
+        getattr(out, name).extend(getattr(part, name))
+    out.other += part.other
+
+
+class _Events:
+    """A chunk of events in :func:`_from_structs`'s shape."""
+
+    def __init__(self, events: list) -> None:
+        self.traceEvents = events
+        self.baseTimeNanoseconds = self.distributedInfo = self.deviceProperties = None
