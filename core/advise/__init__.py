@@ -1,0 +1,78 @@
+"""``npuprof advise``: the rules every plugin registers, run over a run (or each run of a job).
+
+The rules themselves are pure units in :mod:`npuprof.analysis.advice`; this module gathers them
+from the plugin host (``npuprof_advice_rules``), reads the runs and runs them.
+
+Example::
+
+    from npuprof.advise import advise_path
+    for advice in advise_path("./my_run", min_ms=1.0):
+        for f in advice.findings:
+            print(f.rule, round(f.at_stake_ms, 3), f.title)
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from ..analysis.advice import Advice, Rule, advise, select_rules
+from ..analysis.pipeline import analyse_run, find_runs
+from ..analysis.result import AnalysisResult
+from ..errors import ProfilerConfigError, ProfilerDataError
+from ..plugins.manager import get_plugin_host
+from ..validate import check_number
+
+log = logging.getLogger("npuprof")
+
+
+def registered_rules() -> list[Rule]:
+    """Every rule the plugins register, in plugin order (built-ins first); a duplicate id is left out
+    with a warning naming both plugins."""
+    rules: list[Rule] = []
+    owner: dict[str, str] = {}
+    host = get_plugin_host()
+    for plugin, found in reversed(host.call("npuprof_advice_rules")):
+        for rule in found or []:
+            if not isinstance(rule, Rule):
+                log.warning("npuprof: plugin %r returned %r from npuprof_advice_rules, not a Rule; left out",
+                            plugin, type(rule).__name__)
+                continue
+            if rule.id in owner:
+                log.warning("npuprof: rule id %r of plugin %r is taken by plugin %r; left out", rule.id, plugin,
+                            owner[rule.id])
+                continue
+            owner[rule.id] = plugin
+            rules.append(rule)
+    return rules
+
+
+def parse_rule_ids(value: Any) -> Optional[list[str]]:
+    """``--rules ID,...`` -> ids (None: all); checked against the registered rules."""
+    if value is None:
+        return None
+    ids = value.split(",") if isinstance(value, str) else list(value)
+    select_rules(registered_rules(), ids)
+    return [i.strip() for i in ids if i.strip()]
+
+
+def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
+                min_ms: Any = 0.0, force: bool = False) -> list[Advice]:
+    """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
+
+    ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
+    ``below_min``). Options are checked before anything is read (``ProfilerConfigError``).
+    """
+    threshold = check_number("--min-ms", min_ms, 0.0)
+    every = registered_rules()
+    only = None if rules is None else list(rules)
+    select_rules(every, only)
+    if isinstance(path, AnalysisResult):
+        return [advise(path, every, only=only, min_ms=threshold)]
+    runs = find_runs(path)
+    if not runs:
+        raise ProfilerDataError(path, "holds no profiling run any reader understands")
+    return [advise(analyse_run(run, force=force), every, only=only, min_ms=threshold) for run in runs]
+
+
+__all__ = ["advise_path", "parse_rule_ids", "registered_rules"]
