@@ -38,17 +38,20 @@ SEVERITIES = ("high", "medium", "low", "info")
 class Needs:
     """The data a rule reads: tables with (at least) these columns and rows, event kinds present.
 
-    ``affected_by`` names the tables whose data-quality issues change the rule's answer (defaults to
-    the tables it reads, plus "events" when it reads events).
+    ``reads`` names further inputs the rule reads without requiring them (``"events"``: the event table;
+    a table name). :meth:`affected_by` is what a data-quality issue must name to concern the rule: the
+    tables it needs or reads, and "events" when it reads events (an issue affecting "all tables", or
+    naming nothing, concerns every rule).
     """
 
     tables: dict = field(default_factory=dict)          # table name -> tuple of column names
     events: tuple = ()                                  # EventKind values that must occur at least once
     description: str = ""                               # said when a need is missing, e.g. "Level1 data"
+    reads: tuple = ()                                   # inputs read but not required ("events", table names)
 
     def affected_by(self) -> tuple[str, ...]:
-        names = list(self.tables)
-        if self.events:
+        names = list(self.tables) + [r for r in self.reads if r not in self.tables]
+        if self.events and "events" not in names:
             names.append("events")
         return tuple(names)
 

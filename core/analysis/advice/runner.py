@@ -83,12 +83,12 @@ def select_rules(rules: Sequence[Rule], only: Optional[Iterable[str]]) -> list[R
 
 
 def _quality_notes(result: "AnalysisResult", rule: Rule) -> list[str]:
+    """The run's data-quality issues that concern ``rule`` (see :meth:`Needs.affected_by`)."""
     names = set(rule.needs.affected_by())
     notes = []
     for issue in result.quality.issues:
-        hit = not issue.affects and "events" in names or \
-            any(a.split(".")[0] in names or (a == "events" and names) for a in issue.affects)
-        if hit:
+        affects = [a.split(".")[0] for a in issue.affects]
+        if not affects or "all tables" in affects or any(a in names for a in affects):
             notes.append(str(issue))
     return notes
 

@@ -64,6 +64,7 @@ def breakdown(ctx: RuleContext) -> list:
 RULES = [
     Rule("breakdown", "Step time breakdown", breakdown,
          Needs(tables={"step_trace_time": STEP_COLUMNS}, events=(EventKind.KERNEL,),
-               description="device data: the breakdown is of the device's time"),
+               description="device data: the breakdown is of the device's time",
+               reads=("events",)),
          docs="docs/advise.md#breakdown"),
 ]

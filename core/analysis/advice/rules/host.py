@@ -207,10 +207,11 @@ def sync_stream(ctx: RuleContext) -> list:
 
 RULES = [
     Rule("host_bound", "Device waiting for the host's dispatch", host_bound,
-         Needs(events=(EventKind.KERNEL,), description="device data with host API calls"),
+         Needs(events=(EventKind.KERNEL,), description="device data with host API calls", reads=("events",)),
          docs="docs/advise.md#host_bound"),
-    Rule("dataloader", "Step time waiting for data", dataloader, Needs(), docs="docs/advise.md#dataloader"),
-    Rule("gc", "Python garbage-collector pauses", gc_pauses, Needs(), docs="docs/advise.md#gc"),
-    Rule("sync_stream", "Host synchronisations stalling the device", sync_stream, Needs(),
+    Rule("dataloader", "Step time waiting for data", dataloader, Needs(reads=("events",)), docs="docs/advise.md#dataloader"),
+    Rule("gc", "Python garbage-collector pauses", gc_pauses, Needs(reads=("events",)), docs="docs/advise.md#gc"),
+    Rule("sync_stream", "Host synchronisations stalling the device", sync_stream,
+         Needs(reads=("events", "step_trace_time")),
          docs="docs/advise.md#sync_stream"),
 ]

@@ -72,6 +72,6 @@ RULES = [
          Needs(tables={"op_statistic": ("OP Type", "Core Type", "Total Time(us)")}, events=(EventKind.KERNEL,),
                description="device data"), docs="docs/advise.md#ai_cpu"),
     Rule("dynamic_shape", "Operators compiled per shape", dynamic_shape,
-         Needs(tables={"kernel_details": ("Type",)}, description="device data"),
+         Needs(tables={"kernel_details": ("Type",)}, description="device data", reads=("events",)),
          docs="docs/advise.md#dynamic_shape"),
 ]

@@ -1,0 +1,202 @@
+"""``npuprof advise``: the rule seam (a third-party rule through the plugin host), the runner's contract
+(needs, caps, order, errors, data quality), the CLI, and planted problems in real npuprof processes.
+
+The planted runs (tests/advise_support.py) are real Python processes profiled by npuprof: a step that
+builds reference cycles (gc), a step that first waits for its batch (dataloader), a clean step.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advise_support import CYCLES, DATA_WAIT_S, STEPS, planted_run
+from realdata import realdata, tree_digest
+
+from npuprof.advise import advise_path, registered_rules
+from npuprof.analysis.advice import Finding, Needs, NotChecked, Rule, advise
+from npuprof.analysis.pipeline import analyse_run
+from npuprof.cli import main
+from npuprof.hookspecs import hookimpl
+from npuprof.plugins.manager import get_plugin_host
+from npuprof.quality import QualityIssue
+
+LEVEL1 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("planted")
+    return {mode: planted_run(out, mode) for mode in ("clean", "gc", "dataloader")}
+
+
+def _json(capsys, argv: list) -> tuple[int, dict]:
+    code = main(argv)
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+class _ThirdParty:
+    """A plugin as a third party writes it: one rule, registered through the plugin host."""
+
+    @staticmethod
+    def _ranges(ctx):
+        table = ctx.result.tables["range_statistic"]
+        rows = [r for r in table.records() if r["Name"] == "compute"]
+        total_ms = sum(float(r["Total Time(us)"]) for r in rows) / 1000
+        return [Finding("compute_ranges", "compute ranges", "info", total_ms / ctx.steps, rows,
+                        "nothing to do")] if rows else []
+
+    @hookimpl
+    def npuprof_advice_rules(self):
+        return [Rule("compute_ranges", "Time in compute ranges", self._ranges,
+                     Needs(tables={"range_statistic": ("Name", "Total Time(us)")}))]
+
+
+@pytest.fixture
+def third_party():
+    host = get_plugin_host()
+    host.register(_ThirdParty(), name="third_party_rules")
+    yield
+    host.unregister("third_party_rules")
+
+
+def test_a_third_party_rule_appears_in_the_output_without_a_core_edit(third_party, planted, capsys):
+    assert "compute_ranges" in [r.id for r in registered_rules()]
+    code, out = _json(capsys, ["advise", str(planted["clean"]), "--json"])
+    assert code == 0
+    (run,) = out["runs"]
+    found = [f for f in run["findings"] if f["rule"] == "compute_ranges"]
+    assert len(found) == 1 and found[0]["evidence"][0]["Name"] == "compute"
+    assert 0 < found[0]["at_stake_ms"] <= run["step_ms"]
+    assert {"rule": "compute_ranges", "title": "Time in compute ranges", "status": "found", "findings": 1} \
+        in run["rules"]
+    # --rules picks it by id like a built-in one
+    code, out = _json(capsys, ["advise", str(planted["clean"]), "--json", "--rules", "compute_ranges"])
+    assert [r["rule"] for r in out["runs"][0]["rules"]] == ["compute_ranges"]
+
+
+def test_every_finding_has_the_documented_shape_and_rules_are_sorted_by_time_at_stake(capsys):
+    run = realdata(LEVEL1)
+    code, out = _json(capsys, ["advise", str(run), "--json"])
+    assert code == 0
+    (adv,) = out["runs"]
+    keys = {"rule", "title", "severity", "at_stake_ms", "share_of_step", "evidence", "advice", "docs"}
+    stakes = [f["at_stake_ms"] for f in adv["findings"]]
+    assert stakes == sorted(stakes, reverse=True) and len(stakes) >= 5
+    for f in adv["findings"]:
+        assert set(f) == keys
+        assert 0 < f["at_stake_ms"] <= adv["step_ms"]
+        assert f["share_of_step"] == pytest.approx(f["at_stake_ms"] / adv["step_ms"], abs=1e-5)
+        assert f["evidence"] and f["advice"] and f["docs"].startswith("docs/advise.md#")
+    # a rule with no finding says it checked; one whose data is missing says what it needs
+    status = {r["rule"]: r for r in adv["rules"]}
+    assert status["ai_cpu"]["status"] == "checked"
+    assert status["gc"]["status"] == "not_checked" and "gc.callbacks" in status["gc"]["needs"]
+
+
+def _rule(rid, check, needs=Needs()):
+    return Rule(rid, rid, check, needs)
+
+
+def test_the_runner_caps_at_the_step_time_reports_missing_needs_and_isolates_a_failing_rule(planted):
+    result = analyse_run(planted["clean"])
+    rules = [
+        _rule("huge", lambda ctx: [Finding("", "huge", "high", 1e9, [{"x": 1}], "a")]),
+        _rule("small", lambda ctx: [Finding("", "small", "low", 0.5, [{"x": 2}], "b")]),
+        _rule("needy", lambda ctx: [], Needs(tables={"kernel_details": ("Duration(us)",)}, description="device")),
+        _rule("column", lambda ctx: [], Needs(tables={"range_statistic": ("No Such Column",)})),
+        _rule("finer", lambda ctx: NotChecked("a thing only the data can say")),
+        _rule("broken", lambda ctx: 1 / 0),
+        _rule("empty", lambda ctx: []),
+    ]
+    adv = advise(result, rules, min_ms=0.0)
+    assert [f.rule for f in adv.findings] == ["huge", "small"]
+    assert adv.findings[0].at_stake_ms == pytest.approx(adv.step_ms) and adv.findings[0].share_of_step == 1.0
+    by = {o.rule: o for o in adv.outcomes}
+    assert by["needy"].status == "not_checked" and by["needy"].needs == "table kernel_details (device)"
+    assert by["column"].needs == "range_statistic column(s) No Such Column"
+    assert by["finer"].needs == "a thing only the data can say"
+    assert by["broken"].status == "error" and "ZeroDivisionError" in by["broken"].error
+    assert by["empty"].status == "checked"
+    # --min-ms hides, and counts, what has less at stake
+    adv = advise(result, rules, min_ms=1.0)
+    assert [f.rule for f in adv.findings] == ["huge"] and adv.below_min == 1
+
+
+def test_data_quality_is_carried_into_the_advice_and_the_findings_it_concerns(planted):
+    result = analyse_run(planted["dataloader"])
+    result.quality.add(QualityIssue("NPUPROF/events_0.npr", "cut at 81 %", affects=("all tables",)))
+    result.quality.add(QualityIssue("kernel_details.csv", "a column missing", affects=("kernel_details",)))
+    adv = advise(result, registered_rules())
+    assert adv.partial and len(adv.data_quality["issues"]) == 2
+    (f,) = [f for f in adv.findings if f.rule == "dataloader"]
+    assert f.affected_by_quality == ["NPUPROF/events_0.npr: cut at 81 % (affects all tables)"]
+    assert f.to_json()["data_quality"] == f.affected_by_quality
+
+
+def test_the_cli_checks_its_options_before_reading(planted, tmp_path, capsys):
+    run = planted["clean"]
+    assert main(["advise", str(run), "--rules", "breakdown,no_such_rule"]) == 2
+    assert "no_such_rule" in capsys.readouterr().err
+    assert main(["advise", str(run), "--min-ms", "-1"]) == 2
+    assert main(["advise", str(run), "-o", str(tmp_path / "a.txt")]) == 2
+    assert main(["advise", str(run), "-o", str(run / "advice.html")]) == 2
+    assert main(["advise", str(tmp_path / "nothing_here")]) == 1
+
+
+def test_html_and_json_outputs_and_the_run_is_left_as_it_was(tmp_path, capsys):
+    run = realdata(LEVEL1)
+    before = tree_digest(run)
+    page, data = tmp_path / "advice.html", tmp_path / "advice.json"
+    assert main(["advise", str(run), "-o", str(page)]) == 0
+    assert main(["advise", str(run), "-o", str(data), "--min-ms", "1"]) == 0
+    text = page.read_text()
+    assert "byte_alignment" in text and "hcom_allReduce__586_0_1" in text and "28647232" in text
+    adv = json.loads(data.read_text())["runs"][0]
+    assert all(f["at_stake_ms"] >= 1 for f in adv["findings"]) and adv["below_min_ms"] >= 1
+    assert tree_digest(run) == before
+
+
+# -- planted problems in real processes ---------------------------------------------------------------
+
+def test_gc_pauses_are_recorded_in_npuprof_runs_and_found(planted, capsys):
+    code, out = _json(capsys, ["advise", str(planted["gc"]), "--json", "--rules", "gc"])
+    assert code == 0
+    (f,) = out["runs"][0]["findings"]
+    assert f["rule"] == "gc" and f["at_stake_ms"] >= 1.0
+    gens = {r["name"]: r for r in f["evidence"]}
+    # one forced full collection per step at least, each freeing that step's cycles
+    assert gens["Python GC gen 2"]["count"] >= STEPS
+    assert sum(r["objects_collected"] for r in gens.values()) >= STEPS * CYCLES * 2 * 0.9
+    # the clean run records no pause long enough to matter
+    code, out = _json(capsys, ["advise", str(planted["clean"]), "--json", "--rules", "gc", "--min-ms", "1"])
+    assert out["runs"][0]["findings"] == [] and out["runs"][0]["rules"][0]["status"] in ("checked", "found")
+
+
+def test_a_data_loader_wait_is_found_with_its_range(planted, capsys):
+    code, out = _json(capsys, ["advise", str(planted["dataloader"]), "--json", "--min-ms", "1"])
+    adv = out["runs"][0]
+    top = adv["findings"][0]
+    assert top["rule"] == "dataloader"
+    assert top["evidence"][0]["name"].startswith("enumerate(DataLoader)#")
+    assert top["evidence"][0]["count"] == STEPS
+    # 30 ms slept per step over the run's steps (the window also holds the last step() to its stop)
+    waited_ms = DATA_WAIT_S * 1000 * STEPS / adv["steps"]
+    assert waited_ms * 0.95 <= top["at_stake_ms"] <= adv["step_ms"]
+
+
+def test_a_clean_run_gets_no_finding_above_one_millisecond(planted, capsys):
+    code, out = _json(capsys, ["advise", str(planted["clean"]), "--json", "--min-ms", "1"])
+    assert code == 0
+    assert out["runs"][0]["findings"] == []
+    assert {r["status"] for r in out["runs"][0]["rules"]} <= {"checked", "found", "not_checked"}
+
+
+def test_advise_path_reads_each_run_of_a_folder(planted):
+    folder = planted["clean"].parent.parent
+    advices = advise_path(folder, rules=["dataloader"], min_ms=1)
+    assert len(advices) == 3
+    found = {Path(a.run).parent.name: [f.rule for f in a.findings] for a in advices}
+    assert found == {"clean": [], "gc": [], "dataloader": ["dataloader"]}
