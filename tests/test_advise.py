@@ -200,3 +200,48 @@ def test_advise_path_reads_each_run_of_a_folder(planted):
     assert len(advices) == 3
     found = {Path(a.run).parent.name: [f.rule for f in a.findings] for a in advices}
     assert found == {"clean": [], "gc": [], "dataloader": ["dataloader"]}
+
+
+THIRD_PARTY_RULES = '''
+from npuprof import hookimpl
+from npuprof.analysis.advice import Finding, Needs, Rule
+
+
+def _many_ranges(ctx):
+    n = sum(int(c) for c in ctx.result.tables["range_statistic"].column("Count"))
+    return [Finding("many_ranges", f"{n} ranges", "info", 0.0, [{"ranges": n}], "fewer ranges")] if n > 5 else []
+
+
+def _taken(ctx):
+    return []
+
+
+@hookimpl
+def npuprof_advice_rules():
+    return [Rule("many_ranges", "Many user ranges", _many_ranges, Needs(tables={"range_statistic": ("Count",)})),
+            Rule("breakdown", "a second rule with a taken id", _taken)]
+'''
+
+
+def test_an_installed_third_party_rule_plugin_is_used_and_a_taken_id_is_refused(planted, tmp_path):
+    """The hookspec's own example, installed as a distribution with an ``npuprof`` entry point."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    info = site / "advice_rules-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Name: advice-rules\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[npuprof]\nadvice_rules = advice_rules\n")
+    (site / "advice_rules.py").write_text(THIRD_PARTY_RULES)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run([sys.executable, "-m", "npuprof", "advise", str(planted["clean"]), "--json"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    (f,) = [f for f in run["findings"] if f["rule"] == "many_ranges"]
+    assert f["evidence"] == [{"ranges": STEPS}]
+    ids = [r["rule"] for r in run["rules"]]
+    assert ids.count("breakdown") == 1 and ids.index("breakdown") == 0     # the built-in one kept
+    assert "rule id 'breakdown' of plugin 'advice_rules' is taken by plugin 'advise'" in proc.stderr

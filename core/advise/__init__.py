@@ -27,12 +27,16 @@ log = logging.getLogger("npuprof")
 
 
 def registered_rules() -> list[Rule]:
-    """Every rule the plugins register, in plugin order (built-ins first); a duplicate id is left out
-    with a warning naming both plugins."""
+    """Every rule the plugins register: the built-in plugins' first, then the others in the order they
+    were loaded; a rule whose id is taken is left out with a warning naming both plugins (a third-party
+    rule never replaces a built-in one)."""
     rules: list[Rule] = []
     owner: dict[str, str] = {}
     host = get_plugin_host()
-    for plugin, found in reversed(host.call("npuprof_advice_rules")):
+    answers = list(reversed(host.call("npuprof_advice_rules")))
+    builtin = {name for name, rec in host.records.items() if rec.builtin}
+    answers.sort(key=lambda pair: pair[0] not in builtin)       # stable: load order kept within each kind
+    for plugin, found in answers:
         for rule in found or []:
             if not isinstance(rule, Rule):
                 log.warning("npuprof: plugin %r returned %r from npuprof_advice_rules, not a Rule; left out",
