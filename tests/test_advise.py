@@ -245,3 +245,17 @@ def test_an_installed_third_party_rule_plugin_is_used_and_a_taken_id_is_refused(
     ids = [r["rule"] for r in run["rules"]]
     assert ids.count("breakdown") == 1 and ids.index("breakdown") == 0     # the built-in one kept
     assert "rule id 'breakdown' of plugin 'advice_rules' is taken by plugin 'advise'" in proc.stderr
+
+
+def test_the_report_ends_with_each_ranks_advice(tmp_path):
+    job = realdata("msinsight/test/data/pytorch/text/level1")
+    before = tree_digest(job)
+    page = tmp_path / "report.html"
+    assert main(["report", str(job), "-o", str(page), "--backend", "serial", "--quiet", "--advise", "1"]) == 0
+    text = page.read_text()
+    advice = text[text.index("<h2>Advice (findings of at least 1 ms per step)</h2>"):]
+    assert advice.count("rank0_ascend_pt") >= 1 and advice.count("rank1_ascend_pt") >= 1
+    assert advice.count("rule <code>breakdown</code>") == 2 and "byte_alignment" in advice
+    assert text.rstrip().endswith("</html>")
+    assert main(["report", str(job), "-o", str(tmp_path / "r2.html"), "--advise", "-1"]) == 2
+    assert tree_digest(job) == before
