@@ -74,5 +74,50 @@ def _main(out: str, mode: str) -> None:
     print(prof.saved_runs[0])
 
 
+
+
+def planted_job(out: Path, slow_rank: int, late_rank: int, world: int = 4, timeout: float = 240) -> Path:
+    """A job of ``world`` processes run at once (rank r profiled with ``rank=r`` into ``out``): every step
+    is ``load`` / ``forward`` / ``backward`` ranges of sleeps (plus a few products), ``forward`` three times
+    longer on ``slow_rank``; ``late_rank`` starts 2 s after the others. The job folder."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, __file__, str(out), "rank", str(r), str(int(r == slow_rank)),
+                               str(int(r == late_rank))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for r in range(world)]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, stderr[-3000:]
+    return out
+
+
+FORWARD_S, OTHER_S, SLOW_FACTOR, LATE_S = 0.010, 0.005, 3.0, 2.0
+
+
+def _rank_main(out: str, rank: int, slow: bool, late: bool) -> None:
+    import time
+
+    import numpy as np
+
+    from npuprof import Profiler, record_function
+
+    a = np.random.default_rng(0).standard_normal((64, 64))
+    if late:
+        time.sleep(LATE_S)
+    with Profiler(output_path=out, rank=rank) as prof:
+        for _ in range(STEPS):
+            with record_function("load"):
+                time.sleep(OTHER_S)
+            with record_function("forward"):
+                _ = a @ a
+                time.sleep(FORWARD_S * (SLOW_FACTOR if slow else 1.0))
+            with record_function("backward"):
+                _ = a @ a
+                time.sleep(OTHER_S)
+            prof.step()
+
+
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2])
+    if sys.argv[2] == "rank":
+        _rank_main(sys.argv[1], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5] == "1")
+    else:
+        _main(sys.argv[1], sys.argv[2])

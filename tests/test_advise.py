@@ -259,3 +259,24 @@ def test_the_report_ends_with_each_ranks_advice(tmp_path):
     assert text.rstrip().endswith("</html>")
     assert main(["report", str(job), "-o", str(tmp_path / "r2.html"), "--advise", "-1"]) == 2
     assert tree_digest(job) == before
+
+
+def test_slow_rank_names_the_rank_and_its_slow_range_and_a_late_starter_is_not_slow(tmp_path, capsys):
+    from advise_support import FORWARD_S, SLOW_FACTOR, planted_job
+
+    job = planted_job(tmp_path / "job", slow_rank=1, late_rank=3)
+    code, out = _json(capsys, ["advise", str(job), "--json", "--rules", "slow_rank"])
+    assert code == 0
+    job_advice = out["runs"][0]
+    assert job_advice["run"].startswith("job: ") and len(out["runs"]) == 5
+    (f,) = job_advice["findings"]            # rank 1 only: rank 3 started late, it is not slower
+    head, *parts = f["evidence"]
+    assert f["rule"] == "slow_rank" and head["rank"] == 1 and f["title"].startswith("Rank 1 is slow")
+    planted_ms = FORWARD_S * (SLOW_FACTOR - 1) * 1000
+    assert planted_ms * 0.8 <= head["excess_ms"] <= planted_ms * 1.5
+    shares = {p["component"]: p["share_of_excess"] for p in parts if "component" in p}
+    assert max(shares, key=shares.get) == "range: forward" and shares["range: forward"] >= 0.8
+    skew = parts[-1]["start_skew_ms_by_rank (trimmed: steps matched by number)"]
+    assert skew["3"] > 500 and skew["3"] == max(skew.values())     # measured, and not taken for slowness
+    # the single-run advice of each rank is there too, without the job rule
+    assert all("slow_rank" not in [r["rule"] for r in a["rules"]] for a in out["runs"][1:])

@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from ..analysis.advice import Advice, Rule, advise, select_rules
+from ..analysis.advice import Advice, Rule, advise, advise_job, select_rules
 from ..analysis.pipeline import analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
@@ -64,7 +64,8 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
                 min_ms: Any = 0.0, force: bool = False) -> list[Advice]:
     """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
 
-    ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
+    When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
+    (``run`` is ``"job: PATH"``). ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
     ``below_min``). Options are checked before anything is read (``ProfilerConfigError``).
     """
     threshold = check_number("--min-ms", min_ms, 0.0)
@@ -76,7 +77,12 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
     runs = find_runs(path)
     if not runs:
         raise ProfilerDataError(path, "holds no profiling run any reader understands")
-    return [advise(analyse_run(run, force=force), every, only=only, min_ms=threshold) for run in runs]
+    results = [analyse_run(run, force=force) for run in runs]
+    advices = [advise(res, every, only=only, min_ms=threshold) for res in results]
+    ranks = {res.rank: res for res in results}
+    if len(results) > 1 and len(ranks) == len(results):
+        advices.insert(0, advise_job(f"job: {path}", ranks, every, only=only, min_ms=threshold))
+    return advices
 
 
 __all__ = ["advise_path", "parse_rule_ids", "registered_rules"]

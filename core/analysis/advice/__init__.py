@@ -11,7 +11,7 @@ Example::
     print(advise(result, BUILTIN_RULES, min_ms=1).to_json()["findings"][:1])
 """
 from .model import Finding, Needs, NotChecked, Rule, RuleContext, RuleOutcome
-from .runner import Advice, advise, run_rule, select_rules, step_figures
+from .runner import Advice, advise, advise_job, run_rule, select_rules, step_figures
 
-__all__ = ["Advice", "Finding", "Needs", "NotChecked", "Rule", "RuleContext", "RuleOutcome", "advise", "run_rule",
+__all__ = ["Advice", "Finding", "Needs", "NotChecked", "Rule", "RuleContext", "RuleOutcome", "advise", "advise_job", "run_rule",
            "select_rules", "step_figures"]

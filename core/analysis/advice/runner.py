@@ -127,13 +127,36 @@ def run_rule(rule: Rule, ctx: RuleContext) -> RuleOutcome:
 
 def advise(result: "AnalysisResult", rules: Sequence[Rule], *, only: Optional[Iterable[str]] = None,
            min_ms: float = 0.0, options: Optional[dict] = None) -> Advice:
-    """Every rule (or those in ``only``) on ``result``; findings below ``min_ms`` per step counted, not listed."""
-    chosen = select_rules([r for r in rules if r.scope == "run"], only) if only is None else \
-        select_rules(rules, only)
+    """Every run rule (or those in ``only``) on ``result``; findings below ``min_ms`` per step counted, not
+    listed. Job rules (``scope="job"``) are :func:`advise_job`'s."""
+    chosen = [r for r in select_rules(rules, only) if r.scope == "run"]
     steps, step_ms = step_figures(result)
     ctx = RuleContext(result, steps, step_ms, dict(options or {}))
-    outcomes = [run_rule(r, ctx) for r in chosen if r.scope == "run"]
+    return _advice(str(result.run_dir), ctx, chosen, min_ms, result.quality.to_json())
+
+
+def _advice(name: str, ctx: RuleContext, chosen: list, min_ms: float, quality: dict) -> Advice:
+    outcomes = [run_rule(r, ctx) for r in chosen]
     found = sorted((f for o in outcomes for f in o.findings), key=lambda f: -f.at_stake_ms)
     kept = [f for f in found if f.at_stake_ms >= min_ms]
-    return Advice(str(result.run_dir), steps, step_ms, outcomes, kept, len(found) - len(kept), min_ms,
-                  result.quality.to_json())
+    return Advice(name, ctx.steps, ctx.step_ms, outcomes, kept, len(found) - len(kept), min_ms, quality)
+
+
+def advise_job(name: str, ranks: dict, rules: Sequence[Rule], *, only: Optional[Iterable[str]] = None,
+               min_ms: float = 0.0) -> Advice:
+    """The job rules (``scope="job"``, or those in ``only``) over ``ranks`` (rank -> AnalysisResult).
+
+    A job rule reads ``ctx.options["ranks"]``; ``ctx.result`` is the lowest rank's run, ``ctx.step_ms``
+    the median rank's mean step time (findings are capped at it). The advice's data quality is every
+    rank's issues together.
+    """
+    from ...quality import DataQuality
+
+    chosen = [r for r in select_rules(rules, only) if r.scope == "job"]
+    figures = sorted((step_figures(res) for res in ranks.values()), key=lambda f: (f[1] is None, f[1] or 0.0))
+    measured = [f for f in figures if f[1] is not None]
+    steps, step_ms = measured[len(measured) // 2] if measured else (1, None)
+    first = ranks[min(ranks)]
+    ctx = RuleContext(first, steps, step_ms, {"ranks": dict(ranks)})
+    quality = DataQuality.merged(res.quality for res in ranks.values())
+    return _advice(name, ctx, chosen, min_ms, quality.to_json())
