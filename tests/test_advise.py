@@ -280,3 +280,31 @@ def test_slow_rank_names_the_rank_and_its_slow_range_and_a_late_starter_is_not_s
     assert skew["3"] > 500 and skew["3"] == max(skew.values())     # measured, and not taken for slowness
     # the single-run advice of each rank is there too, without the job rule
     assert all("slow_rank" not in [r["rule"] for r in a["rules"]] for a in out["runs"][1:])
+
+
+def test_mfu_counts_two_m_k_n_for_every_matmul_row_of_a_real_run(capsys):
+    from npuprof.analysis.advice.flops import is_matmul, parse_shapes
+    from npuprof.analysis.advice.rules.mfu import op_flops_rows
+
+    result = analyse_run(realdata(LEVEL1))
+    rows = [r for r in op_flops_rows(result) if is_matmul(r.op_type)]
+    assert len(rows) >= 9
+    table = result.tables["kernel_details"]
+    outputs = {(n, float(d)): o for n, d, o in zip(table.column("Name"), table.column("Duration(us)"),
+                                                   table.column("Output Shapes"))}
+    for r in rows:
+        a, b = parse_shapes(r.input_shapes)[:2]
+        m, n = parse_shapes(outputs[(r.name, r.duration_us)])[0]
+        k = a[1] if a[0] == m else a[0]
+        assert sorted(b) == sorted([k, n]), (r.name, r.input_shapes)
+        assert r.flops == 2 * m * k * n
+    # the finding: per op type, and judged against the peak given
+    code, out = _json(capsys, ["advise", str(realdata(LEVEL1)), "--json", "--rules", "mfu", "--peak-tflops", "100"])
+    (f,) = out["runs"][0]["findings"]
+    head = f["evidence"][0]
+    matmul_gflop = sum(e["GFLOP"] for e in f["evidence"][1:] if "MatMul" in e["OP Type"])
+    assert matmul_gflop == pytest.approx(sum(r.flops for r in rows) / 1e9, abs=1e-3)
+    assert head["MFU(%)"] == pytest.approx(head["achieved TFLOP/s (step)"] / 100 * 100, abs=1e-2)
+    code, out = _json(capsys, ["advise", str(realdata(LEVEL1)), "--json", "--rules", "mfu"])
+    assert out["runs"][0]["rules"][0]["status"] == "not_checked" and "--peak-tflops" in out["runs"][0]["rules"][0]["needs"]
+    assert main(["advise", str(realdata(LEVEL1)), "--peak-tflops", "0"]) == 2

@@ -61,24 +61,35 @@ def parse_rule_ids(value: Any) -> Optional[list[str]]:
 
 
 def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
-                min_ms: Any = 0.0, force: bool = False) -> list[Advice]:
+                min_ms: Any = 0.0, force: bool = False, peak_tflops: Any = None,
+                peak_device: Optional[str] = None) -> list[Advice]:
     """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
 
     When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
     (``run`` is ``"job: PATH"``). ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
-    ``below_min``). Options are checked before anything is read (``ProfilerConfigError``).
+    ``below_min``). ``peak_tflops`` (or ``peak_device``, a name in the documented peak table) is the
+    device's peak for the ``mfu`` rule. Options are checked before anything is read (``ProfilerConfigError``).
     """
+    from ..analysis.advice.flops import PEAK_TFLOPS
+
     threshold = check_number("--min-ms", min_ms, 0.0)
+    options: dict = {}
+    if peak_tflops is not None:
+        options["peak_tflops"] = check_number("--peak-tflops", peak_tflops, 0.0, exclusive_min=True)
+    if peak_device is not None:
+        if str(peak_device).lower() not in PEAK_TFLOPS:
+            raise ProfilerConfigError("--peak", peak_device, f"one of {', '.join(sorted(PEAK_TFLOPS))}")
+        options["peak_device"] = str(peak_device).lower()
     every = registered_rules()
     only = None if rules is None else list(rules)
     select_rules(every, only)
     if isinstance(path, AnalysisResult):
-        return [advise(path, every, only=only, min_ms=threshold)]
+        return [advise(path, every, only=only, min_ms=threshold, options=options)]
     runs = find_runs(path)
     if not runs:
         raise ProfilerDataError(path, "holds no profiling run any reader understands")
     results = [analyse_run(run, force=force) for run in runs]
-    advices = [advise(res, every, only=only, min_ms=threshold) for res in results]
+    advices = [advise(res, every, only=only, min_ms=threshold, options=options) for res in results]
     ranks = {res.rank: res for res in results}
     if len(results) > 1 and len(ranks) == len(results):
         advices.insert(0, advise_job(f"job: {path}", ranks, every, only=only, min_ms=threshold))

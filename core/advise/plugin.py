@@ -54,7 +54,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
     target = _check_output(args.output, args.path) if args.output else None
     rules = parse_rule_ids(args.rules)
     min_ms = check_number("--min-ms", args.min_ms, 0.0)
-    advices = advise_path(args.path, rules=rules, min_ms=min_ms, force=args.force)
+    advices = advise_path(args.path, rules=rules, min_ms=min_ms, force=args.force, peak_tflops=args.peak_tflops,
+                          peak_device=args.peak)
     payload = {"runs": [a.to_json() for a in advices]}
     if target is not None:
         if target.suffix.lower() == ".html":
@@ -82,6 +83,10 @@ def npuprof_add_commands(subparsers: Any) -> None:
     a.add_argument("--rules", default=None, metavar="ID,...", help="only these rules (default: all)")
     a.add_argument("--min-ms", type=float, default=0.0, metavar="X",
                    help="list findings with at least X ms at stake per step (default 0)")
+    a.add_argument("--peak-tflops", type=float, default=None, metavar="X",
+                   help="the device's peak TFLOP/s for the mfu rule")
+    a.add_argument("--peak", default=None, metavar="DEVICE",
+                   help="take the peak from the documented table (docs/advise.md#mfu): ascend910a, a100, h100-sxm, v100")
     a.add_argument("--json", action="store_true", help="print JSON instead of the text")
     a.add_argument("-o", "--output", default=None, metavar="FILE.html|FILE.json",
                    help="also write the page (.html) or the JSON (.json); outside PATH")
