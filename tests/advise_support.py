@@ -116,8 +116,53 @@ def _rank_main(out: str, rank: int, slow: bool, late: bool) -> None:
             prof.step()
 
 
+EXECUTES_PER_STEP, ACL_STEPS = 4, 6
+
+
+def planted_acl_run(out: Path, gap_s: float, timeout: float = 180) -> Path:
+    """A pyACL app on the acl TEST DOUBLE (tests/acl, its fake msprof on PATH), profiled at Level1: each step
+    runs the model ``EXECUTES_PER_STEP`` times with ``gap_s`` of host work (a sleep) after each execute,
+    so the device idles until the next launch. The run directory."""
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, PATH=f"{here / 'acl' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env.pop("NPUPROF_NO_MSPROF", None)
+    proc = subprocess.run([sys.executable, __file__, str(out), "acl", str(gap_s)], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def _acl_main(out: str, gap_s: float) -> None:
+    import time
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from acl_support import fresh_process_state, write_model
+
+    from npuprof import Profiler
+
+    acl = fresh_process_state()
+    root = Path(out)
+    root.mkdir(parents=True, exist_ok=True)
+    acl.init()
+    acl.rt.set_device(0)
+    prof = Profiler(output_path=root / "prof", profiler_level="Level1", start_profile=False)
+    model_id, _ = acl.mdl.load_from_file(str(write_model(root / "m.json", [("conv1", "Conv2D", 100),
+                                                                           ("relu1", "Relu", 25)])))
+    prof.start()
+    for _ in range(ACL_STEPS):
+        for _ in range(EXECUTES_PER_STEP):
+            acl.mdl.execute(model_id, 0, 0)
+            time.sleep(gap_s)
+        prof.step()
+    prof.stop()
+    acl.finalize()
+    print(prof.saved_runs[0])
+
+
 if __name__ == "__main__":
-    if sys.argv[2] == "rank":
+    if sys.argv[2] == "acl":
+        _acl_main(sys.argv[1], float(sys.argv[3]))
+    elif sys.argv[2] == "rank":
         _rank_main(sys.argv[1], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5] == "1")
     else:
         _main(sys.argv[1], sys.argv[2])

@@ -308,3 +308,30 @@ def test_mfu_counts_two_m_k_n_for_every_matmul_row_of_a_real_run(capsys):
     code, out = _json(capsys, ["advise", str(realdata(LEVEL1)), "--json", "--rules", "mfu"])
     assert out["runs"][0]["rules"][0]["status"] == "not_checked" and "--peak-tflops" in out["runs"][0]["rules"][0]["needs"]
     assert main(["advise", str(realdata(LEVEL1)), "--peak-tflops", "0"]) == 2
+
+
+def test_host_bound_dispatch_on_the_acl_double_is_found_with_its_launch(tmp_path, monkeypatch, capsys):
+    """The device waits for each aclmdlExecute: 5 ms of host work follows every launch."""
+    from advise_support import EXECUTES_PER_STEP, planted_acl_run
+
+    gap_s = 0.005
+    run = planted_acl_run(tmp_path / "gaps", gap_s)
+    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'acl' / 'bin'}:{__import__('os').environ['PATH']}")
+    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "host_bound,breakdown"])
+    assert code == 0
+    adv = out["runs"][0]
+    top = adv["findings"][0]
+    assert top["rule"] in ("host_bound", "breakdown")
+    (f,) = [f for f in adv["findings"] if f["rule"] == "host_bound"]
+    gaps = [r for r in f["evidence"] if "gap_ms" in r]
+    assert gaps and all(r["launched_by"] == "aclmdlExecute" for r in gaps)
+    assert all(r["launched_ms_into_gap"] >= gap_s * 1000 * 0.9 for r in gaps)
+    # a step's device window holds the gaps between its launches (the one after its last ends the window)
+    assert f["at_stake_ms"] >= (EXECUTES_PER_STEP - 1) * gap_s * 1000 * 0.7
+    assert f["evidence"][-1]["judged_by_launch_link"] == f["evidence"][-1]["gaps"]
+    # launched back to back the device still waits for the double's Python dispatch (it is slower than the
+    # 125 µs of kernels), but the planted host work is gone from it
+    run = planted_acl_run(tmp_path / "none", 0.0)
+    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "host_bound"])
+    without = sum(f["at_stake_ms"] for f in out["runs"][0]["findings"])
+    assert without <= f["at_stake_ms"] - (EXECUTES_PER_STEP - 1) * gap_s * 1000 * 0.7

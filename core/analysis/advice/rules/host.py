@@ -109,10 +109,23 @@ def gc_pauses(ctx: RuleContext):
                     + (f" Full (generation 2) collections take {gen2:.3f} ms in all." if gen2 else ""))]
 
 
+def _launch_of(ev: EventTable) -> dict:
+    """corr -> (start ns, row) of the first host event carrying it (the call that launched the device work)."""
+    if not ev.has_links():
+        return {}
+    rows = np.flatnonzero((ev["device"] < 0) & (ev["corr"] >= 0))
+    out: dict = {}
+    for r, c, t in zip(rows.tolist(), ev["corr"][rows].tolist(), ev["ts"][rows].tolist()):
+        if c not in out or t < out[c][0]:
+            out[c] = (t, r)
+    return out
+
+
 def host_bound(ctx: RuleContext) -> list:
-    """Device idle gaps (no kernel nor communication on any stream) inside the steps while the host is
-    dispatching (an API call or operator in flight): the device waits for the host. At stake per step: the
-    gaps' time (longer than 20 µs), each listed with the host calls in it."""
+    """Device idle gaps (no kernel nor communication on any stream, longer than 20 µs) inside the steps
+    that the host caused: the work ending the gap was launched (its ``corr`` link to the host call) after
+    the gap began, so the device waited for the host's dispatch; where that work has no launch link, a gap
+    with a host launch call in flight. At stake per step: those gaps' time, each listed with the host calls in it."""
     ev = ctx.result.events
     kind, device = ev["kind"], ev["device"]
     dev_rows = np.flatnonzero(np.isin(kind, np.array([int(EventKind.KERNEL), int(EventKind.COMM)], np.uint8))
@@ -123,7 +136,10 @@ def host_bound(ctx: RuleContext) -> list:
     if not len(host):
         return NotChecked("host API calls or operators (the host's dispatch)")
     numbers, starts, ends = _steps(ev)
-    s, e = union(ev["ts"][dev_rows], ev["ts"][dev_rows] + ev["dur"][dev_rows])
+    dts = ev["ts"][dev_rows]
+    order = np.argsort(dts, kind="stable")
+    dev_rows, dts = dev_rows[order], dts[order]
+    s, e = union(dts, dts + ev["dur"][dev_rows])
     gap_s, gap_e = e[:-1], s[1:]
     keep = (gap_e - gap_s) >= MIN_GAP_NS
     gap_s, gap_e = gap_s[keep], gap_e[keep]
@@ -132,37 +148,47 @@ def host_bound(ctx: RuleContext) -> list:
     gap_s, gap_e, b = gap_s[inside], gap_e[inside], b[inside]
     if not len(gap_s):
         return []
+    launches = _launch_of(ev)
     hs = ev["ts"][host]
     he = hs + ev["dur"][host]
-    order = np.argsort(hs, kind="stable")
-    hs, he, host = hs[order], he[order], host[order]
+    horder = np.argsort(hs, kind="stable")
+    hs, he, host = hs[horder], he[horder], host[horder]
     reach = np.maximum.accumulate(he)
     names = ev.string_array("name")
     busy_gaps = []
     for gs, ge, step_i in zip(gap_s.tolist(), gap_e.tolist(), b.tolist()):
+        nxt = dev_rows[int(np.searchsorted(dts, ge, side="left"))]
+        launch = launches.get(int(ev["corr"][nxt])) if int(ev["corr"][nxt]) >= 0 else None
         hi = int(np.searchsorted(hs, ge, side="left"))
-        if hi == 0 or reach[hi - 1] <= gs:
-            continue
         lo = int(np.searchsorted(reach, gs, side="right"))
         calls = [int(host[j]) for j in range(lo, hi) if he[j] > gs]
-        if calls:
-            busy_gaps.append((ge - gs, gs, step_i, calls))
+        if launch is not None:
+            if launch[0] > gs:
+                busy_gaps.append((ge - gs, gs, step_i, calls, (launch[1], launch[0] - gs)))
+        elif calls:     # no launch link for this gap's work: a launch call in flight
+            busy_gaps.append((ge - gs, gs, step_i, calls, None))
     if not busy_gaps:
         return []
     total = sum(g[0] for g in busy_gaps)
     evidence = []
-    for gap, gs, step_i, calls in sorted(busy_gaps, key=lambda g: -g[0])[:TOP]:
+    for gap, gs, step_i, calls, launch in sorted(busy_gaps, key=lambda g: -g[0])[:TOP]:
         top_calls = sorted(calls, key=lambda j: -int(ev["dur"][j]))[:3]
-        evidence.append({"step": int(numbers[step_i]), "gap_start_ms": round((gs - int(starts[step_i])) / 1e6, 3),
-                         "gap_ms": round(gap / 1e6, 3),
-                         "host_calls": [f"{names[j]} ({int(ev['dur'][j]) / 1e6:.3f} ms)" for j in top_calls]})
-    evidence.append({"gaps": len(busy_gaps), "total_ms": round(total / 1e6, 3)})
+        row = {"step": int(numbers[step_i]), "gap_start_ms": round((gs - int(starts[step_i])) / 1e6, 3),
+               "gap_ms": round(gap / 1e6, 3)}
+        if launch is not None:
+            row["launched_by"] = str(names[launch[0]])
+            row["launched_ms_into_gap"] = round(launch[1] / 1e6, 3)
+        row["host_calls"] = [f"{names[j]} ({int(ev['dur'][j]) / 1e6:.3f} ms)" for j in top_calls]
+        evidence.append(row)
+    by_link = sum(1 for g in busy_gaps if g[4] is not None)
+    evidence.append({"gaps": len(busy_gaps), "total_ms": round(total / 1e6, 3), "judged_by_launch_link": by_link,
+                     "judged_by_host_call_in_flight": len(busy_gaps) - by_link})
     return [Finding("host_bound", f"The device idles {total / 1e6 / ctx.steps:.3f} ms per step waiting for the "
                                   f"host's dispatch ({len(busy_gaps)} gaps)", "medium", total / 1e6 / ctx.steps,
                     evidence,
                     "Launch less from the host: fuse small operators, capture the step as a graph (MindSpore "
                     "graph mode, torch_npu's graph mode / aclgraph, TensorFlow tf.function), enable the task "
-                    "queue, bind the host process to cores near the device.")]
+                    "queue, keep Python work between launches out of the step's critical path.")]
 
 
 def _device_free_ms(ctx: RuleContext):
