@@ -335,3 +335,27 @@ def test_host_bound_dispatch_on_the_acl_double_is_found_with_its_launch(tmp_path
     code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "host_bound"])
     without = sum(f["at_stake_ms"] for f in out["runs"][0]["findings"])
     assert without <= f["at_stake_ms"] - (EXECUTES_PER_STEP - 1) * gap_s * 1000 * 0.7
+
+
+def test_block_dim_counts_the_idle_cores_of_each_kernel_from_kernel_details(capsys):
+    import csv
+    import math
+
+    run = realdata(LEVEL1)
+    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "block_dim", "--ai-cores", "24,48"])
+    (f,) = out["runs"][0]["findings"]
+    cores = {"AI_CORE": 24, "AI_VECTOR_CORE": 48, "MIX_AIV": 48}
+    idle = {}
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as fh:
+        for r in csv.DictReader(fh):
+            n, bd = cores.get(r["Accelerator Core"]), int(r["Block Dim"])
+            if n and bd > 0:
+                lost = float(r["Duration(us)"]) * (1 - bd / (math.ceil(bd / n) * n))
+                if lost > 0:
+                    key = (r["Type"], r["Accelerator Core"])
+                    idle[key] = idle.get(key, 0.0) + lost
+    assert f["at_stake_ms"] == pytest.approx(sum(idle.values()) / 1000, abs=1e-3)
+    for row in f["evidence"]:
+        assert row["idle-core time(us)"] == pytest.approx(idle[(row["OP Type"], row["Accelerator Core"])], abs=2e-3)
+    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "block_dim"])
+    assert out["runs"][0]["rules"][0]["needs"].startswith("the device's AI Core count")

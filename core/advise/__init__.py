@@ -60,9 +60,21 @@ def parse_rule_ids(value: Any) -> Optional[list[str]]:
     return [i.strip() for i in ids if i.strip()]
 
 
+def parse_ai_cores(value: Any) -> dict:
+    """``--ai-cores CUBE[,VECTOR]`` -> {"cube": n, "vector": m} (VECTOR defaults to CUBE)."""
+    parts = [p.strip() for p in str(value).split(",")] if not isinstance(value, (list, tuple)) else list(value)
+    try:
+        numbers = [int(p) for p in parts]
+    except (TypeError, ValueError):
+        numbers = []
+    if not 1 <= len(numbers) <= 2 or any(n < 1 for n in numbers):
+        raise ProfilerConfigError("--ai-cores", value, "CUBE[,VECTOR]: one or two core counts >= 1, e.g. 24,48")
+    return {"cube": numbers[0], "vector": numbers[-1]}
+
+
 def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
                 min_ms: Any = 0.0, force: bool = False, peak_tflops: Any = None,
-                peak_device: Optional[str] = None) -> list[Advice]:
+                peak_device: Optional[str] = None, ai_cores: Any = None) -> list[Advice]:
     """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
 
     When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
@@ -80,6 +92,8 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
         if str(peak_device).lower() not in PEAK_TFLOPS:
             raise ProfilerConfigError("--peak", peak_device, f"one of {', '.join(sorted(PEAK_TFLOPS))}")
         options["peak_device"] = str(peak_device).lower()
+    if ai_cores is not None:
+        options["ai_cores"] = parse_ai_cores(ai_cores)
     every = registered_rules()
     only = None if rules is None else list(rules)
     select_rules(every, only)
@@ -96,4 +110,4 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
     return advices
 
 
-__all__ = ["advise_path", "parse_rule_ids", "registered_rules"]
+__all__ = ["advise_path", "parse_ai_cores", "parse_rule_ids", "registered_rules"]

@@ -75,3 +75,55 @@ RULES = [
          Needs(tables={"kernel_details": ("Type",)}, description="device data", reads=("events",)),
          docs="docs/advise.md#dynamic_shape"),
 ]
+
+
+CORE_KINDS = {"AI_CORE": "cube", "AI_CUBE_CORE": "cube", "MIX_AIC": "cube", "AI_VECTOR_CORE": "vector",
+              "MIX_AIV": "vector"}
+
+
+def block_dim(ctx: RuleContext):
+    """AI Core kernels that leave cores idle: ``Block Dim`` below the device's core count, or a last wave
+    of blocks that fills only part of the cores (``--ai-cores CUBE[,VECTOR]``, e.g. ``24,48`` on an Ascend
+    910B2). Per kernel the cores used on average are ``bd / (ceil(bd / cores) * cores)``; at stake per step:
+    each kernel's time times the share of cores left idle (an upper bound: it assumes the kernel scales)."""
+    cores = ctx.options.get("ai_cores")
+    if not cores:
+        return NotChecked("the device's AI Core count: --ai-cores CUBE[,VECTOR] (e.g. 24,48)")
+    table = ctx.result.tables["kernel_details"]
+    per_type: dict = {}
+    total_us = 0.0
+    for core, bd, dur, op_type in zip(table.column("Accelerator Core"), table.column("Block Dim"),
+                                      table.column("Duration(us)"), table.column("Type")):
+        kind = CORE_KINDS.get(str(core).upper())
+        n = cores.get(kind) if kind else None
+        try:
+            blocks = int(float(bd))
+        except (TypeError, ValueError):
+            continue
+        if not n or blocks <= 0:
+            continue
+        waves = -(-blocks // n)
+        used = blocks / (waves * n)
+        if used >= 1.0:
+            continue
+        lost = _num(dur) * (1.0 - used)
+        total_us += lost
+        agg = per_type.setdefault((str(op_type), str(core)), [0, blocks, blocks, 0.0, 0.0, n])
+        agg[0] += 1
+        agg[1], agg[2] = min(agg[1], blocks), max(agg[2], blocks)
+        agg[3] += _num(dur)
+        agg[4] += lost
+    if total_us <= 0:
+        return []
+    evidence = [{"OP Type": t, "Accelerator Core": c, "kernels": n, "Block Dim": f"{lo}-{hi}" if lo != hi else lo,
+                 "cores": cores_n, "time(us)": round(d, 3), "idle-core time(us)": round(lost, 3)}
+                for (t, c), (n, lo, hi, d, lost, cores_n) in sorted(per_type.items(), key=lambda kv: -kv[1][4])]
+    return [Finding("block_dim", f"AI Core kernels leave cores idle ({len(per_type)} operator types)", "low",
+                    total_us / 1000.0 / ctx.steps, evidence[:20],
+                    "Split the work of these operators into a multiple of the device's core count (tiling, "
+                    "batch or sequence dimension); merge small kernels.")]
+
+
+RULES.append(Rule("block_dim", "AI Core kernels using fewer cores than the device has", block_dim,
+                  Needs(tables={"kernel_details": ("Accelerator Core", "Block Dim", "Duration(us)", "Type")},
+                        description="Level1 device data"), docs="docs/advise.md#block_dim"))
