@@ -90,6 +90,8 @@ def block_dim(ctx: RuleContext):
     if not cores:
         return NotChecked("the device's AI Core count: --ai-cores CUBE[,VECTOR] (e.g. 24,48)")
     table = ctx.result.tables["kernel_details"]
+    if not any(str(c).upper() in CORE_KINDS for c in table.column("Accelerator Core")):
+        return NotChecked("Ascend AI Core kernels (Accelerator Core AI_CORE, AI_VECTOR_CORE, MIX_*)")
     per_type: dict = {}
     total_us = 0.0
     for core, bd, dur, op_type in zip(table.column("Accelerator Core"), table.column("Block Dim"),
