@@ -274,6 +274,7 @@ class Recorder:
         self._gc.detach()
         for name, t0, t1, args in self._gc.drain():
             self.add(_RANGE, name, t0, t1, GC_DOMAIN, args)
+        self.dropped += self._gc.dropped      # pauses past GC_PAUSES_KEPT: the run says events were lost
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

@@ -359,3 +359,15 @@ def test_block_dim_counts_the_idle_cores_of_each_kernel_from_kernel_details(caps
         assert row["idle-core time(us)"] == pytest.approx(idle[(row["OP Type"], row["Accelerator Core"])], abs=2e-3)
     code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "block_dim"])
     assert out["runs"][0]["rules"][0]["needs"].startswith("the device's AI Core count")
+
+
+def test_cluster_explain_says_why_the_slow_rank_is_slow(tmp_path, capsys):
+    from advise_support import planted_job
+
+    # the runs of one job must overlap in time for `cluster` to take them as one: a shorter late start
+    job = planted_job(tmp_path / "job", slow_rank=2, late_rank=0, late_s=0.2)
+    assert main(["cluster", str(job), "-o", str(tmp_path / "out"), "--backend", "serial", "--quiet",
+                 "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "slow ranks: [2]" in out
+    assert "slow_rank: Rank 2 is slow" in out and "range: forward" in out

@@ -110,4 +110,11 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
     return advices
 
 
-__all__ = ["advise_path", "parse_ai_cores", "parse_rule_ids", "registered_rules"]
+def explain_job(name: str, runs_by_rank: dict, min_ms: float = 0.0) -> Advice:
+    """The ``slow_rank`` rule over a job's runs (rank -> run directory): which rank is slow and where its
+    extra step time goes (``npuprof cluster --explain``)."""
+    ranks = {rank: analyse_run(Path(run)) for rank, run in sorted(runs_by_rank.items())}
+    return advise_job(name, ranks, registered_rules(), only=["slow_rank"], min_ms=min_ms)
+
+
+__all__ = ["advise_path", "explain_job", "parse_ai_cores", "parse_rule_ids", "registered_rules"]
