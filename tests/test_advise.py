@@ -371,3 +371,26 @@ def test_cluster_explain_says_why_the_slow_rank_is_slow(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "slow ranks: [2]" in out
     assert "slow_rank: Rank 2 is slow" in out and "range: forward" in out
+
+
+def test_analyse_writes_op_flops_csv_for_a_run_with_shapes_only(planted, tmp_path):
+    import csv
+    import shutil
+
+    run = realdata(LEVEL1)
+    assert main(["analyse", str(run), "-o", str(tmp_path / "out"), "--quiet"]) == 0
+    (path,) = (tmp_path / "out").rglob("op_flops.csv")
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv", newline="") as fh:
+        assert len(rows) == len(list(csv.DictReader(fh)))
+    matmul = [r for r in rows if r["Type"].startswith("MatMul")]
+    assert matmul and all(int(r["FLOPs"]) > 0 and float(r["TFLOP/s"]) > 0 for r in matmul)
+    big = [r for r in matmul if r["Input Shapes"].strip('"').startswith("32,9216;4096,9216")]
+    assert big and int(big[0]["FLOPs"]) == 2 * 32 * 9216 * 4096
+    assert all(r["Not Counted"] for r in rows if r["FLOPs"] == "")
+    # an npuprof host run has no shapes: no file (analysed in a copy: the planted runs stay as recorded)
+    copy = tmp_path / "clean" / planted["clean"].name
+    shutil.copytree(planted["clean"], copy)
+    assert main(["analyse", str(copy), "--quiet"]) == 0
+    assert (copy / "ASCEND_PROFILER_OUTPUT").is_dir() and not list(copy.rglob("op_flops.csv"))

@@ -30,6 +30,20 @@ def npuprof_advice_rules() -> list:
     return list(BUILTIN_RULES)
 
 
+@hookimpl
+def npuprof_export(result: Any, target: Any) -> Any:
+    """``op_flops.csv`` beside kernel_details: each kernel's FLOPs from its shapes (runs with shapes only)."""
+    if not target.text:
+        return None
+    from ..analysis.advice.rules.mfu import op_flops_table
+    from ..export.csvfiles import write_csv
+
+    table = op_flops_table(result)
+    if table is None:
+        return None
+    return [write_csv(table, target.output_dir / "op_flops.csv")]
+
+
 def _check_output(value: Any, source: str) -> Path:
     from ..errors import ProfilerConfigError
     from ..validate import check_output_path

@@ -17,6 +17,30 @@ def op_flops_rows(result) -> list:
             for t, n, d, i, o, dt in zip(*(cols[c] for c in SHAPE_COLUMNS))]
 
 
+OP_FLOPS_COLUMNS = ["Name", "Type", "Input Shapes", "Input Data Types", "Duration(us)", "FLOPs", "TFLOP/s",
+                    "Not Counted"]
+
+
+def op_flops_table(result):
+    """op_flops: each kernel_details row with its FLOPs and achieved TFLOP/s (empty cells: not counted, the
+    reason in ``Not Counted``); None when the run has no shapes or no kernel is counted."""
+    from ...table import Table
+
+    table = result.tables.get("kernel_details")
+    if table is None or not len(table) or any(c not in table.columns for c in SHAPE_COLUMNS):
+        return None
+    rows = op_flops_rows(result)
+    if not any(r.flops is not None for r in rows):
+        return None
+    tflops = [r.flops / (r.duration_us * 1e-6) / 1e12 if r.flops is not None and r.duration_us > 0 else None
+              for r in rows]
+    return Table("op_flops", list(OP_FLOPS_COLUMNS), {
+        "Name": [r.name for r in rows], "Type": [r.op_type for r in rows],
+        "Input Shapes": [r.input_shapes for r in rows], "Input Data Types": [r.dtype for r in rows],
+        "Duration(us)": [r.duration_us for r in rows], "FLOPs": [r.flops for r in rows],
+        "TFLOP/s": [None if t is None else round(t, 6) for t in tflops], "Not Counted": [r.why for r in rows]})
+
+
 def mfu(ctx: RuleContext):
     """Model FLOPs utilisation of the counted kernels: their FLOPs per step over the step time and the
     device's peak (``--peak-tflops``, or ``--peak DEVICE`` from the documented table for the kernels' data
