@@ -77,15 +77,15 @@ def _main(out: str, mode: str) -> None:
 
 
 def planted_job(out: Path, slow_rank: int, late_rank: int, world: int = 4, late_s: float = 2.0,
-                timeout: float = 240) -> Path:
+                steps: int = STEPS, timeout: float = 240) -> Path:
     """A job of ``world`` processes run at once (rank r profiled with ``rank=r`` into ``out``): every step
     is ``load`` / ``forward`` / ``backward`` ranges of sleeps (plus a few products), ``forward`` three times
     longer on ``slow_rank``; ``late_rank`` starts ``late_s`` after the others (``WORLD_SIZE`` says the
-    world, as a launcher does). The job folder."""
+    world, as a launcher does); ``steps`` steps each. The job folder."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                WORLD_SIZE=str(world))
     procs = [subprocess.Popen([sys.executable, __file__, str(out), "rank", str(r), str(int(r == slow_rank)),
-                               str(late_s if r == late_rank else 0.0)], stdout=subprocess.PIPE,
+                               str(late_s if r == late_rank else 0.0), str(steps)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for r in range(world)]
     for proc in procs:
         _, stderr = proc.communicate(timeout=timeout)
@@ -93,10 +93,10 @@ def planted_job(out: Path, slow_rank: int, late_rank: int, world: int = 4, late_
     return out
 
 
-FORWARD_S, OTHER_S, SLOW_FACTOR = 0.010, 0.005, 3.0
+FORWARD_S, OTHER_S, SLOW_FACTOR = 0.020, 0.005, 3.0
 
 
-def _rank_main(out: str, rank: int, slow: bool, late_s: float) -> None:
+def _rank_main(out: str, rank: int, slow: bool, late_s: float, steps: int) -> None:
     import time
 
     import numpy as np
@@ -107,7 +107,7 @@ def _rank_main(out: str, rank: int, slow: bool, late_s: float) -> None:
     if late_s:
         time.sleep(late_s)
     with Profiler(output_path=out, rank=rank) as prof:
-        for _ in range(STEPS):
+        for _ in range(steps):
             with record_function("load"):
                 time.sleep(OTHER_S)
             with record_function("forward"):
@@ -166,6 +166,6 @@ if __name__ == "__main__":
     if sys.argv[2] == "acl":
         _acl_main(sys.argv[1], float(sys.argv[3]))
     elif sys.argv[2] == "rank":
-        _rank_main(sys.argv[1], int(sys.argv[3]), sys.argv[4] == "1", float(sys.argv[5]))
+        _rank_main(sys.argv[1], int(sys.argv[3]), sys.argv[4] == "1", float(sys.argv[5]), int(sys.argv[6]))
     else:
         _main(sys.argv[1], sys.argv[2])

@@ -3,16 +3,17 @@
 Steps are matched across ranks by number, so a rank whose profiler merely started later (start-up
 skew) is judged on the same steps as the others, never on the time it started; the skew itself is
 measured (first common step's start, rank by rank) and reported. Only the steps every rank recorded
-are used, less the first of them (warm-up) when three or more remain.
+are used, less the first of them (warm-up) when three or more remain, and less a last step under a
+tenth of the median step (the window's tail from the last ``step()`` to its stop).
 
-Per rank the metric is its mean **busy time** per step, ``Stage - Communication(Not Overlapped)``
+Per rank the metric is its median **busy time** per step, ``Stage - Communication(Not Overlapped)``
 (in synchronous training the others wait for a slow rank inside communication, so its step is not
 longer, its busy time is); without communication data the step time. A rank is slow when its busy
 time exceeds the ranks' median by more than ``max(3.5 * 1.4826 * MAD, 5 % of the median)`` (a robust
-z-score above 3.5 and 5 % over: npuprof.cluster.slowrank's rule, applied to the per-rank means).
+z-score above 3.5 and 5 % over: npuprof.cluster.slowrank's rule, applied to the per-rank medians).
 
 Its excess over the median rank is decomposed into what it spent more on per step, each with its
-share of the excess: operator types (op_statistic), named ranges (range_statistic), data waiting
+share of the excess (each a median over the steps): operator types (op_statistic), named ranges (range_statistic), data waiting
 (the ``dataloader`` rule's names), host gaps (Free), communication waiting (Communication(Not
 Overlapped): the time the *other* ranks wait shows there, so a slow rank's is usually below median).
 """
@@ -59,37 +60,43 @@ def _f(v) -> float:
 
 
 def _per_step_components(result, steps: list) -> dict:
-    """component -> ms per step over ``steps`` (events inside those steps' ProfilerStep ranges)."""
+    """component -> its median ms per step over ``steps`` (events inside those steps' ProfilerStep ranges):
+    the median, so that a step slowed by something else on the machine does not decide."""
     ev = result.events
     numbers, starts, ends = step_spans(ev)
     keep = np.isin(numbers, np.array(steps))
     comps: dict = {}
     if not keep.any() or not len(ev):
         return comps
-    n = int(keep.sum())
+    n_steps = len(numbers)
     kind, dur, ts = ev["kind"], ev["dur"], ev["ts"]
     b = np.searchsorted(starts, ts, side="right") - 1
-    inside = (b >= 0) & (ts < ends[np.clip(b, 0, len(ends) - 1)]) & keep[np.clip(b, 0, len(keep) - 1)]
-    names, types = ev.strings, ev["type"]
+    bc = np.clip(b, 0, n_steps - 1)
+    inside = (b >= 0) & (ts < ends[bc]) & keep[bc]
+    names = ev.strings
+    per_step: dict = {}
 
     def add(prefix: str, mask: np.ndarray, key_col: np.ndarray) -> None:
         rows = np.flatnonzero(mask & inside)
         if not len(rows):
             return
-        codes, inv = np.unique(key_col[rows], return_inverse=True)
-        sums = np.bincount(inv, weights=dur[rows].astype(np.float64))
-        for c, s in zip(codes.tolist(), sums.tolist()):
-            key = f"{prefix}{names[c]}"
-            comps[key] = comps.get(key, 0.0) + s / 1e6 / n
+        for code in np.unique(key_col[rows]).tolist():
+            mine = rows[key_col[rows] == code]
+            sums = np.bincount(bc[mine], weights=dur[mine].astype(np.float64), minlength=n_steps)
+            key = f"{prefix}{names[code]}"
+            per_step[key] = per_step.get(key, 0.0) + sums
 
     device = ev["device"] >= 0
-    add("operator type: ", (kind == np.uint8(EventKind.KERNEL)) & device, types)
-    if not ((kind == np.uint8(EventKind.KERNEL)) & device).any():
-        add("operator type: ", kind == np.uint8(EventKind.OP), types)
+    kernels = (kind == np.uint8(EventKind.KERNEL)) & device
+    add("operator type: ", kernels, ev["type"])
+    if not kernels.any():
+        add("operator type: ", kind == np.uint8(EventKind.OP), ev["type"])
     add("range: ", (kind == np.uint8(EventKind.RANGE)) & (ev["device"] < 0), ev["name"])
-    data = {k: v for k, v in comps.items() if k.startswith("range: ") and DATA_WAIT.search(k)}
+    data = [v for k, v in per_step.items() if k.startswith("range: ") and DATA_WAIT.search(k)]
     if data:
-        comps["data wait"] = sum(data.values())
+        per_step["data wait"] = sum(data)
+    for key, values in per_step.items():
+        comps[key] = float(np.median(values[keep])) / 1e6
     return comps
 
 
@@ -102,6 +109,10 @@ def slow_rank(ctx: RuleContext):
     common = sorted(set.intersection(*(set(s) for s in per_rank.values())))
     if len(common) >= 3:
         common = common[1:]
+    if len(common) >= 3:
+        stages = [float(np.median([per_rank[rk][s][0] for rk in ranks])) for s in common]
+        if stages[-1] < 0.1 * float(np.median(stages)):
+            common = common[:-1]
     if not common:
         return NotChecked("steps every rank recorded (step_trace_time)")
     # start-up skew: when each rank's first common step started, against the earliest
@@ -113,7 +124,8 @@ def slow_rank(ctx: RuleContext):
             first[rk] = int(starts[hit[0]])
     t0 = min(first.values()) if first else 0
     skew = {rk: (t - t0) / 1e6 for rk, t in first.items()}
-    busy = {rk: float(np.mean([per_rank[rk][s][0] - per_rank[rk][s][1] for s in common])) for rk in ranks}
+    # medians over the steps: a step slowed by something else on the machine does not decide
+    busy = {rk: float(np.median([per_rank[rk][s][0] - per_rank[rk][s][1] for s in common])) for rk in ranks}
     values = np.array(list(busy.values()))
     med = float(np.median(values))
     mad = float(np.median(np.abs(values - med)))
@@ -124,9 +136,9 @@ def slow_rank(ctx: RuleContext):
     comps = {rk: _per_step_components(res, common) for rk, res in ranks.items()}
     on_device = all(bool((res.events["kind"] == np.uint8(EventKind.KERNEL)).any()) for res in ranks.values())
     # Free is the device's idle time; on a host-only run it is the whole step less host operators: no gap
-    free = {rk: float(np.nanmean([per_rank[rk][s][2] for s in common])) if on_device else math.nan
+    free = {rk: float(np.nanmedian([per_rank[rk][s][2] for s in common])) if on_device else math.nan
             for rk in ranks}
-    comm = {rk: float(np.mean([per_rank[rk][s][1] for s in common])) for rk in ranks}
+    comm = {rk: float(np.median([per_rank[rk][s][1] for s in common])) for rk in ranks}
     findings = []
     for rk in slow:
         excess = busy[rk] - med
