@@ -25,13 +25,22 @@ def _cell(value: Any) -> str:
     return "N/A" if value is None else _e(value)
 
 
-def _evidence_table(rows: list) -> str:
-    headers: list = []
+def evidence_groups(rows: list) -> list:
+    """Consecutive evidence rows with the same columns, as (columns, rows): one table each (a rule may give
+    a summary row, then detail rows)."""
+    groups: list = []
     for r in rows:
-        for k in r:
-            if k not in headers:
-                headers.append(k)
-    return html_table(headers, [[_cell(r.get(h)) for h in headers] for r in rows])
+        keys = list(r)
+        if groups and groups[-1][0] == keys:
+            groups[-1][1].append(r)
+        else:
+            groups.append((keys, [r]))
+    return groups
+
+
+def _evidence_table(rows: list) -> str:
+    return "".join(html_table(headers, [[_cell(r.get(h)) for h in headers] for r in part])
+                   for headers, part in evidence_groups(rows))
 
 
 def advice_section(advices: Sequence[Any], heading: str = "Advice") -> str:
@@ -78,21 +87,22 @@ def print_advice(advices: Sequence[Any], console: Any) -> None:
         console.rule(f"{adv.run}  ({adv.steps} step(s), mean step {step})")
         for f in adv.findings:
             share = "N/A" if f.share_of_step is None else f"{f.share_of_step * 100:.1f}%"
-            console.print(f"[bold]{f.at_stake_ms:10.3f} ms[/bold] ({share}) [{f.severity}] {f.rule}: {f.title}",
-                          markup=True, highlight=False)
+            from rich.markup import escape
+
+            console.print(f"[bold]{f.at_stake_ms:10.3f} ms[/bold] ({share}) {escape(f'[{f.severity}]')} {f.rule}: "
+                          f"{escape(f.title)}", markup=True, highlight=False)
             console.print(f"    {f.advice}", highlight=False, markup=False)
             if f.affected_by_quality:
                 console.print(f"    data quality: {'; '.join(f.affected_by_quality)}", markup=False)
-            if f.evidence:
+            for headers, part in evidence_groups(f.evidence):
                 t = RichTable(show_edge=False, pad_edge=False)
-                headers: list = []
-                for r in f.evidence:
-                    headers += [k for k in r if k not in headers]
                 for h in headers:
                     t.add_column(str(h))
-                for r in f.evidence[:10]:
+                for r in part[:10]:
                     t.add_row(*[_plain(r.get(h)) for h in headers])
                 console.print(t)
+                if len(part) > 10:
+                    console.print(f"    ... {len(part) - 10} more row(s) (--json has them all)", markup=False)
         if adv.below_min:
             console.print(f"{adv.below_min} finding(s) below --min-ms {adv.min_ms:g}", markup=False)
         for o in adv.outcomes:
