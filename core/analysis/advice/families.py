@@ -92,7 +92,7 @@ def compute_families(events: EventTable) -> ComputeFamilies:
     args = kernels.args_objects(kernels["args"])
     # the host start of each kernel's launch (its corr link), 0 without one
     flow = np.zeros(len(kernels), np.int64)
-    if events.has_links:
+    if events.has_links():
         hrows = np.flatnonzero((device < 0) & (events["corr"] >= 0))
         hc, hts = events["corr"][hrows], events["ts"][hrows]
         order = np.lexsort((hts, hc))

@@ -67,8 +67,7 @@ class Needs:
             if absent:
                 lacking.append(f"{name} column(s) {', '.join(absent)}")
         if self.events:
-            kinds = result.events["kind"] if len(result.events) else ()
-            present = set(int(k) for k in set(kinds.tolist())) if len(kinds) else set()
+            present = {int(k) for k in set(result.events["kind"].tolist())} if len(result.events) else set()
             for kind in self.events:
                 if int(kind) not in present:
                     lacking.append(f"{EventKind(kind).name.lower()} events")

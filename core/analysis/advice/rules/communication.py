@@ -6,14 +6,14 @@ from collections import OrderedDict
 import numpy as np
 
 from ....events import EventKind
-from ..model import Finding, Needs, NotChecked, Rule, RuleContext
+from ..model import CheckResult, Finding, Needs, NotChecked, Rule, RuleContext
 
 ALIGNMENT_BYTES = 512
 MIN_CHECKED_BYTES = 512     # msprof-analyze's byte_alignment rule: tasks of at most 512 bytes are not judged
 _COPY_TASKS = ("Memcpy", "Reduce")
 
 
-def byte_alignment(ctx: RuleContext) -> list:
+def byte_alignment(ctx: RuleContext) -> CheckResult:
     """SDMA copy/reduce tasks of collectives (off-chip links, over 512 bytes) whose size is not a multiple of
     512 bytes: per operator, its checked size, the tasks' duration, the misaligned tasks' duration and the
     bandwidth. At stake per step: the misaligned tasks' time (an upper bound: aligned they still take some).

@@ -8,7 +8,7 @@ import numpy as np
 from ....events import EventKind, EventTable
 from ...steps import step_spans
 from ...intervals import per_bucket_length, union
-from ..model import Finding, Needs, NotChecked, Rule, RuleContext
+from ..model import CheckResult, Finding, Needs, NotChecked, Rule, RuleContext
 
 GC_DOMAIN = "python_gc"     # npuprof.recorder.GC_DOMAIN (collection layer; repeated, not imported upward)
 DATA_WAIT = re.compile(r"enumerate\(DataLoader\)|DataLoaderIter|IteratorGetNext|GetNext|dataset_iterator|"
@@ -121,7 +121,7 @@ def _launch_of(ev: EventTable) -> dict:
     return out
 
 
-def host_bound(ctx: RuleContext) -> list:
+def host_bound(ctx: RuleContext) -> CheckResult:
     """Device idle gaps (no kernel nor communication on any stream, longer than 20 µs) inside the steps
     that the host caused: the work ending the gap was launched (its ``corr`` link to the host call) after
     the gap began, so the device waited for the host's dispatch; where that work has no launch link, a gap
@@ -155,7 +155,7 @@ def host_bound(ctx: RuleContext) -> list:
     hs, he, host = hs[horder], he[horder], host[horder]
     reach = np.maximum.accumulate(he)
     names = ev.string_array("name")
-    busy_gaps = []
+    busy_gaps: list = []
     for gs, ge, step_i in zip(gap_s.tolist(), gap_e.tolist(), b.tolist()):
         nxt = dev_rows[int(np.searchsorted(dts, ge, side="left"))]
         launch = launches.get(int(ev["corr"][nxt])) if int(ev["corr"][nxt]) >= 0 else None

@@ -37,7 +37,7 @@ TOP = 8
 def _steps(result) -> dict:
     """step number -> (Stage ms, Communication(Not Overlapped) ms or 0, Free ms or nan)."""
     table = result.tables.get("step_trace_time")
-    out = {}
+    out: dict = {}
     if table is None or not len(table):
         return out
     for r in table.records():
