@@ -394,3 +394,19 @@ def test_analyse_writes_op_flops_csv_for_a_run_with_shapes_only(planted, tmp_pat
     shutil.copytree(planted["clean"], copy)
     assert main(["analyse", str(copy), "--quiet"]) == 0
     assert (copy / "ASCEND_PROFILER_OUTPUT").is_dir() and not list(copy.rglob("op_flops.csv"))
+
+
+def test_memory_names_the_peak_the_memory_record_holds_and_what_was_alive(planted, capsys):
+    import csv
+
+    run = realdata(LEVEL1)
+    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "memory", "--device-memory-gb", "64"])
+    (f,) = out["runs"][0]["findings"]
+    head = f["evidence"][0]
+    with open(run / "ASCEND_PROFILER_OUTPUT" / "memory_record.csv", newline="") as fh:
+        allocated = [float(r["Total Allocated(MB)"]) for r in csv.DictReader(fh) if r["Total Allocated(MB)"]]
+    assert head["peak allocated(MB)"] == pytest.approx(max(allocated), abs=1e-3)
+    assert head["share of device(%)"] == pytest.approx(max(allocated) / 65536 * 100, abs=0.01)
+    assert f["at_stake_ms"] == 0.0 and any("operator" in r for r in f["evidence"])
+    code, out = _json(capsys, ["advise", str(planted["clean"]), "--json", "--rules", "memory"])
+    assert out["runs"][0]["rules"][0]["needs"] == "memory events (profile_memory=True)"

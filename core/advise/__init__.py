@@ -74,7 +74,8 @@ def parse_ai_cores(value: Any) -> dict:
 
 def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
                 min_ms: Any = 0.0, force: bool = False, peak_tflops: Any = None,
-                peak_device: Optional[str] = None, ai_cores: Any = None) -> list[Advice]:
+                peak_device: Optional[str] = None, ai_cores: Any = None,
+                device_memory_gb: Any = None) -> list[Advice]:
     """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
 
     When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
@@ -94,6 +95,8 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
         options["peak_device"] = str(peak_device).lower()
     if ai_cores is not None:
         options["ai_cores"] = parse_ai_cores(ai_cores)
+    if device_memory_gb is not None:
+        options["device_memory_gb"] = check_number("--device-memory-gb", device_memory_gb, 0.0, exclusive_min=True)
     every = registered_rules()
     only = None if rules is None else list(rules)
     select_rules(every, only)

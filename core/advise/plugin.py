@@ -69,7 +69,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     rules = parse_rule_ids(args.rules)
     min_ms = check_number("--min-ms", args.min_ms, 0.0)
     advices = advise_path(args.path, rules=rules, min_ms=min_ms, force=args.force, peak_tflops=args.peak_tflops,
-                          peak_device=args.peak, ai_cores=args.ai_cores)
+                          peak_device=args.peak, ai_cores=args.ai_cores, device_memory_gb=args.device_memory_gb)
     payload = {"runs": [a.to_json() for a in advices]}
     if target is not None:
         if target.suffix.lower() == ".html":
@@ -103,6 +103,8 @@ def npuprof_add_commands(subparsers: Any) -> None:
                    help="take the peak from the documented table (docs/advise.md#mfu): ascend910a, a100, h100-sxm, v100")
     a.add_argument("--ai-cores", default=None, metavar="CUBE[,VECTOR]",
                    help="the device's AI Core counts for the block_dim rule, e.g. 24,48")
+    a.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
+                   help="the device's memory for the memory rule (the peak's share of it)")
     a.add_argument("--json", action="store_true", help="print JSON instead of the text")
     a.add_argument("-o", "--output", default=None, metavar="FILE.html|FILE.json",
                    help="also write the page (.html) or the JSON (.json); outside PATH")
