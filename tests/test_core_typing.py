@@ -23,7 +23,8 @@ PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "n
           "npuprof.analysis.advice.families", "npuprof.analysis.advice.flops", "npuprof.analysis.advice.rules",
           "npuprof.analysis.advice.rules.breakdown", "npuprof.analysis.advice.rules.communication",
           "npuprof.analysis.advice.rules.host", "npuprof.analysis.advice.rules.operators",
-          "npuprof.analysis.advice.rules.mfu", "npuprof.analysis.advice.rules.slowrank", "npuprof.advise",
+          "npuprof.analysis.advice.rules.mfu", "npuprof.analysis.advice.rules.slowrank",
+          "npuprof.analysis.advice.rules.memory", "npuprof.advise",
           "npuprof.advise.page", "npuprof.advise.plugin"]
 
 

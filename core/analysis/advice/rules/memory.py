@@ -18,22 +18,23 @@ def memory(ctx: RuleContext) -> CheckResult:
     if summary.peak_mb is None:
         return NotChecked("allocated-memory data: profile_memory=True")
     device_gb = ctx.options.get("device_memory_gb")
-    head = {"peak allocated(MB)": round(summary.peak_mb, 3), "step": summary.peak_step,
+    head: dict = {"peak allocated(MB)": round(summary.peak_mb, 3), "step": summary.peak_step,
             "source": summary.peak_source, "allocations": summary.allocations}
     reserved = [s for s in summary.series if "Reserved" in s.name]
     if reserved:
         top_reserved = max(reserved, key=lambda s: s.peak)
         head["peak reserved(MB)"] = round(top_reserved.peak, 3)
         head["reserved series"] = top_reserved.name
+    share = None
     if device_gb:
+        share = round(summary.peak_mb / (device_gb * 1024) * 100, 2)
         head["device memory(MB)"] = device_gb * 1024
-        head["share of device(%)"] = round(summary.peak_mb / (device_gb * 1024) * 100, 2)
+        head["share of device(%)"] = share
     evidence = [head]
     evidence += [{"operator": name, "allocations alive": count, "MB alive at peak": round(size / 2**20, 3)}
                  for name, count, size in summary.live_by_operator[:TOP]]
     evidence += [{"series": s.name, "samples": s.samples, "peak": round(s.peak, 3), "last": round(s.last, 3)}
                  for s in summary.series]
-    share = head.get("share of device(%)")
     severity = "high" if share is not None and share >= 90 else "info"
     title = f"Memory peak {summary.peak_mb:.1f} MB allocated" + (f" in step {summary.peak_step}"
                                                                  if summary.peak_step is not None else "")
