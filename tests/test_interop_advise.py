@@ -13,6 +13,7 @@ Every problem the advisor reports is checked against the npuprof rule that repor
 - Byte Alignment Analysis -> ``byte_alignment``: the same operators, sizes and bandwidth; durations to
   0.01 µs (npuprof reads the tasks' times in ns from the same µs text).
 - Operator Dynamic Shape Issues -> ``dynamic_shape`` (the text export has kernel_details' OP State).
+- Packet Analysis -> ``small_packets`` (not reported on these runs: the rule checked and found nothing).
 - Not covered by an npuprof rule: Environment Variable Issues (no measurement behind it), Vector
   Operator Perf Analysis and Operator No Bound Issues (AI Core PMU ratios), Affinity API Issues (listed
   in the test, so a new category fails it).
@@ -40,7 +41,7 @@ RUNS = ["msinsight/test/data/pytorch/text/level1/rank0_ascend_pt",
         "msinsight/test/data/pytorch/db/level1/rank0_ascend_pt",
         "msinsight/test/data/pytorch/db/level1/rank1_ascend_pt"]
 COVERED = {"Overall Summary": "breakdown", "Byte Alignment Analysis": "byte_alignment",
-           "Operator Dynamic Shape Issues": "dynamic_shape"}
+           "Operator Dynamic Shape Issues": "dynamic_shape", "Packet Analysis": "small_packets"}
 NOT_COVERED = {"Environment Variable Issues", "Vector Operator Perf Analysis", "Affinity API Issues",
                "AI Core Performance Analysis", "Operator No Bound Issues"}
 
@@ -95,6 +96,11 @@ def test_every_problem_the_advisor_reports_is_reported_by_the_same_rule(relative
     for category in categories:
         if category in COVERED:
             assert COVERED[category] in found, (category, [r for r in adv["rules"]])
+    # and where the advisor finds nothing, the same rule checked and found nothing too
+    status = {r["rule"]: r["status"] for r in adv["rules"]}
+    for category, rule in COVERED.items():
+        if category not in categories and rule != "dynamic_shape":
+            assert status[rule] == "checked", (category, rule, status[rule])
 
     theirs = _summary(text)
     ours = {row["Performance Index"].strip(): row["Duration(ms)"] for row in found["breakdown"]["evidence"]}

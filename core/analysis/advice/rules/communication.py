@@ -75,3 +75,54 @@ RULES = [
          Needs(events=(EventKind.COMM,), description="communication data: Level1 or above"),
          docs="docs/advise.md#byte_alignment"),
 ]
+
+
+SMALL_PACKET_MB = {"SDMA": 16.0, "RDMA": 1.0}      # msprof-analyze's packet rule: sizes below these are small
+SMALL_PACKET_RATIO = 0.2                           # ... and an issue when more than this share of ops is small
+
+
+def small_packets(ctx: RuleContext) -> CheckResult:
+    """Collectives moving small amounts per operator (msprof-analyze's packet rule): per transport, the
+    operators whose SDMA transit is under 16 MB (RDMA: 1 MB); an issue when they are over 20 % of the
+    operators that use it. Small packets leave the link's bandwidth unused and cost a launch each.
+    At stake per step: the small operators' transit time."""
+    from ...communication import comm_events, communication_json
+
+    per_step = communication_json(comm_events(ctx.result.events))
+    stats: dict = {tr: {"count": 0, "small": 0, "ms": 0.0, "ops": []} for tr in SMALL_PACKET_MB}
+    for step, kinds in per_step.items():
+        for kind in ("collective", "p2p"):
+            for op, info in kinds.get(kind, {}).items():
+                bw = info.get("Communication Bandwidth Info", {})
+                for tr, limit in SMALL_PACKET_MB.items():
+                    size = bw.get(tr, {}).get("Transit Size(MB)", 0) or 0
+                    if not size:
+                        continue
+                    st = stats[tr]
+                    st["count"] += 1
+                    if size < limit:
+                        st["small"] += 1
+                        st["ms"] += bw[tr].get("Transit Time(ms)", 0) or 0
+                        st["ops"].append({"step": step, "op": op, "transport": tr, "Transit Size(MB)": round(size, 6),
+                                          "Transit Time(ms)": round(bw[tr].get("Transit Time(ms)", 0) or 0, 6)})
+    if not any(st["count"] for st in stats.values()):
+        return NotChecked("communication operators with SDMA or RDMA transit sizes (Level1)")
+    issues = {tr: st for tr, st in stats.items() if st["count"] and st["small"] / st["count"] > SMALL_PACKET_RATIO}
+    if not issues:
+        return []
+    evidence: list = [{"transport": tr, "total count": st["count"], "small count": st["small"],
+                       "small ratio": round(st["small"] / st["count"], 4), "small duration(ms)": round(st["ms"], 4),
+                       "small below(MB)": SMALL_PACKET_MB[tr]} for tr, st in issues.items()]
+    for st in issues.values():
+        evidence += sorted(st["ops"], key=lambda r: -r["Transit Time(ms)"])[:10]
+    total_ms = sum(st["ms"] for st in issues.values())
+    return [Finding("small_packets", "Small communication packets: " + ", ".join(
+        f"{st['small']} of {st['count']} {tr} operators under {SMALL_PACKET_MB[tr]:g} MB" for tr, st in issues.items()),
+        "low", total_ms / ctx.steps, evidence,
+        "Fewer, larger collectives: larger gradient buckets, gradient accumulation, a larger batch; fused "
+        "optimizers; ZeRO-2/1 instead of ZeRO-3 where memory allows.")]
+
+
+RULES.append(Rule("small_packets", "Small communication packets", small_packets,
+                  Needs(events=(EventKind.COMM,), description="communication data: Level1 or above"),
+                  docs="docs/advise.md#small_packets"))
