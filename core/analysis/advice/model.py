@@ -115,6 +115,8 @@ class RuleContext:
 
     ``steps`` is how many steps the run holds (at least 1); ``step_ms`` the mean step time in ms
     (``None`` when the run measures no step time). Per-step numbers are a total divided by ``steps``.
+    ``options`` holds what the user told about the device (``peak_tflops``, ``peak_device``,
+    ``ai_cores``, ``device_memory_gb``) and, for job rules, ``ranks`` (rank -> AnalysisResult).
     """
 
     result: "AnalysisResult"
