@@ -271,14 +271,19 @@ def test_slow_rank_names_the_rank_and_its_slow_range_and_a_late_starter_is_not_s
     assert code == 0
     job_advice = out["runs"][0]
     assert job_advice["run"].startswith("job: ") and len(out["runs"]) == 5
-    (f,) = job_advice["findings"]            # rank 1 only: rank 3 started late, it is not slower
+    slow = [f["evidence"][0]["rank"] for f in job_advice["findings"]]
+    # rank 1 first (a rank the shared machine's load slowed by over 5 % may follow); rank 3 started late and
+    # is not slower
+    assert slow[0] == 1 and 3 not in slow, json.dumps(job_advice["findings"])[:3000]
+    f = job_advice["findings"][0]
     head, *parts = f["evidence"]
     assert f["rule"] == "slow_rank" and head["rank"] == 1 and f["title"].startswith("Rank 1 is slow")
     planted_ms = FORWARD_S * (SLOW_FACTOR - 1) * 1000
     assert planted_ms * 0.8 <= head["excess_ms"] <= planted_ms * 1.5
     shares = {p["component"]: p["share_of_excess"] for p in parts if "component" in p}
     assert max(shares, key=shares.get) == "range: forward" and shares["range: forward"] >= 0.8
-    skew = parts[-1]["start_skew_ms_by_rank (trimmed: steps matched by number)"]
+    skew = next(p for p in parts if "start_skew_ms_by_rank (trimmed: steps matched by number)" in p)[
+        "start_skew_ms_by_rank (trimmed: steps matched by number)"]
     assert skew["3"] > 500 and skew["3"] == max(skew.values())     # measured, and not taken for slowness
     # the single-run advice of each rank is there too, without the job rule
     assert all("slow_rank" not in [r["rule"] for r in a["rules"]] for a in out["runs"][1:])
