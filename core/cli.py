@@ -9,6 +9,9 @@ skipped (each named on stderr as ``skipped: ...``). Failures print one line
 Reading commands (``show``) write nothing. Writing commands write npuprof's
 own runs in place and another tool's runs (torch_npu, MindSpore, CANN,
 traces) under ``-o`` (default ``./npuprof_output``): those are read-only input.
+``export timeline|summary`` of an SS928/SS927 JOB writes msprof.pyc's layout
+(the plugin's ``npuprof_tool_layout``), into the JOB only with ``--in-place`` or
+for a JOB ``npuprof collect`` fetched.
 
 Example::
 
@@ -18,6 +21,7 @@ Example::
     npuprof export ascend -dir ./npuprof_data -o ./npuprof_ascend
     npuprof export db -dir ./npuprof_data -o ./npuprof_ascend_db
     npuprof show -dir ./npuprof_data
+    npuprof export summary -dir ./JOBABCDEFGH --msprof ./msprof.pyc -o ./out   # SS928: msprof.pyc's files
     npuprof memory -dir ./torch_run/rank0_ascend_pt
     npuprof diff ./before ./after --fail-on 5 -o diff.html
     npuprof dynamic start ./dyn_cfg --start-step 200 --active 2
@@ -28,19 +32,33 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
-from .errors import ProfilerConfigError, ProfilerDataError, ProfilerError
+from .cli_args import add_folder_argument, resolve_folder_argument, take_late_folder
+from .errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError, ProfilerError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+# where the pyACL plugin's SS928/SS927 reader looks for the vendor's msprof.pyc first; --msprof sets it
+MSPROF_PYC_ENV = "NPUPROF_MSPROF_PYC"
+MSPROF_HELP = ("the vendor's msprof.pyc (CANN toolkit, SS928/SS927) that parses a raw JOB; default: "
+               f"${MSPROF_PYC_ENV}, msprof.pyc on PATH, then the toolkit under $ASCEND_TOOLKIT_HOME")
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         raise SystemExit(_fail(EXIT_USAGE, message))
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        return namespace, take_late_folder(namespace, extras)
 
 
 def _fail(code: int, message: str) -> int:
@@ -96,14 +114,46 @@ def _report_export_problems(runs: Sequence) -> int:
     return code
 
 
+@contextmanager
+def vendor_parser(path: Optional[str]) -> Iterator[None]:
+    """``--msprof PATH``: the vendor parser for this command (the same as ``$NPUPROF_MSPROF_PYC``,
+    which it sets while the command runs and restores afterwards).
+
+    Example::
+
+        with vendor_parser("/opt/toolkit/msprof.pyc"):
+            analyse_path("JOBABCDEFGH")
+    """
+    if not path:
+        yield
+        return
+    given = Path(path).expanduser()
+    if not given.is_file():
+        raise ProfilerConfigError("--msprof", path, "the path of an existing msprof.pyc file",
+                                  hint="it is in the CANN toolkit: toolkit/tools/profiler/profiler_tool/analysis/"
+                                       "msprof/msprof.pyc")
+    before = os.environ.get(MSPROF_PYC_ENV)
+    os.environ[MSPROF_PYC_ENV] = str(given.absolute())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(MSPROF_PYC_ENV, None)
+        else:
+            os.environ[MSPROF_PYC_ENV] = before
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     runs = _analyse_and_export(args.path, args.export_type, args.output, args.quiet, args.force)
     code = _report_export_problems(runs)
+    written = [run for run in runs if not run.failures]     # after an error, no success line for that run
     if not args.quiet:
-        for run in runs:
+        for run in written:
             print(f"{run.result.run_dir}: {len(run.result.events)} events -> {run.output_dir}")
-        print(f"analysed {len(runs)} run(s) in {time.perf_counter() - t0:.2f} s")
+        if written:
+            counted = f"{len(written)} of {len(runs)}" if len(written) < len(runs) else f"{len(runs)}"
+            print(f"analysed {counted} run(s) in {time.perf_counter() - t0:.2f} s")
     return code
 
 
@@ -112,29 +162,62 @@ def cmd_import(args: argparse.Namespace) -> int:
     code = _report_export_problems(runs)
     if not args.quiet:
         for run in runs:
-            print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
+            if not run.failures:
+                print(f"{run.result.run_dir}: imported {len(run.result.events)} events -> {run.output_dir}")
     return code
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .analysis.pipeline import find_runs
     from .export.csvfiles import write_csv, write_json
+    from .export.tool_layout import tool_layout
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
+    from .plugins.exporters import ONLY_WITH_ROWS
 
     if args.what in ("ascend", "db"):
+        if args.in_place:
+            raise ProfilerConfigError("--in-place", True, "export timeline or summary (ascend/db copies go to -o)")
         return _export_ascend(args)
+    if args.in_place and args.output:
+        raise ProfilerConfigError("--in-place", True, "either -o OUT or --in-place, not both")
     root = Path(args.dir)
+    layouts = {run: tool_layout(run) for run in find_runs(root)}
+    if args.in_place:
+        for run, layout in layouts.items():
+            if layout is None:
+                raise ProfilerConfigError("--in-place", str(run), "a run whose tool writes its exports into it "
+                                          "(an SS928/SS927 JOB, as msprof.pyc does)",
+                                          hint="another tool's run is read-only input: its exports go under -o")
     results = _read(args.dir)
     for res in results:
+        layout = layouts.get(res.run_dir)
+        if layout is not None:
+            into_run = args.in_place or (layout.collected_by_npuprof and args.output is None)
+            place = res.run_dir if into_run else output_root(res.run_dir, False, args.output, root)
+            if not into_run:
+                _check_outside_run(place, res.run_dir)
+            for path in layout.write(res, args.what, args.format, place):
+                print(path)
+            continue
         place = output_root(res.run_dir, res.info.writable, args.output, root)
         if args.what == "timeline":
             print(write_trace(res.events, place / "timeline" / "msprof_timeline.json", use_gzip=args.gzip,
                               **trace_settings(res)))
         else:
             for name, table in res.tables.items():
+                if name in ONLY_WITH_ROWS and not len(table):    # as analyse (and torch_npu): no header-only file
+                    continue
                 target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
     return _report_problems(results)
+
+
+def _check_outside_run(place: Path, run_dir: Path) -> None:
+    where, run = place.resolve(), run_dir.resolve()
+    if where == run or run in where.parents:
+        raise ProfilerConfigError("-o", str(place), "a place outside the run being read (or --in-place)",
+                                  f"{run_dir} is another tool's data")
 
 
 def _export_ascend(args: argparse.Namespace) -> int:
@@ -153,25 +236,24 @@ def _export_ascend(args: argparse.Namespace) -> int:
 
 
 # op_shape_statistic: torch's key_averages(group_by_input_shape=True); empty (not shown) without shapes
+# aa_core_metrics, frequency: what an SS928/SS927 JOB's msprof.pyc measured (shown when the run has them)
 SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_statistic", "range_statistic",
-               "host_usage")
+               "host_usage", "aa_core_metrics", "frequency")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the summary tables; writes nothing. Another tool's run shows that
     tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
-    from rich.console import Console
-
     from .export.own_tables import read_own_tables
 
-    console = Console()
+    console = _table_console(args.width)
     results = _read(args.dir)
     for res in results:
         own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, SHOW_TABLES)
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
-        console.rule(f"{res.run_dir.name}  ({len(res.events)} events; {source})")
+        _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in SHOW_TABLES:
-            table = own.get(name) if own else res.tables[name]
+            table = own.get(name) if own else res.tables.get(name)
             if table is not None:
                 _print_table(console, table, args.limit)
     return _report_problems(results)
@@ -202,12 +284,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     if target is not None:
         timeline = memory_timeline(events[0], top=args.top)     # its summary is the run's (one run)
         summaries = [(results[0], timeline.summary)]
-        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}")
+        written = write_memory_timeline(timeline, target, f"npuprof memory: {results[0].run_dir.name}",
+                                        start_ns=_run_start_ns(results[0]))
         print(f"memory timeline: {written}", file=sys.stderr)
     else:
         summaries = [(res, memory_summary(ev, top=args.top)) for res, ev in zip(results, events)]
-    if args.json:
-        print(json.dumps([{"run": str(res.run_dir), **dataclasses.asdict(s), "data_quality": res.quality.to_json()}
+    if args.json:     # absolute times (epoch ns), with the run's start to relate them to
+        print(json.dumps([{"run": str(res.run_dir), "run_start_ns": _run_start_ns(res), **dataclasses.asdict(s),
+                           "data_quality": res.quality.to_json()}
                           for res, s in summaries], indent=2))
         return _report_problems(results)
     console = Console()
@@ -217,15 +301,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
             console.print("no allocation data (operator_memory or memory_record) in this run" +
                           (f"; {s.allocations} allocations without totals" if s.allocations else ""))
         else:
+            start = _run_start_ns(res)      # times as the report shows them: from the run's first event
+
+            def since_start(ns: int) -> str:
+                return f"{(ns - start) / 1e9:.6f}"
+
             step = "no step recorded there" if s.peak_step is None else f"step {s.peak_step}"
-            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {s.peak_ns / 1000.0:.3f} us "
-                          f"({step}); {s.allocations} allocations recorded")
+            console.print(f"peak allocated: {s.peak_mb:,.3f} MB ({s.peak_source}) at {since_start(s.peak_ns)} s "
+                          f"after the run's start ({step}); {s.allocations} allocations recorded")
             live = RichTable(title=f"largest allocations alive at the peak (top {args.top})")
-            for col in ("Operator", "Size(KB)", "Allocated at(us)", "Released at(us)"):
+            for col in ("Operator", "Size(KB)", "Allocated at(s)", "Released at(s)"):
                 live.add_column(col)
             for a in s.live:
-                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", f"{a.allocated_ns / 1000.0:.3f}",
-                             "-" if a.released_ns is None else f"{a.released_ns / 1000.0:.3f}")
+                live.add_row(a.name, f"{a.size_bytes / 1024:,.1f}", since_start(a.allocated_ns),
+                             "-" if a.released_ns is None else since_start(a.released_ns))
             console.print(live)
             per_op = RichTable(title="alive at the peak, per operator")
             for col in ("Operator", "Allocations", "Size(KB)"):
@@ -241,6 +330,44 @@ def cmd_memory(args: argparse.Namespace) -> int:
                 series.add_row(r.name, str(r.samples), f"{r.first:,.3f}", f"{r.peak:,.3f}", f"{r.last:,.3f}")
             console.print(series)
     return _report_problems(results)
+
+
+UNBOUNDED_WIDTH = 100_000   # "as wide as the table": a table takes its natural width, never more
+RULE_WIDTH = 100             # a run's title line where the console is as wide as any table
+
+
+def _table_console(width: Optional[int]) -> "Console":
+    """The console tables are printed on: ``--width`` columns when given; a terminal's width; else
+    (a file, a pipe, a pager) each table at its full width, its numbers never split across lines."""
+    from rich.console import Console
+
+    if width is not None:
+        return Console(width=width)
+    console = Console()
+    return console if console.is_terminal else Console(width=UNBOUNDED_WIDTH)
+
+
+def _print_rule(console: "Console", title: str) -> None:
+    from rich.rule import Rule
+
+    console.print(Rule(title), width=min(console.width, RULE_WIDTH) if console.width == UNBOUNDED_WIDTH else None)
+
+
+def _columns(text: str) -> int:
+    """``--width``: a number of columns, at least 40."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of columns, got {text!r}") from None
+    if value < 40:
+        raise argparse.ArgumentTypeError(f"expected at least 40 columns, got {value}")
+    return value
+
+
+def _run_start_ns(result: object) -> int:
+    """The run's start as the report counts it: its first event (epoch ns; 0 for a run without events)."""
+    ts = result.events["ts"]  # type: ignore[attr-defined]
+    return int(ts.min()) if len(ts) else 0
 
 
 def _print_table(console: object, table: object, limit: int) -> None:
@@ -276,26 +403,53 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(["--output", args.output] + (["--host-only"] if args.host_only else []))
 
 
+# the commands that print every run's warnings and failures from its result (see _report_problems)
+_PRINTS_RESULT_PROBLEMS = (cmd_analyse, cmd_import, cmd_export, cmd_show, cmd_memory)
+
+
+class _CarriedInResult(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, CARRIED_IN_RESULT, False)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Each warning printed once: a command that prints its runs' problems from their results
+    (``warning:``/``skipped:``/``error:``) does not print them again as log lines."""
+    resolve_folder_argument(args)
+    if args.func not in _PRINTS_RESULT_PROBLEMS:
+        return int(args.func(args) or 0)
+    carried = _CarriedInResult()
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.addFilter(carried)
+    try:
+        return int(args.func(args) or 0)
+    finally:
+        for handler in handlers:
+            handler.removeFilter(carried)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="npuprof", description="Profile MindSpore, TensorFlow and pyACL runs; analyse and export.")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     a = sub.add_parser("analyse", aliases=["analyze"], help="offline analysis of a run or a parent of runs")
-    a.add_argument("path")
+    add_folder_argument(a, "path")
     a.add_argument("--export-type", nargs="+", choices=["text", "db"], default=None)
     a.add_argument("-o", "--output", default=None,
                    help="where outputs of another tool's runs go (default ./npuprof_output; npuprof's own runs "
                         "are written in place unless -o is given)")
     a.add_argument("--force", action="store_true", help="read input files over the size limit")
     a.add_argument("--quiet", action="store_true")
+    a.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     a.set_defaults(func=cmd_analyse)
 
     i = sub.add_parser("import", help="parse raw data (msprof habit; writes text and db outputs)")
-    i.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(i, "dir")
     i.add_argument("-o", "--output", default=None, help="as for analyse")
     i.add_argument("--quiet", action="store_true")
+    i.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     i.set_defaults(func=cmd_import)
 
     e = sub.add_parser("export", help="export timeline or summary files, or a copy of each run for the Ascend "
@@ -303,26 +457,32 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("what", choices=["timeline", "summary", "ascend", "db"],
                    help="db: as ascend, each copy also holding ascend_{pytorch|mindspore}_profiler_{rank}.db and its "
                         "analysis database (msprof-analyze cluster -m <recipe>, MindStudio Insight)")
-    e.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(e, "dir")
     e.add_argument("-o", "--output", default=None,
                    help="ascend/db: directory for the copies (outside -dir); timeline/summary: where another "
                         "tool's runs get theirs (default ./npuprof_output)")
     e.add_argument("--format", choices=["csv", "json"], default="csv")
-    e.add_argument("--gzip", action="store_true", help="gzip the timeline")
+    e.add_argument("--gzip", action="store_true", help="gzip the timeline (npuprof's msprof_timeline.json)")
+    e.add_argument("--in-place", action="store_true",
+                   help="timeline/summary of an SS928/SS927 JOB: write them into the JOB itself, as msprof.pyc does "
+                        "(default: under -o, or into the JOB when npuprof collect fetched it)")
+    e.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     e.set_defaults(func=cmd_export)
 
     s = sub.add_parser("show", help="print the summary tables")
-    s.add_argument("-dir", "--dir", "--collection-dir", dest="dir", required=True,
-                   help="the data (msprof.pyc calls it --collection-dir)")
+    add_folder_argument(s, "dir")
     s.add_argument("--limit", type=int, default=15)
+    s.add_argument("--width", type=_columns, default=None,
+                   help="columns to fit the tables in (default: the terminal's; when not a terminal, each "
+                        "table's full width)")
     s.add_argument("--recompute", action="store_true",
                    help="for another tool's run, show npuprof's recomputed tables instead of the tool's own")
+    s.add_argument("--msprof", metavar="PATH", default=None, help=MSPROF_HELP)
     s.set_defaults(func=cmd_show)
 
     m = sub.add_parser("memory", help="the memory peak: when, in which step, what was alive; writes nothing "
                                       "unless -o")
-    m.add_argument("-dir", "--dir", required=True)
+    add_folder_argument(m, "dir")
     m.add_argument("--top", type=int, default=10, help="allocations listed (default 10)")
     m.add_argument("-o", "--output", default=None,
                    help="also write the memory timeline of the run: FILE.html (a page with the plot), .json or "
@@ -359,7 +519,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        with vendor_parser(getattr(args, "msprof", None)):
+            return _run_command(args)
     except ProfilerConfigError as e:
         return _fail(EXIT_USAGE, str(e))
     except ProfilerDataError as e:

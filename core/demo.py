@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import os
 from pathlib import Path
@@ -94,21 +95,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     out = Path(args.output).absolute()
     _print_result("host (numpy)", host_training(out / "host"))
-    if args.host_only:
-        return 0
-    for fw in ("mindspore", "tensorflow"):
-        try:
-            mod = importlib.import_module(f"npuprof.integrations.{fw}.demo")
-        except ImportError as e:
-            print(f"{fw} demo skipped: {e}")
+    ran, skipped = ["host (numpy)"], []
+    for fw in () if args.host_only else FRAMEWORK_DEMOS:
+        reason = _missing(fw)
+        if reason is None:
+            try:
+                info = importlib.import_module(f"npuprof.integrations.{fw}.demo").run_demo(out / fw)
+            except ModuleNotFoundError as e:     # a package the framework itself needs
+                reason = f"{e.name or e} is not installed"
+        if reason is not None:
+            print(f"{fw} demo skipped: {reason} (pip install 'npuprof[{fw}]')")
+            skipped.append(f"{fw} ({reason})")
             continue
-        info = mod.run_demo(out / fw)
         results = info.get("results") if isinstance(info, dict) else None
         if results:
             _print_result(fw, results)
         else:
             print(f"{fw}: {info}")
+        ran.append(fw)
+    print(f"demo ran: {', '.join(ran)}" + (f"; skipped: {', '.join(skipped)}" if skipped else "") +
+          ("; skipped: the framework demos (--host-only)" if args.host_only else ""))
     return 0
+
+
+FRAMEWORK_DEMOS = ("mindspore", "tensorflow")
+
+
+def _missing(framework: str) -> Optional[str]:
+    """Why the ``framework`` demo cannot run here (None: it can)."""
+    try:
+        found = importlib.util.find_spec(framework) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else f"{framework} is not installed"
 
 
 if __name__ == "__main__":

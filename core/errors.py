@@ -17,6 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 
+# Key set in a log record's ``extra`` when an analysis result also carries the message (a reader's
+# warning, an exporter's failure): the command line prints those from the result, so it drops the log
+# line and each is printed once.
+CARRIED_IN_RESULT = "npuprof_carried_in_result"
+
+
 class ProfilerError(Exception):
     """Base class of every npuprof error."""
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analysis.result import AnalysisResult
     from .config import ProfilerConfig
     from .events import EventTable
+    from .export.tool_layout import ToolLayout
     from .export.writer import ExportTarget
     from .session import CollectionSession, ParseContext
 
@@ -135,12 +136,15 @@ def npuprof_trace_ready(session: "CollectionSession") -> None:
 
 
 @hookspec
-def npuprof_recognise_run(path: Path) -> Optional[bool]:
+def npuprof_recognise_run(path: Path, named: bool) -> Optional[bool]:
     """Say whether ``path`` is a run directory this plugin can parse.
 
     Lets ``npuprof analyse`` find directories written by other tools (a
     MindSpore ``*_ascend_ms`` dir, a CANN ``PROF_*`` dir). Return True to
-    claim it, None otherwise.
+    claim it, None otherwise. ``named`` is True when ``path`` is the folder
+    the user named, False for one found while searching below it: data an
+    enclosing run already reads (a ``PROF_*`` of an npuprof pyACL run) is
+    claimed only when named. An implementation may leave ``named`` out.
 
     Example::
 
@@ -187,6 +191,24 @@ def npuprof_export(result: "AnalysisResult", target: "ExportTarget") -> Optional
             path = target.output_dir / "my_table.csv"
             write_csv(result.tables["op_statistic"], path)
             return [path]
+    """
+
+
+@hookspec
+def npuprof_tool_layout(run_dir: Path) -> Optional["ToolLayout"]:
+    """The export layout of the tool whose data ``run_dir`` is, when this plugin writes it.
+
+    ``npuprof export timeline|summary`` then writes the run's files in that
+    layout (:class:`~npuprof.export.tool_layout.ToolLayout`) instead of
+    npuprof's own: under ``-o``, or into the run itself with ``--in-place`` or
+    when ``collected_by_npuprof`` (as the tool would). Return None for runs
+    of other tools.
+
+    Example::
+
+        @hookimpl
+        def npuprof_tool_layout(run_dir):
+            return SvpLayout() if run_dir.name.startswith("JOB") else None
     """
 
 

@@ -197,8 +197,10 @@ class Profiler:
         self._started = True
         self._install_exit_handlers()
         self.step_num = self._first_step
-        self._step_t0 = time.perf_counter_ns()
         self._transition(ProfilerAction.NONE, self._next_action(self.step_num))
+        # the first step begins once collection runs (as torch enters ProfilerStep#N after its transition):
+        # opening the window, the collection threads and the frameworks' profilers starting stay out of it
+        self._step_t0 = time.perf_counter_ns()
 
     def step(self) -> None:
         """Mark the end of one training step and apply the schedule."""
@@ -259,6 +261,7 @@ class Profiler:
                     current = ProfilerAction.NONE
             if current is not prev or current is ProfilerAction.RECORD_AND_SAVE:
                 self._transition(prev, current)   # (X, X) has no ops but for RECORD_AND_SAVE
+                self._step_t0 = _perf()           # starting or saving a window is no part of the next step
         if self._stop_pending or self._deferred:
             self._after_operation()
 

@@ -123,12 +123,3 @@ class DataQuality:
         return {"verdict": self.verdict, "complete": self.complete, "usable": self.usable,
                 "issues": [i.to_json() for i in self.issues], "affects": self.affected,
                 "expected": dict(self.expected), "found": dict(self.found)}
-
-    @classmethod
-    def merged(cls, parts: Iterable["DataQuality"]) -> "DataQuality":
-        """One job's quality from its runs': every issue, usable while any run is."""
-        parts = list(parts)
-        out = cls(usable=any(p.usable for p in parts) if parts else True)
-        for p in parts:
-            out.extend(p.issues)
-        return out

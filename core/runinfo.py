@@ -254,8 +254,9 @@ class RunInfo:
 
     @property
     def writable(self) -> bool:
-        """True only for a directory npuprof wrote: another tool's files are read-only input."""
-        return self.origin is RunOrigin.NPUPROF
+        """True only for a run npuprof recorded (its raw data is there): another tool's files, and
+        npuprof's ``export ascend`` copies made for them, are read-only input."""
+        return self.origin is RunOrigin.NPUPROF and (self.run_dir / RAW_DIR).is_dir()
 
     @classmethod
     def from_dict(cls, run_dir: Path, data: Mapping[str, Any]) -> "RunInfo":

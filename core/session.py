@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .clock import ClockAnchor
+from .errors import CARRIED_IN_RESULT
 from .fileio import secure_mkdir
 from .quality import QualityIssue
 
@@ -63,6 +64,7 @@ class ParseContext:
     info: "RunInfo"
     warnings: list = field(default_factory=list)
     issues: list[QualityIssue] = field(default_factory=list)
+    tables: dict = field(default_factory=dict)   # name -> analysis Table a reader handed over (add_table)
 
     @property
     def rank(self) -> int:
@@ -82,7 +84,7 @@ class ParseContext:
     def warn(self, message: str) -> None:
         """Report something about the input that changes no number (a note)."""
         self.warnings.append(message)
-        log.warning(message)
+        log.warning(message, extra={CARRIED_IN_RESULT: True})
 
     def flag(self, subject: str, problem: str, affects: tuple[str, ...] = (), not_measured: bool = False) -> None:
         """Report input that is missing, cut, unreadable or not measured: the
@@ -98,6 +100,22 @@ class ParseContext:
         if issue not in self.issues:
             self.issues.append(issue)
             log.info("npuprof: %s", issue)     # shown once, in the data quality section
+
+    def add_table(self, table: Any) -> None:
+        """Hand over a table the tool itself measured and npuprof cannot recompute from
+        events (an :class:`npuprof.analysis.table.Table`, e.g. the SS928 AA Core metrics of
+        msprof.pyc's op_summary): it joins the analyzers' tables in the result, is shown by
+        ``npuprof show`` and written by the exporters that know it. A second table of the
+        same name is refused (ValueError); one with an analyzer's name is not kept (the
+        result's warnings say so).
+
+        Example::
+
+            context.add_table(Table("aa_core_metrics", ["Layer Name", "Time(us)"], {...}))
+        """
+        if table.name in self.tables:
+            raise ValueError(f"a table named {table.name!r} was already handed over for {self.run_dir}")
+        self.tables[table.name] = table
 
     def flag_message(self, message: str) -> None:
         """:meth:`flag` for a reader's ``"<file>: <problem>"`` message (a callback readers take)."""

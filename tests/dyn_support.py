@@ -33,13 +33,26 @@ def _stop_requested(out: Path) -> bool:
     return (out / "stop").exists()
 
 
+def _hold_here(out: Path, step: int) -> None:
+    """Between two steps: while ``<out>/hold`` exists, say the step about to run in ``<out>/held`` and wait
+    (the test then writes a config knowing the job's step, whatever the machine's load)."""
+    if not (out / "hold").exists():
+        return
+    (out / "held.tmp").write_text(str(step))
+    os.replace(out / "held.tmp", out / "held")
+    while (out / "hold").exists() and not _stop_requested(out):
+        time.sleep(0.01)
+    (out / "held").unlink()
+
+
 def child_numpy(cfg: Path, out: Path, delay: float) -> None:
     import npuprof.dynamic_profile as dp
     from npuprof import record_function
 
-    dp.init(cfg, poll_interval=POLL)
+    ctl = dp.init(cfg, poll_interval=POLL)
     a = np.ones((64, 64))
     while not _stop_requested(out):
+        _hold_here(out, ctl.step_num)
         with record_function("train_step"):
             a = np.tanh(a @ a / 64.0)
             time.sleep(delay)
@@ -54,9 +67,10 @@ def child_mindspore(cfg: Path, out: Path, delay: float) -> None:
 
     from npuprof.integrations.mindspore import DynamicProfilerMonitor
 
-    class Pace(Callback):
+    class Pace(Callback):        # runs before the monitor's step end: the next step is the running one + 1
         def on_train_step_end(self, run_context: Any) -> None:
             time.sleep(delay)
+            _hold_here(out, monitor.controller.step_num + 1)
             if _stop_requested(out):
                 run_context.request_stop()
 
@@ -66,12 +80,14 @@ def child_mindspore(cfg: Path, out: Path, delay: float) -> None:
     make_model(make_net()).train(1000, make_dataset(n=20, batch=2), callbacks=[Pace(), monitor])
 
 
-def _keras_fit(out: Path, delay: float, callbacks: list) -> None:
+def _keras_fit(out: Path, delay: float, callbacks: list, next_step: Optional[Callable[[], int]] = None) -> None:
     import tensorflow as tf
 
-    class Pace(tf.keras.callbacks.Callback):
+    class Pace(tf.keras.callbacks.Callback):    # runs before the callbacks': ``next_step`` is after theirs
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             time.sleep(delay)
+            if next_step is not None:
+                _hold_here(out, next_step())
             if _stop_requested(out):
                 self.model.stop_training = True
 
@@ -87,7 +103,8 @@ def _keras_fit(out: Path, delay: float, callbacks: list) -> None:
 def child_keras(cfg: Path, out: Path, delay: float) -> None:
     from npuprof.integrations.tensorflow import DynamicProfilerCallback
 
-    _keras_fit(out, delay, [DynamicProfilerCallback(cfg, poll_interval=POLL)])
+    callback = DynamicProfilerCallback(cfg, poll_interval=POLL)
+    _keras_fit(out, delay, [callback], next_step=lambda: callback.controller.step_num + 1)
 
 
 # Scripts that never import npuprof: NPUPROF_CONFIG_PATH and the start-up hook do it all.
@@ -146,6 +163,7 @@ with tf.compat.v1.train.MonitoredTrainingSession() as sess:
 
 CHILDREN: dict[str, Callable[[Path, Path, float], None]] = {
     "numpy": child_numpy, "mindspore": child_mindspore, "keras": child_keras}
+HOLDABLE = set(CHILDREN)     # the zero-code scripts never import npuprof: they cannot say their step
 
 
 # -- the parent's side ---------------------------------------------------------------------------------------------
@@ -153,7 +171,7 @@ class RunningJob:
     """A child training process and the files the test talks to it through."""
 
     def __init__(self, kind: str, cfg: Path, out: Path, delay: float = 0.05, env: Optional[dict] = None) -> None:
-        self.cfg, self.out = cfg, out
+        self.kind, self.cfg, self.out = kind, cfg, out
         out.mkdir(parents=True, exist_ok=True)
         full_env = dict(os.environ, GLOG_v="3", PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
         if kind in ZERO_CODE_SCRIPTS:
@@ -190,6 +208,29 @@ class RunningJob:
         self.proc.kill()
         raise AssertionError(f"timed out waiting for {what}; status {json.dumps(self.status())[:3000]}\n"
                              f"{self.stderr()}")
+
+    def hold(self) -> int:
+        """Stop the job between two steps (the numpy, mindspore and keras children: see HOLDABLE);
+        returns the step it will run next."""
+        (self.out / "hold").touch()
+        end = time.monotonic() + 120
+        while not (self.out / "held").exists():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                raise AssertionError(f"the job did not hold:\n{self.stderr()}")
+            time.sleep(0.01)
+        return int((self.out / "held").read_text())
+
+    def release(self) -> None:
+        (self.out / "hold").unlink()
+
+    def write_config_read_while_held(self, jobs: list, config: str) -> None:
+        """Write ``config`` and wait until every held job's watcher has read it (its status names it)."""
+        from npuprof.dynamic_profile import parse_config_text
+
+        digest = parse_config_text(config, "mindspore" if self.kind == "mindspore" else "npuprof").digest
+        self.write_config(config)
+        for job in jobs:
+            job.wait_for(f"config {digest} read", lambda s: s.get("config_digest") == digest)
 
     def write_config(self, config: Any) -> None:
         """Write the file in place (not atomically), as an editor saving over it does."""

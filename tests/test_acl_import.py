@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -111,6 +112,28 @@ def test_npuprof_analyse_on_a_prof_dir(tmp_path):
         kernels = {r["Name"]: r for r in csv.DictReader(fh)}
     assert kernels["MatMul-op1"]["Input Shapes"].strip('"') == "2,2;2,2"
     assert kernels["Add-op2"]["Input Shapes"] == "N/A" and kernels["Add-op2"]["Output Formats"] == "N/A"
+
+
+def test_a_prof_dir_inside_an_npuprof_run_is_read_when_named(tmp_path, capsys, monkeypatch):
+    """#34.3: the PROF_ of an npuprof pyACL run (under cann_<worker>_<pid>/, read with that run when
+    searching) is imported when named itself, as a copy of it is."""
+    from npuprof.cli import main
+
+    monkeypatch.setenv("NPUPROF_NO_MSPROF", "1")
+    root = tmp_path / "npuprof_data" / "cann_host_123"
+    prof = make_text_prof(root, "new")
+    (root / ".npuprof_cann_root").touch()
+    code = main(["import", "-dir", str(prof), "-o", str(tmp_path / "o")])
+    assert code in (0, 3)            # 3: the sample's row without a start time is skipped (partial)
+    out = capsys.readouterr().out
+    assert f"{prof}: imported " in out and " 0 events" not in out
+    copy = tmp_path / "copy" / PROF
+    shutil.copytree(prof, copy)
+    assert main(["import", "-dir", str(copy), "-o", str(tmp_path / "o2")]) == code
+    assert capsys.readouterr().out.split(" imported ")[1].split()[0] == out.split(" imported ")[1].split()[0]
+    # searched from above, it is left to the npuprof run that lists it: not a run of its own
+    assert main(["import", "-dir", str(tmp_path / "npuprof_data"), "-o", str(tmp_path / "o3")]) == 1
+    assert "holds no profiling run" in capsys.readouterr().err
 
 
 @pytest.fixture
@@ -227,6 +250,37 @@ def test_timeline_kernels_linked_by_flows_and_by_connection_id_args(collected):
             e["args"].pop("connection_id", None)
     timeline.write_text(json.dumps(kept))
     assert launches_of(parse_prof_dir(collected, print, run_msprof=False)) == {}
+
+
+def test_calls_and_tasks_never_overlap_so_flows_link_each_call(tmp_path, monkeypatch):
+    """aclmdlExecute is synchronous and a device runs one task at a time. The stand-in once returned
+    at once while its tasks ran on: a call made before the previous one's tasks had ended got tasks
+    overlapping them, and two tasks sharing a start shared a flow end, so two calls became one link
+    (3 links instead of 4 on a loaded machine). With tasks far longer than the host's gap between
+    calls, that overlap happened on every run."""
+    monkeypatch.delenv("PROFILING_MODE", raising=False)
+    acl = fresh_process_state()
+    acl.init()
+    acl.rt.set_device(0)
+    model = write_model(tmp_path / "m.json", [("conv1", "Conv2D", 3000), ("relu1", "Relu", 2000)])
+    with AclProfiler(tmp_path / "out", profiler_level="Level1") as prof:
+        h = prof.start(devices=[0])
+        mid, _ = acl.mdl.load_from_file(str(model))
+        for _ in range(3):
+            acl.mdl.execute(mid, 0, 0)
+        prof.stop(h)
+    acl.finalize()
+    release_double()
+    (collected,) = prof.prof_dirs
+    subprocess.run([str(FAKE_MSPROF_DIR / "msprof"), "--export=on", f"--output={collected}", "--type=text"],
+                   check=True, capture_output=True)
+    table = parse_prof_dir(collected, print, run_msprof=False)
+    kernels = table.of_kind(EventKind.KERNEL)
+    starts, ends = kernels["ts"], kernels["ts"] + kernels["dur"]
+    assert len(kernels) == 6 and (starts[1:] >= ends[:-1]).all()            # one task at a time
+    calls = table.of_kind(EventKind.API)
+    assert (calls["ts"][1:] >= (calls["ts"] + calls["dur"])[:-1]).all()      # a call starts after the last returned
+    assert_each_execute_links_its_tasks(table, executes=3)
 
 
 def test_two_prof_dirs_keep_their_links_apart(tmp_path):

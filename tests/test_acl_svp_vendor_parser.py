@@ -45,8 +45,12 @@ elif args[:2] == ["export", "timeline"]:
 elif args[:2] == ["export", "summary"]:
     assert args[-2:] == ["--format", "csv"]
     (job / "summary").mkdir(exist_ok=True)
-    (job / "summary" / "op_summary_0_1_1.csv").write_text("Op Name,Task Duration(us)\n" +
-        "".join(f"{t['op']},{t['dur_us']}\n" for t in tasks))
+    (job / "summary" / "op_summary_0.model.1.1.1.1.0.02.1000.csv").write_text(
+        "Layer Id,Ori Layer Name,Layer Name,Layer Type,Time(us),Time Ratio,Mac Busy Ratio,Mac Ppen Ratio,"
+        "Vec Busy Ratio,Vec Ppen Ratio,Dstr Ratio,Dtrans Ratio,DLD Ratio,WLD Ratio,Memory Bound,DDR Read(byte),"
+        "DDR Write(byte),DDR Total(byte)\n" +
+        "".join(f"{i},{t['op']},{t['op']},{t['type']},{t['dur_us']},0.5,0.4,0.3,0.2,0.1,0.1,0.1,0.1,0.1,0.25,"
+                f"100,50,150\n" for i, t in enumerate(tasks)))
 else:
     sys.exit(f"unknown command {args}")
 '''
@@ -146,5 +150,9 @@ def test_msprof_pyc_commands_take_collection_dir(tmp_path, stand_in, monkeypatch
     if command[0] == "show":
         shown = capsys.readouterr().out
         assert "JOBABCDEFGH  (3 events" in shown and "AA_CPU" in shown   # the vendor-exported kernels
-    else:
+    elif command[0] == "import":
         assert list((tmp_path / "out").rglob("op_statistic.csv"))
+    else:   # the manual's summary names
+        names = sorted(p.name for p in (tmp_path / "out" / "JOBABCDEFGH" / "summary").iterdir())
+        assert names == ["acl_statistic_0_1_1.csv", "op_statistic_0_1_1_1.csv",
+                         "op_summary_0.model.1.1.1.1.0.02.1000.csv"]

@@ -9,6 +9,7 @@ import pytest
 
 from npuprof import Profiler, record_function, schedule
 from npuprof.analysis.analyzers import assign_steps, step_trace, step_windows
+from npuprof.analysis.pipeline import analyse_path
 from npuprof.cli import main
 from npuprof.events import EventKind, EventTable
 from npuprof.export import ascend_copy
@@ -222,7 +223,9 @@ def test_export_ascend_copies_a_run_with_the_array_trace(run, tmp_path, capsys):
     src_out = run.run_dir / "ASCEND_PROFILER_OUTPUT"
     assert isinstance(json.loads((src_out / "trace_view.json").read_text()), dict)   # #2: Kineto form stays
     got = _tree(copy)
-    expected = {"profiler_info_1.json"} | {f"ASCEND_PROFILER_OUTPUT/{p.name}" for p in src_out.iterdir()}
+    # what the Ascend tools read; npuprof's own record of the analysis (npuprof_analysis.json) is not copied
+    expected = {"profiler_info_1.json"} | {f"ASCEND_PROFILER_OUTPUT/{p.name}" for p in src_out.iterdir()
+                                           if p.name != "npuprof_analysis.json"}
     assert set(got) == expected and "ASCEND_PROFILER_OUTPUT/ascend_mindspore_profiler_1.db" in got
     for name, data in got.items():
         if not name.endswith("trace_view.json"):
@@ -237,13 +240,25 @@ def test_export_ascend_copies_a_run_with_the_array_trace(run, tmp_path, capsys):
     assert not [p for p in out.rglob("*") if ".npuprof-export." in p.name or ".tmp." in p.name]
 
 
-def test_analysing_a_copy_is_refused_and_keeps_its_outputs(run, tmp_path, capsys):
+def test_a_copy_is_read_back_and_never_rewritten(run, tmp_path, capsys, monkeypatch):
     out = tmp_path / "ascend"
     assert main(["export", "ascend", "-dir", str(run.run_dir), "-o", str(out)]) == 0
     copy = out / run.run_dir.name
     before = _tree(copy)
-    assert main(["analyse", str(copy), "-o", str(tmp_path / "again"), "--quiet"]) in (0, 1)
-    assert _tree(copy) == before       # a copy has no npuprof raw data: read-only input, never rewritten
+    capsys.readouterr()
+    assert main(["show", "-dir", str(out)]) == 0          # #34.2: everything npuprof writes, npuprof reads
+    shown = capsys.readouterr().out
+    assert "holds no data" not in shown and "ProfilerStep" not in shown and "train" in shown
+    (back,) = analyse_path(out)
+    assert not back.info.writable                           # a copy is read-only input, as the tool's own runs
+    named = Counter(back.events.strings[n] for n in back.events["name"])
+    assert named["train"] == 3 and {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"} <= set(named)
+    assert [r[0] for r in back.tables["step_trace_time"].rows()] == [r[0] for r in run.tables["step_trace_time"].rows()]
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyse", str(copy), "--quiet"]) == 0       # outputs go to ./npuprof_output, not into the copy
+    assert main(["analyse", str(copy), "-o", str(tmp_path / "again"), "--quiet"]) == 0
+    assert _tree(copy) == before
+    assert (tmp_path / "npuprof_output").is_dir() and (tmp_path / "again").is_dir()
     # the source run, which has its raw data, is analysed again as before
     assert main(["analyse", str(run.run_dir), "--quiet"]) == 0
 

@@ -2,6 +2,7 @@
 never re-enters npuprof code that holds one of its locks, whichever module the lock is in."""
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -38,23 +39,38 @@ def test_a_signal_arriving_while_the_lock_is_taken_or_awaited_finds_the_thread_m
     import threading
 
     lock = SignalSafeLock()
-    holder_in, seen = threading.Event(), []
+    holder_in, handled, seen = threading.Event(), threading.Event(), []
+    main = threading.main_thread().ident
+    waiting_line = next(n for n, text in enumerate(inspect.getsourcelines(SignalSafeLock.acquire)[0],
+                                                   SignalSafeLock.acquire.__code__.co_firstlineno)
+                        if "self._lock.acquire(" in text)
 
     def hold() -> None:
+        # holds the lock until the handler ran, and signals once the main thread is waiting for it
+        # (its frame at the blocking acquire, marked before): no sleep decides the order, whatever the load
         with lock:
             holder_in.set()
-            time.sleep(0.4)
+            while True:
+                frame = sys._current_frames().get(main)
+                if frame is not None and frame.f_code is SignalSafeLock.acquire.__code__ and \
+                        frame.f_lineno == waiting_line:
+                    break
+                time.sleep(0.001)
+            signal.pthread_kill(main, signal.SIGALRM)
+            handled.wait(60)
 
+    def on_alarm(*_):
+        seen.append(held_here())
+        handled.set()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
     t = threading.Thread(target=hold)
     t.start()
     holder_in.wait()
-    old = signal.signal(signal.SIGALRM, lambda *_: seen.append(held_here()))
     try:
-        signal.setitimer(signal.ITIMER_REAL, 0.1)
-        with lock:                       # blocks ~0.3 s: the alarm's handler runs inside this acquire
+        with lock:                       # blocks until the handler ran inside this acquire
             pass
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         t.join()
     assert seen == [True]

@@ -37,6 +37,9 @@ def test_a_run_without_allocations_says_so_and_still_shows_its_rss(tmp_path):
         for _ in range(4):
             time.sleep(0.05)
             prof.step()
+        deadline = time.monotonic() + 120      # two RSS samples taken, however slow the machine
+        while prof._sampler.samples < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     (run,) = prof.saved_runs
     (res,) = npuprof.analyse(run)
     s = memory_summary(res.events)

@@ -6,8 +6,9 @@ import threading
 import pytest
 
 import npuprof
-from npuprof import Profiler, ProfilerStateError, mstx, record_function, schedule, trace_api
+from npuprof import Profiler, ProfilerStateError, hookimpl, mstx, record_function, schedule, trace_api
 from npuprof.analysis.pipeline import load_events
+from npuprof.plugins.manager import get_plugin_host
 from npuprof.events import EventKind
 
 
@@ -209,7 +210,9 @@ def test_every_host_series_and_process_memory_are_sampled(tmp_path):
 
     with Profiler(output_path=tmp_path, host_sys=["cpu", "mem", "disk", "network"], profile_memory=True,
                   host_sys_usage_freq=200) as prof:
-        time.sleep(0.3)
+        deadline = time.monotonic() + 120     # until 10 samples were taken, however slow the machine
+        while prof._sampler.samples < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
     (res,) = prof.analyse()
     usage = {r["Series"]: r for r in res.tables["host_usage"].records()}
     assert set(usage) == {"CPU Usage(%)", "Memory Usage(%)", "Disk Usage(B/s)", "Network Usage(B/s)",
@@ -217,3 +220,42 @@ def test_every_host_series_and_process_memory_are_sampled(tmp_path):
     assert all(r["Samples"] >= 10 for r in usage.values())
     assert usage["Process RSS(B)"]["Min"] > 10e6          # this interpreter holds numpy: tens of MB
     assert usage["Disk Usage(B/s)"]["Min"] >= 0 and usage["Network Usage(B/s)"]["Min"] >= 0
+
+
+# -- the first recorded step holds none of the start-up (#34.1) ----------------------------------------------------
+class _SlowToStart:
+    """A backend whose start takes time, as a framework profiler's does; its start is recorded as a range."""
+
+    @hookimpl
+    def npuprof_start(self, session):
+        from npuprof import record_function
+
+        with record_function("backend start"):
+            sum(range(200_000))
+
+
+@pytest.mark.parametrize("how", ["start", "step"])
+def test_the_first_recorded_step_begins_after_collection_started(tmp_path, how):
+    """Opening the window and starting the backends happen between two steps: ProfilerStep#N begins
+    once they are done (as torch enters ProfilerStep#N after its transition), on start() and on the
+    step() that begins a window."""
+    host = get_plugin_host()
+    host.register(_SlowToStart(), name="slow_to_start")
+    try:
+        sched = schedule(wait=0, active=2, repeat=1) if how == "start" else schedule(wait=2, active=2, repeat=1)
+        prof = Profiler(output_path=tmp_path, schedule=sched)
+        prof.start()
+        for _ in range(4):
+            sum(range(1000))
+            prof.step()
+        prof.stop()
+    finally:
+        host.unregister("slow_to_start")
+    (res,) = prof.analyse()
+    events = res.events
+    names = [events.strings[n] for n in events["name"]]
+    (start,) = [i for i, n in enumerate(names) if n == "backend start"]
+    steps = sorted((int(events["ts"][i]), n) for i, n in enumerate(names) if n.startswith("ProfilerStep#"))
+    first_ts, first = steps[0]
+    assert first == ("ProfilerStep#0" if how == "start" else "ProfilerStep#2")
+    assert first_ts >= int(events["ts"][start]) + int(events["dur"][start])

@@ -72,9 +72,8 @@ def test_reading_counts_no_writing_phase(tmp_path):
 def test_the_bar_draws_the_counts_on_a_terminal():
     out = io.StringIO()
     bar = TerminalProgress("analysing", file=out, show_after=0.0, force_terminal=True)
-    for _ in range(500):            # the timer thread starts it; wait for that, not for a time
-        if bar.shown:
-            break
+    deadline = time.monotonic() + 120   # the timer thread starts it; wait for that, not for a time
+    while not bar.shown and time.monotonic() < deadline:
         time.sleep(0.01)
     shown = bar.shown
     bar("run_a: op_statistic", 3, 10)

@@ -129,3 +129,28 @@ def test_offline_analyse_takes_an_output_path(tmp_path):
     assert len(res.events) > 0 and not res.info.writable
     assert (tmp_path / "o" / run.name / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").is_file()
     assert tree_digest(job) == before
+
+
+# -- an output place that cannot be written (#34.4): /proc takes no new files, for root as for anyone ------------
+UNWRITABLE = Path("/proc/npuprof_cannot_write_here")
+
+
+def _npuprof(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "npuprof", *argv], capture_output=True, text=True, timeout=600,
+                          cwd=cwd)
+
+
+def test_analyse_into_an_unwritable_place_prints_no_success_line(analysed_run, tmp_path):
+    run = analysed_run.saved_runs[0]
+    done = _npuprof("analyse", str(run), "-o", str(UNWRITABLE), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""                                  # no "N events -> ..." nor "analysed 1 run(s)"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {run}: ") and str(UNWRITABLE) in lines[0]
+
+
+def test_report_into_an_unwritable_place_names_the_path_given(analysed_run, tmp_path):
+    page = UNWRITABLE / "r.html"
+    done = _npuprof("report", str(analysed_run.saved_runs[0]), "-o", str(page), "--quiet", cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"npuprof: error: {page}: ") and "r_files" not in done.stderr

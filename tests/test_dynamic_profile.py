@@ -20,7 +20,7 @@ from npuprof.dynamic_profile.controller import DynamicController
 from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
 from npuprof.errors import ProfilerConfigError
 
-from dyn_support import RunningJob, captures_done, run_info
+from dyn_support import HOLDABLE, RunningJob, captures_done, run_info
 
 CLI = [sys.executable, "-m", "npuprof"]
 
@@ -224,6 +224,108 @@ def test_init_refuses_a_file_and_a_second_directory(tmp_path):
         dp.finalize()
 
 
+def test_the_captures_first_step_begins_after_the_capture_is_announced(tmp_path, monkeypatch):
+    """#34.1: the status file (written with an fsync) and the log line come before the capture's
+    Profiler starts, so neither lands in its first recorded step."""
+    ctl = _controller(tmp_path)
+    written = []
+    original = DynamicController._write_status
+
+    def write_status(self):
+        original(self)
+        written.append(time.perf_counter_ns())
+
+    monkeypatch.setattr(DynamicController, "_write_status", write_status)
+    _steps(ctl, 2)
+    _write(ctl, _config(start_step=3, active=2, prof_dir=str(tmp_path / "p")))
+    while ctl.status.state != "capturing":      # up to the step() that begins the capture
+        _steps(ctl, 1)
+    assert ctl.step_num == 3 and ctl._capture._step_t0 >= max(written)
+    ctl.close()
+
+
+# -- a config left from the previous job (#34.6) ------------------------------------------------------------------
+def test_a_config_present_at_init_is_the_baseline_as_in_torch_npu(tmp_path, monkeypatch):
+    import npuprof.dynamic_profile as dp
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "profiler_config.json").write_text(_config(start_step=2, active=1, prof_dir="old"))
+    ctl = dp.init(tmp_path / "cfg", poll_interval=3600)
+    try:
+        _steps(ctl, 6)
+        assert ctl.status.captures == [] and not (tmp_path / "old").exists()   # the previous job's request
+        _write(ctl, _config(start_step=8, active=1, prof_dir="new"))          # a change: captured
+        _steps(ctl, 4)
+        (cap,) = ctl.status.captures
+        assert cap.recorded_steps == [8] and cap.state == "done"
+    finally:
+        dp.finalize()
+
+
+DROP_IN_BASELINE = """
+import json, sys
+from pathlib import Path
+from npuprof.integrations.mindspore import DynamicProfilerMonitor
+from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
+cfg, out = Path(sys.argv[1]), Path(sys.argv[2])
+monitor = DynamicProfilerMonitor(cfg_path=str(cfg), output_path=str(out), poll_interval=3600)
+ctl = monitor.controller
+for _ in range(6):
+    monitor.step()
+left = len(ctl.status.captures)
+(cfg / "profiler_config.json").write_text(json.dumps(dict(MINDSPORE_TEMPLATE, start_step=20, stop_step=21)))
+ctl._watcher.check_now()
+monitor.step()
+print(json.dumps({"left": left, "scheduled": [c.recorded_steps for c in ctl.status.captures]}))
+ctl.close()
+"""
+
+
+def test_the_mindspore_drop_in_takes_a_config_present_at_start_as_the_baseline(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "profiler_config.json").write_text(json.dumps(dict(MINDSPORE_TEMPLATE, start_step=2, stop_step=3)))
+    done = subprocess.run([sys.executable, "-c", DROP_IN_BASELINE, str(cfg), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"left": 0, "scheduled": [[20, 21]]}    # the left file captured nothing, a change did
+    assert not list(tmp_path.rglob("rank0_start2_stop3"))
+
+
+def test_apply_existing_applies_a_config_present_at_start(tmp_path):
+    """The other rule (MindSpore's own monitor), still available to the controller."""
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "profiler_config.json").write_text(
+        json.dumps(dict(MINDSPORE_TEMPLATE, start_step=3, stop_step=3)))
+    ctl = _controller(tmp_path, dialect="mindspore", first_step=1, apply_existing=True,
+                      default_prof_dir=tmp_path / "out")
+    ctl.start_watching()
+    _steps(ctl, 4)
+    (cap,) = ctl.status.captures
+    assert cap.recorded_steps == [3] and cap.state == "done"
+    ctl.close()
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["--dialect", "mindspore", "--start-step", "300", "--stop-step", "304"],
+     "into the job's output_path (DynamicProfilerMonitor(output_path=...)), in rank<r>_start300_stop304/"),
+    (["--dialect", "mindspore", "--start-step", "300", "--stop-step", "304", "--prof-dir", "rel"],
+     "into rel under the job's working directory, in rank<r>_start300_stop304/"),
+    (["--start-step", "3", "--active", "2"], "into ./npuprof_data under the job's working directory"),
+    (["--start-step", "3", "--active", "2", "--prof-dir", "{abs}"], "into {abs}"),
+])
+def test_cli_start_says_where_the_job_writes(tmp_path, argv, where):
+    absolute = str(tmp_path / "abs")
+    argv = [a.replace("{abs}", absolute) for a in argv]
+    done = subprocess.run(CLI + ["dynamic", "start", str(tmp_path / "cfg"), *argv], capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(where.replace("{abs}", absolute)), done.stdout
+    assert str(tmp_path) + "\n" not in done.stdout + "\n"       # never the command's own working directory
+
+
 # -- the command line -----------------------------------------------------------------------------------------------
 def test_cli_start_validates_before_writing_and_status_reports(tmp_path):
     cfg = tmp_path / "cfg"
@@ -247,14 +349,20 @@ def test_cli_start_validates_before_writing_and_status_reports(tmp_path):
 # -- real processes, config changed while they run -------------------------------------------------------------------
 def _two_captures(job: RunningJob, make_config, first_step: int = 0) -> tuple:
     """Config A, a broken file, config B - each written while the job trains; returns the final status."""
-    st = job.wait_for("the first steps", lambda s: s.get("step", -1) >= first_step + 3)
-    a = st["step"] + 20
-    job.write_config(make_config(a, "a"))
+    def ask(tag: str, st: dict) -> int:
+        if job.kind not in HOLDABLE:  # a script without npuprof cannot say its step: 20 steps ahead of the last status
+            start = st["step"] + 20
+            job.write_config(make_config(start, tag))
+            return start
+        start = job.hold() + 2        # held while the config is written and read: ahead, whatever the load
+        job.write_config_read_while_held([job], make_config(start, tag))
+        job.release()
+        return start
+
+    a = ask("a", job.wait_for("the first steps", lambda s: s.get("step", -1) >= first_step + 3))
     job.wait_for("capture A", captures_done(1))
     job.write_config('{"start_step": ')                        # an editor's half-written save
-    st = job.wait_for("the broken file reported", lambda s: "stays in effect" in (s.get("error") or ""))
-    b = st["step"] + 20
-    job.write_config(make_config(b, "b"))
+    b = ask("b", job.wait_for("the broken file reported", lambda s: "stays in effect" in (s.get("error") or "")))
     st = job.wait_for("capture B", captures_done(2))
     assert job.finish() == 0, job.stderr()
     assert job.stderr().count("stays in effect") == 1
@@ -341,9 +449,13 @@ def test_two_ranks_capture_the_same_steps_and_rank_list_limits_them(tmp_path):
     cfg = tmp_path / "cfg"
     jobs = [RunningJob("numpy", cfg, tmp_path / f"rank{r}", env={"RANK_ID": str(r)}) for r in (0, 1)]
     try:
-        steps = [j.wait_for("the first steps", lambda s: s.get("step", -1) >= 3)["step"] for j in jobs]
-        start = max(steps) + 10
-        jobs[0].write_config(_config(start_step=start, active=2, prof_dir=str(tmp_path / "p")))
+        for j in jobs:
+            j.wait_for("the first steps", lambda s: s.get("step", -1) >= 3)
+        # held while the config is written and read: its start is ahead of both, whatever the load
+        start = max(j.hold() for j in jobs) + 2
+        jobs[0].write_config_read_while_held(jobs, _config(start_step=start, active=2, prof_dir=str(tmp_path / "p")))
+        for j in jobs:
+            j.release()
         done = [j.wait_for("the capture", captures_done(1)) for j in jobs]
         for rank, st in enumerate(done):
             (cap,) = st["captures"]

@@ -211,3 +211,33 @@ def test_level0_communication_writes_no_zeros(tmp_path):
     result = AnalysisResult(run_dir=tmp_path, info=RunInfo(run_dir=tmp_path), events=ops)
     assert write_communication_files(result, tmp_path) == []
     assert not (tmp_path / "communication.json").exists()
+
+
+def test_a_recomputation_that_differs_from_the_tools_table_is_named(tmp_path):
+    """kernel_details losing whole rows (cut at a line end: nothing looks damaged) makes npuprof's Computing
+    smaller than the tool's own step_trace_time says: the difference is named, column and step."""
+    run = _copy(realdata(f"{LEVEL1}/rank0_ascend_pt"), tmp_path / "rank0_ascend_pt")
+    kernels = run / OUT / "kernel_details.csv"
+    lines = kernels.read_bytes().splitlines(keepends=True)
+    kernels.write_bytes(b"".join(lines[:len(lines) // 2]))
+    code, _, err = _cli("show", "-dir", str(run))
+    assert code == 3, err
+    assert "step_trace_time.Computing: npuprof's recomputation differs from the tool's own step_trace_time.csv" in err
+    assert "step 50:" in err
+
+
+def test_the_quality_model_decides_the_exit_code():
+    from npuprof.quality import DataQuality, QualityIssue
+
+    quality = DataQuality()
+    assert quality.complete and quality.exit_code == 0 and quality.lines() == []
+    quality.add(QualityIssue("a.csv", "cut short", ("op_statistic",)))
+    quality.add(QualityIssue("a.csv", "cut short", ("op_statistic",)))          # the same issue once
+    assert quality.exit_code == 3 and quality.verdict == "partial" and len(quality.issues) == 1
+    assert quality.lines() == ["data quality: partial", "  - a.csv: cut short (affects op_statistic)"]
+    quality.add(QualityIssue("b", "no Computing", ("step_trace_time.Computing",), not_measured=True))
+    assert quality.not_measured == ["step_trace_time.Computing"]
+    assert quality.to_json()["affects"] == ["op_statistic", "step_trace_time.Computing"]
+    quality.usable = False
+    assert quality.exit_code == 1 and quality.to_json()["verdict"] == "unusable"
+    assert QualityIssue.from_message("run/k.csv:7: row skipped") == QualityIssue("run/k.csv:7", "row skipped")

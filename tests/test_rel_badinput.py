@@ -304,7 +304,7 @@ def _ms_cases() -> list[Case]:
 # -- the CLI ---------------------------------------------------------------------------------
 
 CLI_CASES = [
-    ("no-command-args", ["analyse"], "path"),
+    ("no-command-args", ["analyse"], "DIR"),
     ("analyse-export-type", ["analyse", "{out}", "--export-type", "pdf"], "--export-type"),
     ("analyse-unknown-flag", ["analyse", "{out}", "--frobnicate"], "--frobnicate"),
     ("show-limit-text", ["show", "-dir", "{out}", "--limit", "abc"], "--limit"),

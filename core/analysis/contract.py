@@ -27,7 +27,7 @@ from .table import Table
 STEP_TABLES = ("step_trace_time", "op_statistic", "kernel_details")
 
 
-def recorded_steps(events: EventTable) -> list[int]:
+def _data_steps(events: EventTable) -> list[int]:
     """The step numbers of the data's own step ranges (none: the data marks no step)."""
     if not len(events) or not (events["kind"] == np.uint8(EventKind.STEP)).any():
         return []
@@ -40,7 +40,7 @@ def check_run_contract(events: EventTable, info: RunInfo, quality: DataQuality) 
     if info.origin is not RunOrigin.NPUPROF:
         return
     own: dict[str, Any] = info.raw.get("npuprof", {}) if isinstance(info.raw.get("npuprof"), dict) else {}
-    steps = recorded_steps(events)
+    steps = _data_steps(events)
     quality.expected.update({"steps": list(info.steps), "state": "stopped"})
     quality.found.update({"steps": steps, "state": info.state, "events": len(events)})
     subject = f"{info.run_dir.name}/profiler_info"
@@ -106,3 +106,29 @@ def leave_unmeasured_empty(tables: dict[str, Table], quality: DataQuality) -> No
         table = tables.get(name)
         if table is not None and column in table.columns:
             table.data[column] = [None] * len(table)
+
+
+def check_against_tool(ours: Table, tool: dict[int, dict[str, float]], quality: DataQuality,
+                       source: str = "the tool's own step_trace_time.csv") -> None:
+    """Name each step_trace_time column where npuprof's recomputation differs from the table the tool wrote
+    for the same run (beyond the writers' rounding): on complete data they are equal, so a difference says
+    the recomputation lacks what the tool had. The tool's table stays what ``show`` and ``cluster`` print."""
+    if not tool or not len(ours):
+        return
+    records = ours.records()
+    differing: dict[str, list[str]] = {}
+    for row in records:
+        theirs = tool.get(int(row["Step"]))
+        if theirs is None:
+            continue
+        for column, value in row.items():
+            if column == "Step" or value is None or column not in theirs:
+                continue
+            if abs(float(value) - theirs[column]) > max(0.5, 1e-5 * abs(theirs[column])):
+                differing.setdefault(column, []).append(f"step {row['Step']}: {float(value):,.3f} us against "
+                                                        f"{theirs[column]:,.3f}")
+    for column, where in differing.items():
+        why = "; ".join(str(i.subject) for i in quality.issues) or "no input flagged"
+        quality.add(QualityIssue(f"step_trace_time.{column}", f"npuprof's recomputation differs from {source} "
+                                                              f"({'; '.join(where[:3])}); inputs missing or damaged: "
+                                                              f"{why}", (f"step_trace_time.{column}",)))

@@ -175,21 +175,11 @@ class Side:
 
 
 @dataclass(frozen=True)
-class StepTime:
-    """The compared per-step metric (``metric``; the step time by default): medians, change, interval, verdict."""
+class StepTime(Change):
+    """The compared per-step metric (``metric``; the step time by default): medians, change, interval,
+    verdict, rounded as shown."""
 
-    metric: str
-    base_ms: Optional[float]
-    new_ms: Optional[float]
-    base_spread_ms: Optional[tuple[float, float]]
-    new_spread_ms: Optional[tuple[float, float]]
-    delta_pct: Optional[float]
-    ci95_pct: Optional[tuple[float, float]]
-    verdict: str
-
-    def regressed_beyond(self, pct: float) -> bool:
-        """True when the metric grew by more than ``pct`` percent with 95 % confidence."""
-        return self.ci95_pct is not None and self.ci95_pct[0] > pct
+    metric: str = "step_time"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
 from .analyzers import ANALYZERS, assign_steps
-from .contract import check_run_contract, leave_unmeasured_empty
+from ..readers.ascend_contract import tool_step_trace
+from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
 from .steps import select_steps
 
@@ -40,13 +41,14 @@ __all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "analyse_path", "analyse
 ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
 
 
-def is_run_dir(path: Path) -> bool:
-    """True for a directory with profiler_info, or a directory or file a reader plugin claims."""
+def is_run_dir(path: Path, named: bool = False) -> bool:
+    """True for a directory with profiler_info, or a directory or file a reader plugin claims
+    (``named``: the folder the user named, see the ``npuprof_recognise_run`` hook)."""
     if path.is_dir() and any(path.glob("profiler_info*.json")):
         return True
     if not (path.is_dir() or path.is_file()):
         return False
-    return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path))
+    return any(bool(r) for _, r in get_plugin_host().call("npuprof_recognise_run", path=path, named=named))
 
 
 def find_runs(path: Union[str, Path]) -> list[Path]:
@@ -55,7 +57,7 @@ def find_runs(path: Union[str, Path]) -> list[Path]:
     root = Path(path)
     if not root.exists():
         raise ProfilerDataError(root, "does not exist")
-    if is_run_dir(root):
+    if is_run_dir(root, named=True):
         return [root]
     if not root.is_dir():
         raise ProfilerDataError(root, "is not a directory nor a trace file any reader understands")
@@ -96,7 +98,7 @@ def load_run(run_dir: Union[str, Path]) -> LoadedRun:
         loaded = load_run("rank0_ascend_pt")
         loaded.quality.exit_code      # 0 complete, 3 partial
     """
-    events, info, warnings, _, quality = _load(Path(run_dir))
+    events, info, warnings, _, quality, _ = _load(Path(run_dir))
     return LoadedRun(events, info, warnings, quality)
 
 
@@ -110,15 +112,16 @@ def load_events(run_dir: Union[str, Path]) -> tuple[EventTable, RunInfo, list[st
     understands the run, or when readers claimed its files and none could be
     read: "0 events" is never a success.
     """
-    events, info, warnings, _, _ = _load(Path(run_dir))
+    events, info, warnings, _, _, _ = _load(Path(run_dir))
     return events, info, warnings
 
 
 @ordinary_pages()
-def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], DataQuality]:
-    """(events, info, warnings, skipped, quality): ``skipped`` are the readers' errors
+def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], DataQuality, dict]:
+    """(events, info, warnings, skipped, quality, tables): ``skipped`` are the readers' errors
     on a run that other readers did read; ``quality`` every issue the readers flagged,
-    the skipped inputs and what the run's own metadata promised but the data lacks."""
+    the skipped inputs and what the run's own metadata promised but the data lacks;
+    ``tables`` those the readers handed over (:meth:`ParseContext.add_table`)."""
     info_error = None
     try:
         info = read_run_info(run_dir)
@@ -159,13 +162,19 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
     events = assign_steps(events)
     quality = DataQuality(issues=list(ctx.issues))
     quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)
-    if not len(events):
+    if not len(events) and not _recorded_nothing(info):
         quality.usable = False
         quality.add(QualityIssue(str(run_dir), "no event could be read: nothing to analyse", ("all tables",)))
     check_run_contract(events, info, quality)
     # the warnings every caller prints: notes, then each data-quality issue
     warnings = ctx.warnings + [str(i) for i in quality.issues if str(i) not in ctx.warnings]
-    return events, info, warnings, errors, quality
+    return events, info, warnings, errors, quality, ctx.tables
+
+
+def _recorded_nothing(info: RunInfo) -> bool:
+    """True for an npuprof window whose profiler says it wrote no event (an empty window is complete)."""
+    own = info.raw.get("npuprof") if isinstance(info.raw.get("npuprof"), dict) else {}
+    return own.get("events_written") == 0 and info.state == "stopped"
 
 
 @ordinary_pages()
@@ -191,7 +200,7 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
-        events, info, warnings, skipped, quality = _load(run_dir)
+        events, info, warnings, skipped, quality, read_tables = _load(run_dir)
     if steps is not None:
         events = select_steps(events, steps)
     if on_loaded is not None:
@@ -201,7 +210,14 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
     for name, analyzer in ANALYZERS.items():
         with phases.phase(f"{name} ({run_dir.name})"):
             result.tables[name] = analyzer(events)
+    for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
+        if name in result.tables:
+            result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
+        else:
+            result.tables[name] = table
     leave_unmeasured_empty(result.tables, quality)
+    if not info.writable and run_dir.is_dir() and "step_trace_time" in result.tables:
+        check_against_tool(result.tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
     log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
     return result
 

@@ -40,7 +40,7 @@ from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
 from .timeline import write_merged, write_rank_trace
-from .tooltables import TOOL_FILES, tool_summary
+from .tooltables import OWN_RUN, TOOL_FILES, tool_summary
 from .worker import RankTask, rank_events, summarise_rank
 
 log = logging.getLogger("npuprof")
@@ -151,7 +151,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         else:
             why = "tool tables not used (recompute)"
         parsed[t.rank] = why
-        if tool_tables and _has_tool_tables(t):
+        if tool_tables and why != OWN_RUN and _has_tool_tables(t):    # another tool's tables, there but unusable
             unused[t.rank] = why
         log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
     if fast:

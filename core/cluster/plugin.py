@@ -128,8 +128,10 @@ def cmd_xplane(args: argparse.Namespace) -> int:
 
 @hookimpl
 def npuprof_add_commands(subparsers: Any) -> None:
+    from ..cli_args import add_folder_argument
+
     c = subparsers.add_parser("cluster", help="analyse all ranks of a multi-rank job (process pool or Dask)")
-    c.add_argument("path", help="parent directory of the ranks' run directories")
+    add_folder_argument(c, "path")
     c.add_argument("--job", default=None, metavar="NAME",
                    help="the job to analyse when the folder holds several (their names are listed if not given)")
     c.add_argument("-o", "--output", default=None, help="output directory (default <path>/npuprof_cluster; for another tool's job ./npuprof_output/<path name>/npuprof_cluster)")
@@ -158,7 +160,7 @@ def npuprof_add_commands(subparsers: Any) -> None:
     c.set_defaults(func=cmd_cluster)
 
     t = subparsers.add_parser("timeline", help="write a filtered (optionally merged, gzipped) timeline")
-    t.add_argument("path", help="a run directory or a parent of ranks' runs")
+    add_folder_argument(t, "path")
     t.add_argument("-o", "--output", default=None, help="output file (.json or .json.gz)")
     t.add_argument("--ranks", default=None, help="ranks to include (default all)")
     t.add_argument("--steps", default=None, help="steps to keep, e.g. 3-5")
@@ -171,7 +173,7 @@ def npuprof_add_commands(subparsers: Any) -> None:
     t.set_defaults(func=cmd_timeline)
 
     x = subparsers.add_parser("xplane", help="export runs as XSpace for TensorBoard / xprof")
-    x.add_argument("path", help="a run directory or a parent of runs")
+    add_folder_argument(x, "path")
     x.add_argument("--logdir", required=True, help="TensorBoard log directory")
     x.add_argument("--run", default=None, help="run name under plugins/profile (default: a UTC time stamp)")
     x.set_defaults(func=cmd_xplane)

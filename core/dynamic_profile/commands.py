@@ -15,15 +15,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ..cli_args import add_folder_argument
 from ..errors import ProfilerConfigError
 from ..fileio import atomic_write
 from ..validate import parse_rank_list
 from .request import CONFIG_NAME, MINDSPORE_TEMPLATE, TEMPLATE, parse_config_text
 from .status import read_statuses
+
+
+WATCHED_FOLDER_HELP = "the folder the job watches for profiler_config.json (give it as DIR or as -dir DIR)"
 
 
 def add_commands(sub: Any) -> None:
@@ -32,7 +37,7 @@ def add_commands(sub: Any) -> None:
     dsub = d.add_subparsers(dest="dynamic_command", required=True, parser_class=type(d))
 
     s = dsub.add_parser("start", help="write DIR/profiler_config.json atomically: running watchers capture")
-    s.add_argument("dir")
+    add_folder_argument(s, "dir", help=WATCHED_FOLDER_HELP)
     s.add_argument("--start-step", type=int, default=None,
                    help="first step of the capture (npuprof/torch_npu: absolute, 0-based; MindSpore: 1-based)")
     s.add_argument("--active", type=int, default=None, help="steps recorded")
@@ -49,7 +54,7 @@ def add_commands(sub: Any) -> None:
     s.set_defaults(func=cmd_start)
 
     st = dsub.add_parser("status", help="what each watching process has in effect and its captures")
-    st.add_argument("dir")
+    add_folder_argument(st, "dir", help=WATCHED_FOLDER_HELP)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_status)
 
@@ -105,8 +110,33 @@ def cmd_start(args: argparse.Namespace) -> int:
     steps = "the next step" if request.start_step is None else f"step {request.start_step}"
     print(f"wrote {path}: capture of {request.active} step(s) from {steps} "
           f"(+{request.warmup} warm-up), ranks {sorted(request.ranks) if request.ranks else 'all'}, "
-          f"into {request.prof_dir}")
+          f"into {where_the_job_writes(config, dialect, request)}")
     return 0
+
+
+def where_the_job_writes(config: dict, dialect: str, request: Any) -> str:
+    """Where the watching job will write the capture: the folder the config names (a relative one is
+    the job's, from its working directory, not this command's), or the job's own choice.
+
+    Example::
+
+        >>> from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
+        >>> cfg = dict(MINDSPORE_TEMPLATE, start_step=300, stop_step=304)
+        >>> where_the_job_writes(cfg, "mindspore", parse_config_text(json.dumps(cfg), "mindspore"))
+        "the job's output_path (DynamicProfilerMonitor(output_path=...)), in rank<r>_start300_stop304/"
+    """
+    key = "prof_path" if dialect == "mindspore" else "prof_dir"
+    given = config.get(key)
+    if dialect == "mindspore" and (not given or given == "./"):
+        place = "the job's output_path (DynamicProfilerMonitor(output_path=...))"
+    elif Path(os.path.expanduser(str(given))).is_absolute():
+        place = str(request.prof_dir)
+    else:
+        place = f"{given} under the job's working directory"
+    if request.run_subdir is not None and request.start_step is not None:
+        last = request.start_step + request.warmup + request.active - 1
+        place += f", in {request.run_subdir.format(rank='<r>', start=request.start_step, stop=last)}/"
+    return place
 
 
 def _set_npuprof_fields(config: dict, args: argparse.Namespace) -> None:

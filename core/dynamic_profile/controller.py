@@ -44,9 +44,11 @@ class DynamicController:
     """Watches ``config_dir/profiler_config.json`` and runs the captures it asks for.
 
     ``first_step`` is the number of the step running when watching starts
-    (0 for torch_npu-style configs, 1 for MindSpore's). ``apply_existing``
-    applies a config already in the file at start (MindSpore does; torch_npu
-    only reacts to changes).
+    (0 for torch_npu-style configs, 1 for MindSpore's). A config already in
+    the file at start is the baseline, as in torch_npu: only a change starts a
+    capture, so a file left by the previous job does not capture again.
+    ``apply_existing`` applies it at start instead (MindSpore's own monitor's
+    rule; npuprof's entry points all keep torch_npu's).
     """
 
     def __init__(self, config_dir: Path, dialect: str = "npuprof", first_step: int = 0,
@@ -224,6 +226,13 @@ class DynamicController:
                 "recorded_steps": list(request.recorded_steps(n))})
             for key, value in request.metadata:
                 prof.add_metadata_json(key, json.dumps(value))
+            # said (and the status file written) before the start: the capture's first step begins once
+            # start() returns, and none of this is part of it
+            log.warning("npuprof: dynamic profiling: rank %d captures steps %s into %s", self.rank,
+                        record.recorded_steps, out)
+            record.state = "running"
+            self.status.state = "capturing"
+            self._write_status()
             prof.start()
         except (ProfilerError, OSError) as e:
             record.state, record.error = "failed", f"{type(e).__name__}: {e}"
@@ -234,11 +243,6 @@ class DynamicController:
         self._capture = prof
         self._capture_status = record
         self._capture_last_step = n + request.warmup + request.active - 1
-        record.state = "running"
-        self.status.state = "capturing"
-        log.warning("npuprof: dynamic profiling: rank %d captures steps %s into %s", self.rank,
-                    record.recorded_steps, out)
-        self._write_status()
         self._wake_at = n + 1
 
     def _end_capture(self, state: str) -> None:

@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
+from typing import Optional
 
 from ..analysis.memory import MemoryTimeline
 from . import svg
@@ -31,12 +32,13 @@ def _rows(headers: list, rows: list) -> str:
     return svg.html_table(headers, [[_e(c) for c in r] for r in rows])
 
 
-def memory_section(timeline: MemoryTimeline, heading: str = "Memory") -> str:
-    """The page's body: peak, charts and tables (also the HTML report's memory section)."""
+def memory_section(timeline: MemoryTimeline, heading: str = "Memory", start_ns: Optional[int] = None) -> str:
+    """The page's body: peak, charts and tables (also the HTML report's memory section). Times are
+    seconds since ``start_ns``, the run's start (default: the first memory sample)."""
     s = timeline.summary
     starts = [int(timeline.times_ns[0])] if len(timeline.times_ns) else []
     starts += [int(t[0]) for t, _ in timeline.series.values() if len(t)]
-    t0 = min(starts, default=0)
+    t0 = min(starts, default=0) if start_ns is None else start_ns
     parts = [f"<h2 id='memory'>{_e(heading)}</h2>"]
     if s.peak_mb is not None and s.peak_ns is not None:
         step = "" if s.peak_step is None else f" in step {s.peak_step}"
@@ -72,10 +74,10 @@ def memory_section(timeline: MemoryTimeline, heading: str = "Memory") -> str:
     return "\n".join(parts)
 
 
-def render_memory_page(timeline: MemoryTimeline, title: str) -> str:
+def render_memory_page(timeline: MemoryTimeline, title: str, start_ns: Optional[int] = None) -> str:
     """The whole HTML page of :func:`memory_section`."""
     return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
                       f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
                       f"<h1>{_e(title)}</h1><p class='meta'>generated "
                       f"{_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by npuprof</p>",
-                      memory_section(timeline), "</body></html>\n"])
+                      memory_section(timeline, start_ns=start_ns), "</body></html>\n"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Optional
 
 from ..analysis.memory import MemoryTimeline
 from ..fileio import atomic_write
@@ -26,10 +27,11 @@ def timeline_form(path: Path) -> str:
     return next((s for s in TIMELINE_SUFFIXES if path.name.endswith(s)), "")
 
 
-def write_memory_timeline(timeline: MemoryTimeline, path: Path, title: str) -> Path:
-    """Write ``timeline`` to ``path`` in the form its suffix names; returns the path."""
+def write_memory_timeline(timeline: MemoryTimeline, path: Path, title: str, start_ns: Optional[int] = None) -> Path:
+    """Write ``timeline`` to ``path`` in the form its suffix names; returns the path. The page shows
+    times since ``start_ns`` (the run's start); the JSON forms keep absolute (epoch) times."""
     form = timeline_form(path)
     if form == ".html":
-        return atomic_write(path, render_memory_page(timeline, title))
+        return atomic_write(path, render_memory_page(timeline, title, start_ns))
     data = json.dumps(timeline.to_json()).encode()
     return atomic_write(path, gzip.compress(data) if form == ".json.gz" else data)

@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence, Union
 from ..analysis.pipeline import ANALYSIS_PHASES, analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
-from ..errors import ProfilerConfigError, ProfilerDataError
+from ..errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError
 from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
 from ..fileio import atomic_write
@@ -203,7 +203,7 @@ def _call_exporter(host: Any, exporter: str, result: AnalysisResult, target: Exp
                    written: WrittenOutputs) -> None:
     def failed(plugin: str, exc: BaseException) -> None:
         log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s: %s", plugin, result.run_dir,
-                    type(exc).__name__, exc)
+                    type(exc).__name__, exc, extra={CARRIED_IN_RESULT: True})
         written.failures.append(ExporterFailure(plugin, f"{type(exc).__name__}: {exc}"))
 
     for _, paths in host.call("npuprof_export", only=[exporter], on_error=failed, result=result, target=target):

@@ -29,6 +29,7 @@ from ..hookspecs import hookimpl
 CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
 SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
 MEMORY_TABLES = ("operator_memory", "memory_record", "npu_module_mem")   # written only with memory data
+ONLY_WITH_ROWS = SHAPE_TABLES + MEMORY_TABLES     # tables with no file at all where they have no rows
 
 
 @hookimpl
@@ -45,7 +46,7 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
         for name in CSV_TABLES:
             if name in result.tables:
                 written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
-        for name in SHAPE_TABLES + MEMORY_TABLES:
+        for name in ONLY_WITH_ROWS:
             table = result.tables.get(name)
             if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
                 written.append(out_dir / f"{name}.csv")

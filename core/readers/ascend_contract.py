@@ -20,13 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..quality import QualityIssue
+from .ascend_output import COMMUNICATION, KERNEL_DETAILS, MEMORY_RECORD, NPU_MODULE_MEM, OPERATOR_MEMORY, TRACE_VIEW
 
-TRACE_VIEW = "trace_view.json"
-KERNEL_DETAILS = "kernel_details.csv"
-MEMORY_RECORD = "memory_record.csv"
-NPU_MODULE_MEM = "npu_module_mem.csv"
-OPERATOR_MEMORY = "operator_memory.csv"
-COMMUNICATION = "communication.json"
 COMMUNICATION_MATRIX = "communication_matrix.json"
 OP_STATISTIC = "op_statistic.csv"
 STEP_TRACE_TIME = "step_trace_time.csv"
@@ -163,3 +158,27 @@ def problem_issue(problem: str) -> QualityIssue:
     """A reader problem (``"<path>[:line]: what"``) as a data-quality issue naming what it affects."""
     issue = QualityIssue.from_message(problem)
     return QualityIssue(issue.subject, issue.problem, FILE_AFFECTS.get(Path(issue.subject.split(":")[0]).name, ()))
+
+
+def tool_step_trace(out_dir: Path) -> dict[int, dict[str, float]]:
+    """The tool's own step_trace_time.csv of ``out_dir`` as {step: {column: µs}}, read by column name
+    (a column absent or a cell not a number is left out); {} when there is none or it cannot be read."""
+    path = out_dir / STEP_TRACE_TIME
+    rows: dict[int, dict[str, float]] = {}
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            for row in csv.DictReader(fh):
+                try:
+                    step = int(float(row.get("Step") or ""))
+                except ValueError:
+                    continue
+                values = {}
+                for column, text in row.items():
+                    try:
+                        values[column] = float(text)
+                    except (TypeError, ValueError):
+                        continue
+                rows[step] = values
+    except (OSError, UnicodeError, csv.Error):
+        return {}
+    return rows

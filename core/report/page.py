@@ -27,8 +27,10 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from ..errors import ProfilerDataError
 from ..fileio import atomic_write
 from ..quality import DataQuality
+from ..validate import check_output_path
 from ..export import svg
 from ..export.memory_page import memory_section
 from ..export.svg import CSS, html_table
@@ -67,7 +69,7 @@ def _memory_part(summaries: list, t0: int) -> str:
     top = peaks[0]
     return "\n".join(["<h2 id='memory-peaks'>Memory peak per rank</h2>",
                       html_table(["Rank", "Peak allocated (MB)", "Step", "At (s)", "Allocations"], rows),
-                      memory_section(top.memory, heading=f"Memory over time, rank {top.rank}")])
+                      memory_section(top.memory, heading=f"Memory over time, rank {top.rank}", start_ns=t0)])
 
 
 def quality_section(quality: DataQuality) -> str:
@@ -131,13 +133,16 @@ def render(res: Any, page_dir: Path, title: str) -> str:
     else:
         parts.append(f"<p class='note'>Slow-rank test not applied: {_e(res.slow.get('note', ''))}.</p>")
     rows = []
+    judged = bool(res.slow.get("applicable"))     # a "Slow" column only where the slow-rank test ran
     for rec in res.tables["cluster_rank_summary"].records()[:64]:
-        flag = "<span class='bad'>slow</span>" if rec["Slow"] else ""
-        rows.append([_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
-                     _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
-                     _num(rec["Free Mean(us)"]), flag])
-    parts.append(html_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free", ""],
-                        rows, left=2))
+        row = [_e(rec["Rank"]), _e(rec["Hostname"]), _e(rec["Steps"]), _num(rec["Step Time Mean(us)"]),
+               _num(rec["Computing Mean(us)"]), _num(rec["Communication(Not Overlapped) Mean(us)"]),
+               _num(rec["Free Mean(us)"])]
+        if judged:
+            row.append("<span class='bad'>slow</span>" if rec["Slow"] else "no")
+        rows.append(row)
+    parts.append(html_table(["Rank", "Host", "Steps", "Step (µs)", "Computing", "Comm. not overlapped", "Free"] +
+                            (["Slow"] if judged else []), rows, left=2))
 
     # -- top operators
     parts.append("<h2 id='ops'>Top operators by time</h2>")
@@ -222,7 +227,8 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
     from ..cluster.analyse import default_place
 
     root = Path(path)
-    page = Path(output) if output is not None else default_place(root) / REPORT_NAME
+    page = check_output_path("output", output, file=True) if output is not None else \
+        default_place(root) / REPORT_NAME
     formats = ("csv", "json")
     try:
         import pyarrow  # noqa: F401
@@ -231,16 +237,32 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
     except ImportError:
         pass
     # the tables the page links to go beside the page, never into the runs read
-    res = cluster_analyse(root, output=page.parent / f"{page.stem}_files", backend=backend, workers=workers,
-                          timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
-    title = f"npuprof report: {root.resolve().name}" + (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
-    text = render(res, page.parent, title)
-    if advise_min_ms is not None:
-        from ..advise import advise_path
-        from ..advise.page import advice_section
+    files = page.parent / f"{page.stem}_files"
+    try:
+        res = cluster_analyse(root, output=files, backend=backend, workers=workers,
+                              timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
+        title = f"npuprof report: {root.resolve().name}" + \
+            (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
+        text = render(res, page.parent, title)
+        if advise_min_ms is not None:
+            from ..advise import advise_path
+            from ..advise.page import advice_section
 
-        advices = [a for s in sorted(res.summaries, key=lambda s: s.rank) for run in s.run_dirs
-                   for a in advise_path(run, min_ms=advise_min_ms)]
-        section = advice_section(advices, heading=f"Advice (findings of at least {advise_min_ms:g} ms per step)")
-        text = text.replace("</body></html>", section + "</body></html>", 1)
-    return WrittenReport(atomic_write(page, text), res.quality)
+            advices = [a for s in sorted(res.summaries, key=lambda s: s.rank) for run in s.run_dirs
+                       for a in advise_path(run, min_ms=advise_min_ms)]
+            section = advice_section(advices, heading=f"Advice (findings of at least {advise_min_ms:g} ms per step)")
+            text = text.replace("</body></html>", section + "</body></html>", 1)
+        return WrittenReport(atomic_write(page, text), res.quality)
+    except OSError as e:    # the page's place, named as given (its tables' folder is ours, not the user's)
+        if not _is_under(e.filename, page.parent):
+            raise
+        raise ProfilerDataError(output if output is not None else page,
+                                f"the report cannot be written there: {e.strerror or e}") from e
+
+
+def _is_under(filename: Any, folder: Path) -> bool:
+    if not filename:
+        return False
+    where = Path(os.path.abspath(os.fsdecode(filename)))
+    folder = Path(os.path.abspath(folder))
+    return where == folder or folder in where.parents

@@ -34,8 +34,10 @@ def _advise_min_ms(value: Any) -> Any:
 
 @hookimpl
 def npuprof_add_commands(subparsers: Any) -> None:
+    from ..cli_args import add_folder_argument
+
     r = subparsers.add_parser("report", help="write one self-contained HTML report of a run or a job")
-    r.add_argument("path", help="a run directory or a parent of ranks' runs")
+    add_folder_argument(r, "path")
     r.add_argument("-o", "--output", default=None, help="HTML file (default <path>/npuprof_report.html; for another "
                    "tool's job ./npuprof_output/<path name>/npuprof_report.html)")
     r.add_argument("--job", default=None, metavar="NAME",

@@ -34,7 +34,9 @@ class DynamicProfilerMonitor(Callback):
 
     ``cfg_path`` is a directory (shared by every rank); ``output_path`` is
     where captures go unless the file's ``prof_path`` says otherwise;
-    ``poll_interval`` (s) is how often the file is looked at.
+    ``poll_interval`` (s) is how often the file is looked at. A config
+    already in ``cfg_path`` is the baseline, as in torch_npu: only a change
+    written after this starts a capture (MindSpore's own monitor applies it).
     """
 
     def __init__(self, cfg_path: Optional[PathLike] = None, output_path: PathLike = "./dyn_profile_data",
@@ -50,9 +52,11 @@ class DynamicProfilerMonitor(Callback):
             raise ProfilerConfigError("cfg_path", str(cfg_path), "a directory holding profiler_config.json")
         out = check_output_path("output_path", output_path)
         interval = check_number("poll_interval", poll_interval, minimum=0.01)
+        # a config already there is the baseline (torch_npu's rule; MindSpore's own monitor applies it,
+        # so a file left by the previous job re-captured its steps): only a change after this starts one
         self._controller = DynamicController(directory, dialect="mindspore", first_step=1,
-                                             poll_interval=interval, apply_existing=True,
-                                             template=MINDSPORE_TEMPLATE, default_prof_dir=out.resolve())
+                                             poll_interval=interval, template=MINDSPORE_TEMPLATE,
+                                             default_prof_dir=out.resolve())
         self._controller.start_watching()
 
     @property

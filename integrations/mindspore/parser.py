@@ -29,8 +29,8 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from npuprof.events import EventTable
-from npuprof.readers.ascend_contract import problem_issue
+from npuprof.events import EventKind, EventTable
+from npuprof.readers.ascend_contract import layout_issues, problem_issue
 from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
     read_ascend_output, writer_of
 
@@ -64,9 +64,10 @@ def is_npuprof_run(run_dir: Path) -> bool:
 
 
 def mindspore_output_dir(run_dir: Path) -> Optional[Path]:
-    """The directory holding MindSpore's (not npuprof's) analysis output, if any."""
+    """The directory holding MindSpore's analysis output, if any: not npuprof's outputs of its own run
+    (those are derived from its raw data), but npuprof's ``export ascend`` copy, which has no raw data."""
     out = run_dir / OUTPUT_DIR
-    if out.is_dir() and not (out / DONE_MARKER).exists():
+    if out.is_dir() and (not (out / DONE_MARKER).exists() or not is_npuprof_run(run_dir)):
         tv = out / TRACE_VIEW
         if (tv.is_file() and is_ascend_trace(tv)) or (not tv.exists() and (out / KERNEL_DETAILS).is_file()):
             return out
@@ -114,7 +115,11 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     else:
         out = mindspore_output_dir(run_dir)
         if out is not None:
-            tables.append(_read_output(out, device, pid, bool(fw_dirs), False, context))
+            table = _read_output(out, device, pid, bool(fw_dirs), False, context)
+            tables.append(table)
+            has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
+            for issue in layout_issues(out, dict(context.info.raw or {}), has_comm):   # MindSpore's own layout
+                context.flag(issue.subject, issue.problem, issue.affects)
     if not tables:
         return None
     return EventTable.concat(tables)

@@ -10,8 +10,7 @@ Sources, in order of preference:
   (else ``task_time_*.csv``) -> KERNEL, the ``msprof_*.json`` timeline's
   CANN process -> API (and its Communication process -> COMM), and
   ``msprof_tx_*.csv`` -> RANGE/MARK;
-* SVP msprof.pyc exports in ``JOB*/timeline/``: ``task_time_*.json`` ->
-  KERNEL, ``acl_*.json`` -> API.
+* (an SS928/SS927 ``JOB*`` is read by :mod:`.svp_read`).
 
 Launch links (``corr``): the db's ``connectionId`` of TASK, CANN_API and
 COMMUNICATION_OP rows; in the timeline, the ``HostToDevice`` flows (CANN
@@ -23,8 +22,7 @@ proximity.
 
 When a directory has only raw data and an ``msprof`` executable is found
 (PATH, ``$ASCEND_TOOLKIT_HOME``/``$ASCEND_HOME_PATH`` tools), it is run with
-``--export=on`` first; a raw SS928/SS927 JOB is exported by the vendor's
-``msprof.pyc`` on a copy (:mod:`.svp_parser`), or refused saying how to get it. Headers are matched loosely (case, spaces, units,
+``--export=on`` first. Headers are matched loosely (case, spaces, units,
 ``Block Dim``/``Block Num``, ``OP Type``/``Op Type``, ``Device_id``/``Device
 ID``), ``N/A`` and tab-terminated timestamps are accepted. CSV/DB times are
 taken as epoch µs/ns (msprof's "local time" on a UTC host).
@@ -56,8 +54,6 @@ from npuprof.fileio import check_input_file
 from npuprof.readers.cann_timeline import has_device_timelines, read_device_timelines
 from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
-
-from .svp_parser import HOW_TO_GET_IT, find_svp_parser, is_raw_job, vendor_exports
 
 log = logging.getLogger("npuprof")
 SOURCE = "cann"
@@ -146,11 +142,14 @@ def us_to_ns(text: Any) -> Optional[int]:
 
 
 def is_prof_dir(path: Path) -> bool:
-    """A CANN PROF_ directory, or an SVP JOB directory (data/ + info.json.N)."""
+    """A CANN PROF_ directory (with CANN's data: host/, device_N/, msprof's exports), or an SVP JOB
+    directory (data/ + info.json.N). A folder named PROF_* holding none of them (npuprof's outputs of
+    a PROF_ directory, under ``npuprof_output/``) is not one."""
     if not path.is_dir():
         return False
     if PROF_RE.match(path.name):
-        return True
+        return (path / "host").is_dir() or (path / OUTPUT).is_dir() or any(path.glob("device_*")) or \
+            any(path.glob("msprof_*.db"))
     if path.name.startswith("JOB") and (path / "data").is_dir() and any(path.glob("info.json*")):
         return True
     return (path / OUTPUT).is_dir() and (path / "host").is_dir()
@@ -422,33 +421,6 @@ def _complete_events(data: Any) -> Any:
                 yield ev, ts
 
 
-def read_svp_timeline(job_dir: Path, warn: Warn) -> Optional[EventTable]:
-    """SVP msprof.pyc exports: timeline/task_time_*.json -> KERNEL, acl_*.json -> API."""
-    tables = []
-    for path in _latest((job_dir / "timeline").glob("task_time_*.json")):
-        rows = []
-        for ev, ts in _complete_events(_load_json(path)):
-            args = ev.get("args")
-            args = args if isinstance(args, dict) else {}
-            rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
-                         0, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0), 0,
-                         json.dumps({k: args[k] for k in ("Task Id", "Task Type") if k in args})))
-        tables.append(_events(EventKind.KERNEL, rows, warn, path))
-    for path in _latest((job_dir / "timeline").glob("acl_*.json")):
-        rows = [(ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", -1, -1,
-                 _int(ev.get("tid"), 0), _int(ev.get("pid"), 0), _svp_api_args(ev))
-                for ev, ts in _complete_events(_load_json(path))]
-        tables.append(_events(EventKind.API, rows, warn, path))
-    return EventTable.concat(tables)
-
-
-def _svp_api_args(ev: dict) -> str:
-    """The ACL call's ``Mode`` (API type, seed 002's acl_* timeline field), kept in its args."""
-    args = ev.get("args")
-    mode = args.get("Mode") if isinstance(args, dict) else None
-    return json.dumps({"Mode": mode}) if mode is not None else "{}"
-
-
 def read_db(path: Path, warn: Warn) -> EventTable:
     """msprof_*.db -> KERNEL, API, RANGE/MARK, COMM events, read by the shared
     reader of the Ascend profiler databases (:mod:`npuprof.readers.ascend_db`:
@@ -463,11 +435,10 @@ def read_db(path: Path, warn: Warn) -> EventTable:
 
 # -- one directory ------------------------------------------------------------------------------
 def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Optional[Warn] = None) -> EventTable:
-    """All events of one PROF_/JOB directory (see module doc). ``warn`` is told of every input lost,
-    ``note`` (default ``warn``) of what is left out on purpose."""
+    """All events of one PROF_ directory (see module doc). ``warn`` is told of every input lost,
+    ``note`` (default ``warn``) of what is left out on purpose. An SS928/SS927 JOB is
+    :func:`.svp_read.parse_svp_job`'s."""
     prof_dir = Path(prof_dir)
-    if is_raw_job(prof_dir):
-        return _parse_raw_job(prof_dir, warn, run_msprof)
     if run_msprof and not has_exports(prof_dir):
         exe = find_msprof()
         if exe is not None:
@@ -494,21 +465,9 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Op
             tables.append(read_op_summary(path, warn, links))
         for path in _latest(out_dir.glob("msprof_tx_*.csv")):
             tables.append(read_tx_csv(path, warn))
-    if (prof_dir / "timeline").is_dir():
-        tables.append(read_svp_timeline(prof_dir, warn))
     if not tables and has_device_timelines(prof_dir):      # CANN 6.x/7.0: device_N/timeline/*.json
         tables.append(read_device_timelines(prof_dir, warn, note))
     return EventTable.concat(tables)
-
-
-def _parse_raw_job(job_dir: Path, warn: Warn, run_parser: bool) -> EventTable:
-    """A raw SS928/SS927 JOB: the vendor's msprof.pyc exports a copy of it, which is read."""
-    parser = find_svp_parser() if run_parser else None
-    if parser is None:
-        raise ProfilerDataError(job_dir, "holds raw SS928/SS927 data only (data/ + info.json.N) and no "
-                                         f"msprof.pyc was found to parse it. {HOW_TO_GET_IT}")
-    with vendor_exports(job_dir, parser, warn) as exported:
-        return read_svp_timeline(exported, warn)
 
 
 def parse_many(prof_dirs: Iterable[Path], warn: Warn, note: Optional[Warn] = None) -> EventTable:

@@ -6,7 +6,10 @@ profiler section of the app's acl.json is written (``--acl-json``, default
 afterwards), or, with ``--via env``, CANN's ``PROFILING_MODE`` /
 ``PROFILING_OPTIONS`` environment is set instead (for apps that do not read
 an acl.json). The app runs in its directory; the PROF_/JOB data it writes is
-collected under ``--output``; ``--all`` then imports and analyses it.
+collected under ``--output`` (the run folder's ``npuprof_collect.json`` lists
+what was fetched); ``--all`` then imports and analyses it, and an SS928/SS927
+JOB also gets msprof.pyc's ``timeline/`` and ``summary/`` inside it, as
+``msprof.pyc collect --all`` does (:mod:`.svp_layout`).
 
 With ``--config board.ini`` (see :mod:`.ssh`) the app's directory is
 uploaded to the board over SSH, run there, and the data fetched back.
@@ -39,6 +42,8 @@ from npuprof.errors import ProfilerConfigError, ProfilerDataError
 
 from .acl_json import section_from_config, validate_profiler_section
 from .cann_import import is_prof_dir
+from .svp_layout import SvpLayout, write_manifest
+from .svp_parser import is_svp_job
 
 EXIT_OK, EXIT_NO_DATA, EXIT_USAGE, EXIT_APP_FAILED = 0, 1, 2, 4
 
@@ -78,6 +83,9 @@ def add_collect_command(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--insecure-no-host-key-check", action="store_true",
                    help="accept an unknown host key (DANGEROUS: allows a man-in-the-middle)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before the app is stopped (local runs)")
+    p.add_argument("--msprof", metavar="PATH", default=None,
+                   help="--all on an SS928/SS927 JOB: the vendor's msprof.pyc that parses it (default: "
+                        "$NPUPROF_MSPROF_PYC, msprof.pyc on PATH, the toolkit)")
     p.add_argument("app_args", nargs=argparse.REMAINDER, help="arguments for the app (after --)")
     p.set_defaults(func=cmd_collect)
     return p
@@ -356,6 +364,7 @@ def cmd_collect(args: Any, out: Any = None) -> int:
           file=out)
     for d in dirs:
         print(f"  {d}", file=out)
+    write_manifest(run_dir, dirs)   # these are npuprof's collections (a JOB then takes its exports in place)
     if args.all:
         from npuprof.export.writer import analyse_and_export
 
@@ -363,6 +372,10 @@ def cmd_collect(args: Any, out: Any = None) -> int:
             run = analyse_and_export(d, output=data_dir / "npuprof_output")[0]
             print(f"npuprof collect: analysed {d.name}: {len(run.result.events)} events -> {run.output_dir}",
                   file=out)
+            if is_svp_job(d):   # msprof.pyc collect --all: the JOB gets its timeline/ and summary/
+                layout = SvpLayout(collected_by_npuprof=True)
+                written = layout.write(run.result, "timeline", "csv", d) + layout.write(run.result, "summary", "csv", d)
+                print(f"npuprof collect: {len(written)} timeline and summary files in {d}", file=out)
             for w in run.result.warnings:
                 print(f"  warning: {w}", file=out)
     return EXIT_APP_FAILED if code != 0 else EXIT_OK

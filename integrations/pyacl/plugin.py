@@ -167,11 +167,12 @@ def npuprof_stop(session: Any) -> None:
 
 
 @hookimpl
-def npuprof_recognise_run(path: Path) -> Optional[bool]:
+def npuprof_recognise_run(path: Path, named: bool) -> Optional[bool]:
     from .cann_import import is_prof_dir, owned_by_npuprof
 
     path = Path(path)
-    if is_prof_dir(path) and not owned_by_npuprof(path):
+    # a PROF_ of an npuprof run is read with that run when searching; named on its own, it is read alone
+    if is_prof_dir(path) and (named or not owned_by_npuprof(path)):
         return True
     return None
 
@@ -179,8 +180,12 @@ def npuprof_recognise_run(path: Path) -> Optional[bool]:
 @hookimpl
 def npuprof_parse_run(run_dir: Path, context: Any) -> Any:
     from .cann_import import is_prof_dir, parse_many, parse_prof_dir, referenced_prof_dirs
+    from .svp_parser import is_svp_job
+    from .svp_read import parse_svp_job
 
     run_dir = Path(run_dir)
+    if is_svp_job(run_dir):
+        return parse_svp_job(run_dir, context.flag_message, context.add_table)
     if is_prof_dir(run_dir):
         return parse_prof_dir(run_dir, context.flag_message, note=context.warn)
     dirs = referenced_prof_dirs(run_dir)
@@ -197,3 +202,14 @@ def npuprof_add_commands(subparsers: Any) -> None:
     from .collect import add_collect_command
 
     add_collect_command(subparsers)
+
+
+@hookimpl
+def npuprof_tool_layout(run_dir: Path) -> Any:
+    from .svp_layout import SvpLayout, collected_by_npuprof
+    from .svp_parser import is_svp_job
+
+    run_dir = Path(run_dir)
+    if is_svp_job(run_dir):
+        return SvpLayout(collected_by_npuprof=collected_by_npuprof(run_dir))
+    return None

@@ -9,7 +9,8 @@ summary -dir JOB --format csv`` (seed 002). npuprof runs those three on a
 parses; the user's JOB is another tool's data and stays untouched), reads the
 exports of the copy and removes it.
 
-Where ``msprof.pyc`` is looked for, first found wins: ``$NPUPROF_MSPROF_PYC``;
+Where ``msprof.pyc`` is looked for, first found wins: ``$NPUPROF_MSPROF_PYC``
+(the command line's ``--msprof PATH`` sets it for the command);
 a ``msprof.pyc`` in a ``PATH`` directory; under ``$ASCEND_TOOLKIT_HOME``,
 ``$ASCEND_HOME_PATH`` or ``$INSTALL_DIR``. It runs with
 ``$NPUPROF_MSPROF_PYTHON`` (a ``.pyc`` runs only on the Python version that
@@ -47,10 +48,17 @@ PARSER_TIMEOUT = 3600
 Warn = Callable[[str], None]
 
 HOW_TO_GET_IT = (f"npuprof does not decode SS928/SS927 raw data; the vendor's {PARSER_NAME} does. It is in the "
-                 "CANN toolkit (toolkit/tools/profiler/profiler_tool/analysis/msprof/msprof.pyc): set "
-                 f"{PARSER_ENV}=/path/to/msprof.pyc (and {PYTHON_ENV}=python3.7 if it was built for another "
+                 "CANN toolkit (toolkit/tools/profiler/profiler_tool/analysis/msprof/msprof.pyc): pass "
+                 f"--msprof /path/to/msprof.pyc or set {PARSER_ENV}=/path/to/msprof.pyc (and "
+                 f"{PYTHON_ENV}=python3.7 if it was built for another "
                  f"Python), put {PARSER_NAME} on PATH, or set ASCEND_TOOLKIT_HOME; or run 'python3 msprof.pyc "
                  "import -dir JOB' and 'export timeline -dir JOB' yourself and give npuprof the JOB")
+
+
+def is_svp_job(path: Path) -> bool:
+    """A JOB folder of an SS928/SS927 board (``info.json.N`` with raw ``data/`` or msprof.pyc's ``timeline/``)."""
+    return (path.is_dir() and path.name.startswith("JOB") and any(path.glob("info.json*"))
+            and ((path / "data").is_dir() or (path / "timeline").is_dir()))
 
 
 def is_raw_job(path: Path) -> bool:

@@ -75,8 +75,13 @@ def _cmd_collection_for(device: int) -> None:
         return
     out = st.cmd_profiler.get("output") or os.environ.get("ASCEND_WORK_PATH") or os.getcwd()
     os.makedirs(out, exist_ok=True)
-    path = S.create_prof_dir(out, (device,))
-    st.cmd_collection = S.Collection(handle=0, mask=cmd_mask(st.cmd_profiler), devices=(device,), prof_dir=path)
+    if any(k in st.cmd_profiler for k in S.SVP_KEYS):    # the SS928/SS927 collector: a JOB directory
+        path = S.create_job_dir(out, device)
+        aa_core = st.cmd_profiler.get("aac_metrics") == "ArithmeticUtilization"
+    else:
+        path, aa_core = S.create_prof_dir(out, (device,)), False
+    st.cmd_collection = S.Collection(handle=0, mask=cmd_mask(st.cmd_profiler), devices=(device,), prof_dir=path,
+                                     aa_core=aa_core)
 
 
 def finalize() -> int:

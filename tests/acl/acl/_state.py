@@ -5,7 +5,12 @@ state machine and error codes documented for libmsprofiler (``ProfAclMgr``
 modes OFF/CMD/API/SUBSCRIBE), a toy runtime (devices, contexts, streams) and
 toy models whose ops "run" with fixed durations. It writes raw data into
 ``PROF_*`` directories in its own simple format (JSON lines), which the fake
-``tests/acl/bin/msprof`` exports to the CSV/JSON files real msprof writes.
+``tests/acl/bin/msprof`` exports to the CSV/JSON files real msprof writes. An
+acl.json profiler section in the SS928/SS927 dialect (``aacpu``, ``aac_metrics``,
+``acl_api``, ``interval``) makes it write a ``JOB*`` directory instead (``data/``
++ ``info.json.N``, as the SVP collector does), with per-layer AA Core counters
+when ``aac_metrics`` is ``ArithmeticUtilization``; the tests' stand-in for the
+vendor's msprof.pyc exports it.
 
 Nothing here talks to hardware. Library code never imports this module.
 """
@@ -65,6 +70,7 @@ class Model:
     ops: list  # [{"name", "type", "duration_us"}]
     fail_after: Optional[int]  # execute fails after this many ops (simulated model error)
     device: int
+    executions: int = 0        # how many times execute ran it (the SVP collector's iteration)
 
 
 @dataclass
@@ -90,6 +96,16 @@ class Collection:
     mask: int
     devices: tuple
     prof_dir: str
+    aa_core: bool = False      # SVP: AA Core counters collected (aac_metrics ArithmeticUtilization)
+
+    @property
+    def is_job(self) -> bool:
+        """An SS928/SS927 JOB directory (raw data in its data/), not a PROF_ one."""
+        return os.path.basename(self.prof_dir).startswith("JOB")
+
+    def raw_where(self, where: str) -> str:
+        """The sub-directory of a PROF_ dir's raw data (``host``, ``device_N``); a JOB keeps all in data/."""
+        return "" if self.is_job else where
 
 
 @dataclass
@@ -124,6 +140,7 @@ class State:
     calls: list = field(default_factory=list)  # (name, ret) in call order
     writer: Optional["_PipeWriter"] = None
     threads: dict = field(default_factory=dict)
+    device_free_us: dict = field(default_factory=dict)  # device -> when its last task ends (monotonic us)
 
 
 STATE = State()
@@ -147,6 +164,15 @@ def log_call(name: str, ret: Any) -> Any:
 
 def now_ns() -> int:
     return time.monotonic_ns()
+
+
+def wait_until_ns(t_ns: int) -> None:
+    """Block until the monotonic clock reaches ``t_ns`` (a synchronous call lasting as long as its work)."""
+    while True:
+        left = t_ns - now_ns()
+        if left <= 0:
+            return
+        time.sleep(left / 1e9)
 
 
 def new_handle() -> int:
@@ -180,6 +206,19 @@ def create_prof_dir(base: str, devices: tuple) -> str:
     return path
 
 
+SVP_KEYS = ("aacpu", "aac_metrics", "acl_api", "interval")
+
+
+def create_job_dir(base: str, device: int) -> str:
+    """JOB{letters} with data/ and info.json.{device}: the SS928/SS927 collector's raw layout."""
+    path = os.path.join(base, "JOB" + _suffix())
+    os.makedirs(os.path.join(path, "data"), exist_ok=True)
+    _write_json(os.path.join(path, f"info.json.{device}"),
+                {"pid": os.getpid(), "devices": str(device), "platform": "SS928", "aa_core_frequency": "1000",
+                 "icache_miss_rate": "0.02"})
+    return path
+
+
 def _write_json(path: str, obj: Any) -> None:
     with open(path, "w") as fh:
         json.dump(obj, fh)
@@ -193,6 +232,9 @@ def append_raw(prof_dir: str, where: str, kind: str, record: dict) -> None:
 
 
 def finish_prof_dir(prof_dir: str) -> None:
+    if os.path.basename(prof_dir).startswith("JOB"):
+        open(os.path.join(prof_dir, "data", "all_file.complete"), "w").close()
+        return
     end = {"collectionTimeEnd": str(time.time_ns() // 1000), "clockMonotonicRaw": str(now_ns())}
     _write_json(os.path.join(prof_dir, "host", "end_info"), end)
     open(os.path.join(prof_dir, "host", "data", "all_file.complete"), "w").close()
