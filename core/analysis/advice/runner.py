@@ -158,5 +158,7 @@ def advise_job(name: str, ranks: dict, rules: Sequence[Rule], *, only: Optional[
     steps, step_ms = measured[len(measured) // 2] if measured else (1, None)
     first = ranks[min(ranks)]
     ctx = RuleContext(first, steps, step_ms, {"ranks": dict(ranks)})
-    quality = DataQuality.merged(res.quality for res in ranks.values())
+    quality = DataQuality(usable=any(res.quality.usable for res in ranks.values()))
+    for res in ranks.values():
+        quality.extend(res.quality.issues)
     return _advice(name, ctx, chosen, min_ms, quality.to_json())
