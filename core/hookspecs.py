@@ -226,3 +226,29 @@ def npuprof_add_commands(subparsers: "argparse._SubParsersAction") -> None:
             p = subparsers.add_parser("hello")
             p.set_defaults(func=lambda args: print("hi") or 0)
     """
+
+
+@hookspec
+def npuprof_advice_rules() -> Optional[list]:
+    """Return the :class:`~npuprof.analysis.advice.Rule` objects this plugin adds to ``npuprof advise``.
+
+    A rule is a small pure unit over an analysed run: a stable ``id`` (unique among all plugins; a
+    second rule with a taken id is reported and left out), a title, what it needs (tables, columns,
+    event kinds: without them the rule is answered "not checked: needs ...") and ``check(ctx)``
+    returning its findings (``[]``: checked, nothing found) or ``NotChecked(needs)``. Called once per
+    ``advise``; no core edit is needed for a rule to appear in its output.
+
+    Example::
+
+        from npuprof.analysis.advice import Finding, Needs, Rule
+
+        def _many_ranges(ctx):
+            n = len(ctx.result.tables["range_statistic"])
+            return [Finding("many_ranges", f"{n} ranges", "info", 0.0, [{"ranges": n}], "fewer ranges")] \\
+                if n > 100 else []
+
+        @hookimpl
+        def npuprof_advice_rules():
+            return [Rule("many_ranges", "Many user ranges", _many_ranges,
+                         Needs(tables={"range_statistic": ("Name",)}))]
+    """

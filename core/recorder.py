@@ -45,6 +45,7 @@ hot path and nothing is lost.
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import json
 import logging
@@ -107,6 +108,61 @@ class _Buffers:
         self.steps: list = []
 
 
+GC_DOMAIN = "python_gc"        # the domain (type) of the RANGE events of Python GC pauses
+GC_PAUSES_KEPT = 100_000         # pauses kept per window (a pause is one small tuple)
+
+
+class _GcPauses:
+    """Python garbage-collector pauses, timed through ``gc.callbacks``.
+
+    The callback runs wherever a collection happens, inside any code (this
+    module's own under its locks too), so it only appends to a list: no lock,
+    no buffer registration, no flush. The pauses become RANGE events (domain
+    :data:`GC_DOMAIN`, named ``Python GC gen N``) when the window stops. In a
+    forked child the parent's callback does nothing (another pid).
+    """
+
+    __slots__ = ("pauses", "dropped", "_t0", "_pid", "_callback")
+
+    def __init__(self) -> None:
+        self.pauses: list = []
+        self.dropped = 0
+        self._t0 = 0
+        self._pid = os.getpid()
+        self._callback: Optional[Callable[[str, dict], None]] = None
+
+    def attach(self) -> None:
+        def on_gc(phase: str, info: dict, pauses: list = self.pauses, pid: int = self._pid) -> None:
+            if phase == "start":
+                self._t0 = _perf()
+            elif self._t0 and os.getpid() == pid:
+                if len(pauses) < GC_PAUSES_KEPT:
+                    pauses.append((info.get("generation", -1), self._t0, _perf(), info.get("collected", 0),
+                                   info.get("uncollectable", 0), threading.get_native_id()))
+                else:
+                    self.dropped += 1
+                self._t0 = 0
+
+        self._callback = on_gc
+        gc.callbacks.append(on_gc)
+
+    def detach(self) -> None:
+        if self._callback is not None:
+            try:
+                gc.callbacks.remove(self._callback)
+            except ValueError:
+                pass
+            self._callback = None
+
+    def drain(self) -> list:
+        """(name, t0, t1, args JSON) of each pause recorded, oldest first; the list is emptied."""
+        pauses, self.pauses[:] = list(self.pauses), []
+        return [(f"Python GC gen {gen}", t0, t1,
+                 json.dumps({"generation": gen, "collected": collected, "uncollectable": uncollectable,
+                             "thread": tid}))
+                for gen, t0, t1, collected, uncollectable, tid in pauses]
+
+
 class Recorder:
     """Owns the per-thread buffers and the flusher of one collection window."""
 
@@ -131,6 +187,7 @@ class Recorder:
         self.dropped = 0
         self._pool = _StringCodes()      # string codes kept across flushes (used under _flush_lock)
         self._first = 0                  # the thread a record's drain starts at (under _flush_lock)
+        self._gc = _GcPauses()           # Python GC pauses while recording (gc.callbacks)
 
     # -- annotation sinks -------------------------------------------------------
     @property
@@ -207,12 +264,17 @@ class Recorder:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="npuprof-flusher", daemon=True)
         self._thread.start()
+        self._gc.attach()
         _activate(self)
 
     def stop(self) -> None:
         """Detach from annotations, flush everything, stop the flusher."""
         if _recorder is self:
             _activate(None)
+        self._gc.detach()
+        for name, t0, t1, args in self._gc.drain():
+            self.add(_RANGE, name, t0, t1, GC_DOMAIN, args)
+        self.dropped += self._gc.dropped      # pauses past GC_PAUSES_KEPT: the run says events were lost
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

@@ -18,7 +18,14 @@ PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "n
           "npuprof.integrations.pyacl.profiler", "npuprof.dynamic_profile", "npuprof.dynamic_profile.controller",
           "npuprof.dynamic_profile.request", "npuprof.dynamic_profile.autostart",
           "npuprof.integrations.mindspore.dynamic", "npuprof.integrations.tensorflow.dynamic",
-          "npuprof.integrations.mindspore.profiler", "npuprof.analysis.diff", "npuprof.rundiff"]
+          "npuprof.integrations.mindspore.profiler", "npuprof.analysis.diff", "npuprof.rundiff",
+          "npuprof.analysis.advice", "npuprof.analysis.advice.model", "npuprof.analysis.advice.runner",
+          "npuprof.analysis.advice.families", "npuprof.analysis.advice.flops", "npuprof.analysis.advice.rules",
+          "npuprof.analysis.advice.rules.breakdown", "npuprof.analysis.advice.rules.communication",
+          "npuprof.analysis.advice.rules.host", "npuprof.analysis.advice.rules.operators",
+          "npuprof.analysis.advice.rules.mfu", "npuprof.analysis.advice.rules.slowrank",
+          "npuprof.analysis.advice.rules.memory", "npuprof.advise",
+          "npuprof.advise.page", "npuprof.advise.plugin"]
 
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(f"slow ranks: {res.slow['slow_ranks'] or 'none'}  (rule: {res.slow['rule']})")
     else:
         print(f"slow-rank test not applied: {res.slow['note']}")
+    if args.explain:
+        _explain(res)
     if res.matrix:
         print(f"communication matrix: {len(res.tables['cluster_communication_matrix'])} links")
     if res.merged_timeline:
@@ -65,6 +67,17 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     for line in quality.lines():
         print(line, file=sys.stderr)
     return quality.exit_code
+
+
+def _explain(res: Any) -> None:
+    """Why each slow rank is slow (npuprof advise's slow_rank rule over the job's runs)."""
+    from rich.console import Console
+
+    from ..advise import explain_job
+    from ..advise.page import print_advice
+
+    runs = {s.rank: s.run_dirs[0] for s in res.summaries if s.run_dirs}
+    print_advice([explain_job(f"job: {res.job.name if res.job else '.'}", runs)], Console())
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -139,6 +152,10 @@ def npuprof_add_commands(subparsers: Any) -> None:
                         "(step_trace_time.csv, op_statistic.csv, communication.json, communication_matrix.json), "
                         "which are used by default")
     c.add_argument("--json", action="store_true", help="print the result summary as JSON")
+    c.add_argument("--explain", action="store_true", help="say why each slow rank is slow: its extra step time "
+                                                          "over the median rank by operator type, range, data "
+                                                          "wait, host gaps, communication wait (npuprof advise's "
+                                                          "slow_rank rule)")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=cmd_cluster)
 

@@ -40,6 +40,7 @@ BUILTIN_PLUGINS = {
     "cluster": "npuprof.cluster.plugin",
     "report": "npuprof.report.plugin",
     "diff": "npuprof.rundiff.plugin",
+    "advise": "npuprof.advise.plugin",
     "ascend": "npuprof.plugins.ascend",
     "ascend_db": "npuprof.plugins.ascend_db",
     "kineto": "npuprof.plugins.kineto",

@@ -215,9 +215,12 @@ def render(res: Any, page_dir: Path, title: str) -> str:
 
 def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = None, backend: str = "process",
                  workers: Optional[int] = None, timeline_ranks: Any = None,
-                 progress: Any = None, job: Optional[str] = None) -> WrittenReport:
+                 progress: Any = None, job: Optional[str] = None,
+                 advise_min_ms: Optional[float] = None) -> WrittenReport:
     """Analyse ``path`` (a run or a parent of ranks' runs) and write the HTML report.
 
+    With ``advise_min_ms`` the page ends with ``npuprof advise``'s findings for each rank's run (those
+    with at least that many ms at stake per step; each run is analysed once more for it).
     Returns the page path (default ``<path>/npuprof_report.html``) and the data's quality.
     """
     from ..cluster import cluster_analyse
@@ -240,7 +243,16 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
                               timeline_ranks=timeline_ranks, formats=formats, progress=progress, job=job)
         title = f"npuprof report: {root.resolve().name}" + \
             (f" (job {res.job.name})" if res.job and res.job.name != "." else "")
-        return WrittenReport(atomic_write(page, render(res, page.parent, title)), res.quality)
+        text = render(res, page.parent, title)
+        if advise_min_ms is not None:
+            from ..advise import advise_path
+            from ..advise.page import advice_section
+
+            advices = [a for s in sorted(res.summaries, key=lambda s: s.rank) for run in s.run_dirs
+                       for a in advise_path(run, min_ms=advise_min_ms)]
+            section = advice_section(advices, heading=f"Advice (findings of at least {advise_min_ms:g} ms per step)")
+            text = text.replace("</body></html>", section + "</body></html>", 1)
+        return WrittenReport(atomic_write(page, text), res.quality)
     except OSError as e:    # the page's place, named as given (its tables' folder is ours, not the user's)
         if not _is_under(e.filename, page.parent):
             raise

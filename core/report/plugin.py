@@ -18,11 +18,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     progress = None if args.quiet else (lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr))
     report = write_report(args.path, output=args.output, backend=args.backend, workers=args.workers,
-                          timeline_ranks=args.timeline, progress=progress, job=args.job)
+                          timeline_ranks=args.timeline, progress=progress, job=args.job,
+                          advise_min_ms=_advise_min_ms(args.advise))
     print(report.path)
     for line in report.quality.lines():
         print(line, file=sys.stderr)
     return report.quality.exit_code
+
+
+def _advise_min_ms(value: Any) -> Any:
+    from ..validate import check_number
+
+    return None if value is None else check_number("--advise", value, 0.0)
 
 
 @hookimpl
@@ -38,5 +45,8 @@ def npuprof_add_commands(subparsers: Any) -> None:
     r.add_argument("--backend", choices=["process", "dask", "serial"], default="process")
     r.add_argument("--workers", type=int, default=None)
     r.add_argument("--timeline", default=None, metavar="RANKS", help="also write a merged timeline of these ranks")
+    r.add_argument("--advise", type=float, default=None, metavar="MIN_MS", nargs="?", const=1.0,
+                   help="end the page with npuprof advise's findings of each rank (at least MIN_MS ms at stake per "
+                        "step, default 1)")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=cmd_report)

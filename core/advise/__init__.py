@@ -1,0 +1,123 @@
+"""``npuprof advise``: the rules every plugin registers, run over a run (or each run of a job).
+
+The rules themselves are pure units in :mod:`npuprof.analysis.advice`; this module gathers them
+from the plugin host (``npuprof_advice_rules``), reads the runs and runs them.
+
+Example::
+
+    from npuprof.advise import advise_path
+    for advice in advise_path("./my_run", min_ms=1.0):
+        for f in advice.findings:
+            print(f.rule, round(f.at_stake_ms, 3), f.title)
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from ..analysis.advice import Advice, Rule, advise, advise_job, select_rules
+from ..analysis.pipeline import analyse_run, find_runs
+from ..analysis.result import AnalysisResult
+from ..errors import ProfilerConfigError, ProfilerDataError
+from ..plugins.manager import get_plugin_host
+from ..validate import check_number
+
+log = logging.getLogger("npuprof")
+
+
+def registered_rules() -> list[Rule]:
+    """Every rule the plugins register: the built-in plugins' first, then the others in the order they
+    were loaded; a rule whose id is taken is left out with a warning naming both plugins (a third-party
+    rule never replaces a built-in one)."""
+    rules: list[Rule] = []
+    owner: dict[str, str] = {}
+    host = get_plugin_host()
+    answers = list(reversed(host.call("npuprof_advice_rules")))
+    builtin = {name for name, rec in host.records.items() if rec.builtin}
+    answers.sort(key=lambda pair: pair[0] not in builtin)       # stable: load order kept within each kind
+    for plugin, found in answers:
+        for rule in found or []:
+            if not isinstance(rule, Rule):
+                log.warning("npuprof: plugin %r returned %r from npuprof_advice_rules, not a Rule; left out",
+                            plugin, type(rule).__name__)
+                continue
+            if rule.id in owner:
+                log.warning("npuprof: rule id %r of plugin %r is taken by plugin %r; left out", rule.id, plugin,
+                            owner[rule.id])
+                continue
+            owner[rule.id] = plugin
+            rules.append(rule)
+    return rules
+
+
+def parse_rule_ids(value: Any) -> Optional[list[str]]:
+    """``--rules ID,...`` -> ids (None: all); checked against the registered rules."""
+    if value is None:
+        return None
+    ids = value.split(",") if isinstance(value, str) else list(value)
+    select_rules(registered_rules(), ids)
+    return [i.strip() for i in ids if i.strip()]
+
+
+def parse_ai_cores(value: Any) -> dict:
+    """``--ai-cores CUBE[,VECTOR]`` -> {"cube": n, "vector": m} (VECTOR defaults to CUBE)."""
+    parts = [p.strip() for p in str(value).split(",")] if not isinstance(value, (list, tuple)) else list(value)
+    try:
+        numbers = [int(p) for p in parts]
+    except (TypeError, ValueError):
+        numbers = []
+    if not 1 <= len(numbers) <= 2 or any(n < 1 for n in numbers):
+        raise ProfilerConfigError("--ai-cores", value, "CUBE[,VECTOR]: one or two core counts >= 1, e.g. 24,48")
+    return {"cube": numbers[0], "vector": numbers[-1]}
+
+
+def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
+                min_ms: Any = 0.0, force: bool = False, peak_tflops: Any = None,
+                peak_device: Optional[str] = None, ai_cores: Any = None,
+                device_memory_gb: Any = None) -> list[Advice]:
+    """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
+
+    When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
+    (``run`` is ``"job: PATH"``). ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
+    ``below_min``). ``peak_tflops`` (or ``peak_device``, a name in the documented peak table) is the
+    device's peak for the ``mfu`` rule. Options are checked before anything is read (``ProfilerConfigError``).
+    """
+    from ..analysis.advice.flops import PEAK_TFLOPS
+
+    threshold = check_number("--min-ms", min_ms, 0.0)
+    options: dict = {}
+    if peak_tflops is not None:
+        options["peak_tflops"] = check_number("--peak-tflops", peak_tflops, 0.0, exclusive_min=True)
+    if peak_device is not None:
+        if str(peak_device).lower() not in PEAK_TFLOPS:
+            raise ProfilerConfigError("--peak", peak_device, f"one of {', '.join(sorted(PEAK_TFLOPS))}")
+        options["peak_device"] = str(peak_device).lower()
+    if ai_cores is not None:
+        options["ai_cores"] = parse_ai_cores(ai_cores)
+    if device_memory_gb is not None:
+        options["device_memory_gb"] = check_number("--device-memory-gb", device_memory_gb, 0.0, exclusive_min=True)
+    every = registered_rules()
+    only = None if rules is None else list(rules)
+    select_rules(every, only)
+    if isinstance(path, AnalysisResult):
+        return [advise(path, every, only=only, min_ms=threshold, options=options)]
+    runs = find_runs(path)
+    if not runs:
+        raise ProfilerDataError(path, "holds no profiling run any reader understands")
+    results = [analyse_run(run, force=force) for run in runs]
+    advices = [advise(res, every, only=only, min_ms=threshold, options=options) for res in results]
+    ranks = {res.rank: res for res in results}
+    if len(results) > 1 and len(ranks) == len(results):
+        advices.insert(0, advise_job(f"job: {path}", ranks, every, only=only, min_ms=threshold))
+    return advices
+
+
+def explain_job(name: str, runs_by_rank: dict, min_ms: float = 0.0) -> Advice:
+    """The ``slow_rank`` rule over a job's runs (rank -> run directory): which rank is slow and where its
+    extra step time goes (``npuprof cluster --explain``)."""
+    ranks = {rank: analyse_run(Path(run)) for rank, run in sorted(runs_by_rank.items())}
+    return advise_job(name, ranks, registered_rules(), only=["slow_rank"], min_ms=min_ms)
+
+
+__all__ = ["advise_path", "explain_job", "parse_ai_cores", "parse_rule_ids", "registered_rules"]
