@@ -1,10 +1,11 @@
 """The ``npuprof`` command line (msprof habits: analyse/import/export/show).
 
-Exit codes: 0 success; 1 unreadable data or failed analysis (a run whose files
-a reader claimed but could not read, or a run with no readable data, is never
-a success); 2 bad usage or configuration; 3 analysed, but some inputs were
-skipped (each named on stderr as ``skipped: ...``). Failures print one line
-``npuprof: error: <reason>``.
+Exit codes: 0 success, the data complete; 1 unreadable data or failed analysis
+(a run whose files a reader claimed but could not read, or a run with no
+readable data, is never a success); 2 bad usage or configuration; 3 partial
+data: analysed, and each input missing, cut, unreadable or not measured is
+named with the tables it affects in a ``data quality`` section on stderr
+(:mod:`npuprof.quality`). Failures print one line ``npuprof: error: <reason>``.
 
 Reading commands (``show``) write nothing. Writing commands write npuprof's
 own runs in place and another tool's runs (torch_npu, MindSpore, CANN,
