@@ -59,6 +59,7 @@ class ProfilerConfig:
     python_memory: bool = False
     profile_rank_ids: Optional[tuple[int, ...]] = None
     device_ids: tuple[int, ...] = ()   # every device asked for; device_id is the first
+    gc_detect_threshold: Optional[float] = None   # ms: Python GC pauses this long or longer are recorded; None: off
     extra: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -136,6 +137,7 @@ def build_config(
     python_memory: Any = False,
     experimental_config: Any = None,
     profile_rank_ids: Any = None,
+    gc_detect_threshold: Any = None,
     **extra: Any,
 ) -> ProfilerConfig:
     """Validate keyword arguments into a :class:`ProfilerConfig`.
@@ -236,6 +238,8 @@ def build_config(
         python_memory=v.check_bool("python_memory", python_memory),
         profile_rank_ids=_rank_ids(profile_rank_ids),
         device_ids=devices,
+        gc_detect_threshold=None if gc_detect_threshold is None else float(
+            v.check_number("gc_detect_threshold", gc_detect_threshold, 0, 3_600_000)),
     )
 
 

@@ -590,7 +590,9 @@ class Profiler:
             domain_filter = lambda d: d not in exc  # noqa: E731
         self._recorder = _rec.Recorder(s.writer, self._clock.offset_ns, cfg.flush_interval,
                                        with_stack=cfg.with_stack, on_failure=self._on_write_failure,
-                                       domain_filter=domain_filter)
+                                       domain_filter=domain_filter,
+                                       gc_threshold_ns=None if cfg.gc_detect_threshold is None
+                                       else int(cfg.gc_detect_threshold * 1e6))
         self._recorder.start()
         if cfg.host_sys or cfg.profile_memory:
             self._sampler = HostSampler(cfg.host_sys, cfg.host_sys_usage_freq, self._clock.offset_ns,

@@ -122,11 +122,12 @@ class _GcPauses:
     forked child the parent's callback does nothing (another pid).
     """
 
-    __slots__ = ("pauses", "dropped", "_t0", "_pid", "_callback")
+    __slots__ = ("pauses", "dropped", "threshold_ns", "_t0", "_pid", "_callback")
 
-    def __init__(self) -> None:
+    def __init__(self, threshold_ns: int = 0) -> None:
         self.pauses: list = []
         self.dropped = 0
+        self.threshold_ns = threshold_ns      # shorter pauses are not kept (torch_npu's gc_detect_threshold)
         self._t0 = 0
         self._pid = os.getpid()
         self._callback: Optional[Callable[[str, dict], None]] = None
@@ -136,8 +137,11 @@ class _GcPauses:
             if phase == "start":
                 self._t0 = _perf()
             elif self._t0 and os.getpid() == pid:
-                if len(pauses) < GC_PAUSES_KEPT:
-                    pauses.append((info.get("generation", -1), self._t0, _perf(), info.get("collected", 0),
+                t1 = _perf()
+                if t1 - self._t0 < self.threshold_ns:
+                    pass
+                elif len(pauses) < GC_PAUSES_KEPT:
+                    pauses.append((info.get("generation", -1), self._t0, t1, info.get("collected", 0),
                                    info.get("uncollectable", 0), threading.get_native_id()))
                 else:
                     self.dropped += 1
@@ -168,7 +172,8 @@ class Recorder:
 
     def __init__(self, writer: RawWriter, offset_ns: int, flush_interval: float = 1.0,
                  with_stack: bool = False, on_failure: Optional[Callable[[BaseException], None]] = None,
-                 domain_filter: Optional[Callable[[str], bool]] = None) -> None:
+                 domain_filter: Optional[Callable[[str], bool]] = None,
+                 gc_threshold_ns: Optional[int] = None) -> None:
         self.writer = writer
         self.offset_ns = offset_ns
         self.flush_interval = flush_interval
@@ -187,7 +192,8 @@ class Recorder:
         self.dropped = 0
         self._pool = _StringCodes()      # string codes kept across flushes (used under _flush_lock)
         self._first = 0                  # the thread a record's drain starts at (under _flush_lock)
-        self._gc = _GcPauses()           # Python GC pauses while recording (gc.callbacks)
+        # Python GC pauses at least gc_threshold_ns long while recording (gc.callbacks); None: not recorded
+        self._gc = _GcPauses(gc_threshold_ns) if gc_threshold_ns is not None else None
 
     # -- annotation sinks -------------------------------------------------------
     @property
@@ -264,17 +270,19 @@ class Recorder:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="npuprof-flusher", daemon=True)
         self._thread.start()
-        self._gc.attach()
+        if self._gc is not None:
+            self._gc.attach()
         _activate(self)
 
     def stop(self) -> None:
         """Detach from annotations, flush everything, stop the flusher."""
         if _recorder is self:
             _activate(None)
-        self._gc.detach()
-        for name, t0, t1, args in self._gc.drain():
-            self.add(_RANGE, name, t0, t1, GC_DOMAIN, args)
-        self.dropped += self._gc.dropped      # pauses past GC_PAUSES_KEPT: the run says events were lost
+        if self._gc is not None:
+            self._gc.detach()
+            for name, t0, t1, args in self._gc.drain():
+                self.add(_RANGE, name, t0, t1, GC_DOMAIN, args)
+            self.dropped += self._gc.dropped      # pauses past GC_PAUSES_KEPT: the run says events were lost
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()

@@ -60,7 +60,7 @@ def _main(out: str, mode: str) -> None:
             x = (x @ a) * 1e-3
         return x
 
-    with Profiler(output_path=out) as prof:
+    with Profiler(output_path=out, gc_detect_threshold=0) as prof:
         for _ in range(STEPS):
             if mode == "dataloader":
                 with record_function("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"):
