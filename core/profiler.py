@@ -261,7 +261,10 @@ class Profiler:
                     current = ProfilerAction.NONE
             if current is not prev or current is ProfilerAction.RECORD_AND_SAVE:
                 self._transition(prev, current)   # (X, X) has no ops but for RECORD_AND_SAVE
-                self._step_t0 = _perf()           # starting or saving a window is no part of the next step
+                if prev is not ProfilerAction.RECORD:
+                    # opening a window (or saving one and opening the next) is no part of the next step;
+                    # within one window (RECORD -> RECORD_AND_SAVE) the steps stay contiguous
+                    self._step_t0 = _perf()
         if self._stop_pending or self._deferred:
             self._after_operation()
 

@@ -259,3 +259,20 @@ def test_the_first_recorded_step_begins_after_collection_started(tmp_path, how):
     first_ts, first = steps[0]
     assert first == ("ProfilerStep#0" if how == "start" else "ProfilerStep#2")
     assert first_ts >= int(events["ts"][start]) + int(events["dur"][start])
+
+
+def test_the_steps_of_one_window_are_contiguous(tmp_path):
+    """Within a window each ProfilerStep ends where the next begins (RECORD -> RECORD_AND_SAVE opens nothing),
+    so the steps' Stage adds up to the window's span as the Ascend tools' E2E time counts it."""
+    prof = Profiler(output_path=tmp_path, schedule=schedule(wait=1, active=3, repeat=1))
+    prof.start()
+    for _ in range(5):
+        sum(range(1000))
+        prof.step()
+    prof.stop()
+    (res,) = prof.analyse()
+    events = res.events
+    steps = sorted((int(events["ts"][i]), int(events["ts"][i] + events["dur"][i]))
+                   for i in range(len(events)) if events.strings[events["name"][i]].startswith("ProfilerStep#"))
+    assert len(steps) == 3
+    assert all(end == nxt for (_, end), (nxt, _) in zip(steps, steps[1:])), steps

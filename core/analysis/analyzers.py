@@ -232,7 +232,7 @@ def compute_events(events: EventTable) -> EventTable:
     return events.select(compute_rows(events))
 
 
-def _compute_mask(events: EventTable) -> np.ndarray:
+def computing_mask(events: EventTable) -> np.ndarray:
     """Row mask of compute events: device kernels when there are any (not memory activity: copies and
     fills are device time, not computing), else host operators."""
     kind = events["kind"]
@@ -276,7 +276,7 @@ def step_windows(events: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray
     device = (kind == np.uint8(EventKind.KERNEL)) | (comm & (events["device"] >= 0))
     if not device.any():      # a host run: the ProfilerStep ranges themselves
         return numbers, starts, ends
-    busy = _compute_mask(events) | (kind == np.uint8(EventKind.KERNEL)) | comm    # memory copies are device time too
+    busy = computing_mask(events) | (kind == np.uint8(EventKind.KERNEL)) | comm    # memory copies are device time too
     rows = np.flatnonzero(busy)
     t = events["ts"][rows]
     e = t + events["dur"][rows]
@@ -311,7 +311,7 @@ def step_trace(events: EventTable) -> Table:
     _, starts, ends = step_windows(events)
     ts, dur = events["ts"], events["dur"]
     if len(events):
-        comp_mask = _compute_mask(events)
+        comp_mask = computing_mask(events)
         comm_mask = comm_op_mask(events)
     else:
         comp_mask = comm_mask = np.zeros(0, bool)
@@ -422,7 +422,7 @@ def op_statistic(events: EventTable) -> Table:
     operators here, as in the Ascend tools), else host operators. The core
     type is the one the data names (:func:`core_types`).
     """
-    mask = _compute_mask(events) if len(events) else np.zeros(0, bool)
+    mask = computing_mask(events) if len(events) else np.zeros(0, bool)
     if not mask.any():
         return Table("op_statistic", OP_STATISTIC_COLUMNS, {c: [] for c in OP_STATISTIC_COLUMNS})
     rows = np.flatnonzero(mask)
@@ -682,7 +682,7 @@ def kernel_details(events: EventTable) -> Table:
     if not len(events):
         return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
     device_ops = (events["kind"] == np.uint8(EventKind.KERNEL)) | (comm_op_mask(events) & (events["device"] >= 0))
-    rows = _mask_rows(device_ops if device_ops.any() else _compute_mask(events))
+    rows = _mask_rows(device_ops if device_ops.any() else computing_mask(events))
     if not len(rows):
         return Table("kernel_details", KERNEL_DETAILS_COLUMNS, {c: [] for c in KERNEL_DETAILS_COLUMNS})
     all_ts, all_dur, all_stream, all_tid = events["ts"], events["dur"], events["stream"], events["tid"]

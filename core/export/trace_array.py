@@ -44,7 +44,7 @@ from typing import IO
 
 import numpy as np
 
-from ..analysis.analyzers import comm_op_mask, compute_rows, step_windows
+from ..analysis.analyzers import comm_op_mask, computing_mask, step_windows
 from ..analysis.intervals import union
 from .textrows import RowBuilder
 from ..events import EventKind, EventTable
@@ -158,7 +158,7 @@ def overlap_segments(events: EventTable) -> dict[str, tuple[np.ndarray, np.ndarr
     starts, ends = starts.astype(np.int64), ends.astype(np.int64)
     if len(events):
         comm_rows = np.flatnonzero(comm_op_mask(events))
-        comp_rows = compute_rows(events)
+        comp_rows = np.flatnonzero(computing_mask(events))      # as step_trace_time's Computing (no copies)
     else:
         comm_rows = comp_rows = np.zeros(0, np.int64)
     comp = _clipped_union(events, comp_rows, starts, ends)
