@@ -100,9 +100,18 @@ def _report_problems(results: Sequence) -> int:
 
 
 def worst_exit(codes: Iterable[int]) -> int:
-    """The exit code of several runs' data: unusable (1) over partial (3) over complete (0)."""
+    """The exit code of several runs' data: 1 when none is usable, 3 when some run is partial or unusable
+    (the others' numbers stand; each problem is named), 0 when all are complete.
+
+    Example::
+
+        >>> worst_exit([0, 0]), worst_exit([0, 3]), worst_exit([0, 1]), worst_exit([1, 1])
+        (0, 3, 3, 1)
+    """
     codes = set(codes)
-    return EXIT_DATA if EXIT_DATA in codes else EXIT_PARTIAL if EXIT_PARTIAL in codes else EXIT_OK
+    if codes == {EXIT_DATA}:
+        return EXIT_DATA
+    return EXIT_PARTIAL if codes & {EXIT_PARTIAL, EXIT_DATA} else EXIT_OK
 
 
 def _report_export_problems(runs: Sequence) -> int:
