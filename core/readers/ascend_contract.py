@@ -59,6 +59,10 @@ SOURCE_COLUMNS = {
 }
 
 
+# what Level1/2 kernel_details add (Level0 drops them): the shapes and data types op_flops counts FLOPs from
+LEVEL1_KERNEL_COLUMNS = ("Input Shapes", "Input Data Types")
+
+
 def _dig(data: Any, *keys: str) -> dict:
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
@@ -139,7 +143,10 @@ def layout_issues(out_dir: Path, info: dict, has_communication: bool = False) ->
                                        FILE_AFFECTS.get(name, ())))
         elif path.is_file() and path.stat().st_size == 0:
             issues.append(QualityIssue(f"{where}/{name}", "empty", FILE_AFFECTS.get(name, ())))
+    settings = run_settings(info)
     for name, columns in SOURCE_COLUMNS.items():
+        if name == KERNEL_DETAILS and settings["level"] in ("Level1", "Level2"):
+            columns = columns + LEVEL1_KERNEL_COLUMNS
         path = out_dir / name
         if not path.is_file() or path.stat().st_size == 0:
             continue
