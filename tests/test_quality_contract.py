@@ -241,3 +241,20 @@ def test_the_quality_model_decides_the_exit_code():
     quality.usable = False
     assert quality.exit_code == 1 and quality.to_json()["verdict"] == "unusable"
     assert QualityIssue.from_message("run/k.csv:7: row skipped") == QualityIssue("run/k.csv:7", "row skipped")
+
+
+def test_an_export_ascend_copy_is_not_held_to_its_sources_framework_files(tmp_path):
+    """A copy carries the run's profiler_info but not its raw data or framework files: the run's own contract
+    (those files, its raw events) is the source run's, never the copy's."""
+    run = _own_run(tmp_path)
+    native = run / "TF" / "w.xplane.pb"
+    native.parent.mkdir()
+    native.write_bytes(b"\x00" * 16)
+    info_path = next(run.glob("profiler_info_*.json"))
+    info = json.loads(info_path.read_text())
+    info["npuprof"]["native_files"] = {"TF/w.xplane.pb": 16}
+    info_path.write_text(json.dumps(info))
+    code, _, err = _cli("export", "ascend", "-dir", str(run), "-o", str(tmp_path / "copy"))
+    assert code == 0, err
+    code, _, err = _cli("show", "-dir", str(tmp_path / "copy"))
+    assert code == 0, err

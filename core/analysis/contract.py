@@ -36,8 +36,9 @@ def _data_steps(events: EventTable) -> list[int]:
 
 
 def check_run_contract(events: EventTable, info: RunInfo, quality: DataQuality) -> None:
-    """Add an issue for each promise of ``info`` the ``events`` do not keep (npuprof's own runs)."""
-    if info.origin is not RunOrigin.NPUPROF:
+    """Add an issue for each promise of ``info`` the ``events`` do not keep (npuprof's own runs, with their raw
+    data: a copy ``export ascend`` made carries their profiler_info but not their raw or framework files)."""
+    if info.origin is not RunOrigin.NPUPROF or not info.writable:
         return
     own: dict[str, Any] = info.raw.get("npuprof", {}) if isinstance(info.raw.get("npuprof"), dict) else {}
     steps = _data_steps(events)
