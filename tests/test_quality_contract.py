@@ -258,3 +258,19 @@ def test_an_export_ascend_copy_is_not_held_to_its_sources_framework_files(tmp_pa
     assert code == 0, err
     code, _, err = _cli("show", "-dir", str(tmp_path / "copy"))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("verb", ["timeline", "xplane"])
+def test_the_merged_timeline_and_the_xplane_export_say_when_their_input_is_partial(tmp_path, verb):
+    """The two verbs that write from the events alone also carry the data's quality: a trace cut short is
+    named and exits 3, the intact job exits 0."""
+    job = _copy(realdata(LEVEL1), tmp_path / "job")
+    args = {"timeline": ["timeline", str(job), "-o", str(tmp_path / "t.json")],
+            "xplane": ["xplane", str(job), "--logdir", str(tmp_path / "tb")]}[verb]
+    code, _, err = _cli(*args)
+    assert code == 0, err
+    trace = job / "rank1_ascend_pt" / OUT / "trace_view.json"
+    trace.write_bytes(trace.read_bytes()[:100_000])
+    code, _, err = _cli(*args)
+    assert code == 3, err
+    assert "trace_view.json" in err and "cut short" in err

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..hookspecs import hookimpl
+from ..quality import DataQuality
 
 def _progress(quiet: bool) -> Any:
     if quiet:
@@ -105,25 +106,34 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     use_gzip = args.gzip or str(out).endswith(".gz")
     path = write_merged(parts, align, out, use_gzip)
     actual = file_size_report([path])[0]
-    report = {"output": str(path), "ranks": [t.rank for t in tasks], "estimate": est, "written": actual}
+    quality = DataQuality(issues=[i for p in parts for i in p[3]])
+    report = {"output": str(path), "ranks": [t.rank for t in tasks], "estimate": est, "written": actual,
+              "data_quality": quality.to_json()}
     if args.size_report_json:
         print(json.dumps(report, indent=2))
-        return 0
+        return quality.exit_code
     print(f"{path}: {est['events']} events, {human_bytes(actual['bytes'])} on disk"
           + (f" ({human_bytes(actual['uncompressed_bytes'])} uncompressed)" if "uncompressed_bytes" in actual else ""))
     for kind, row in sorted(est["by_kind"].items(), key=lambda kv: -kv[1]["bytes"]):
         print(f"  {kind:<8} {row['events']:>10} events  ~{human_bytes(row['bytes'])}")
-    return 0
+    for line in quality.lines():
+        print(line, file=sys.stderr)
+    return quality.exit_code
 
 
 def cmd_xplane(args: argparse.Namespace) -> int:
+    from ..cli import worst_exit
     from ..export.xplane import export_tensorboard
 
-    paths = export_tensorboard(args.path, args.logdir, run_name=args.run)
+    qualities: list[DataQuality] = []
+    paths = export_tensorboard(args.path, args.logdir, run_name=args.run, qualities=qualities)
     for p in paths:
         print(p)
     print(f"view with: tensorboard --logdir {args.logdir}   (or: xprof --logdir={args.logdir})")
-    return 0
+    for quality in qualities:
+        for line in quality.lines():
+            print(line, file=sys.stderr)
+    return worst_exit(q.exit_code for q in qualities)
 
 
 @hookimpl

@@ -72,7 +72,7 @@ def write_merged(parts: list, alignment: dict, path: Path, use_gzip: bool = Fals
     """Write ranks' events (``[(rank, events, hostname)]``) as one aligned trace."""
     tables, meta = [], []
     offsets = alignment.get("ranks", {})
-    for rank, events, _host in sorted(parts, key=lambda p: p[0]):
+    for rank, events, _host, _issues in sorted(parts, key=lambda p: p[0]):
         t, m = _relabel(rank, events, int(offsets.get(rank, {}).get("offset_ns", 0)))
         tables.append(t)
         meta.extend(m)

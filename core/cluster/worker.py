@@ -203,8 +203,8 @@ def parallel_groups_of(run_dirs: Sequence[str]) -> dict[str, list[int]]:
 
 
 def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 0) -> tuple:
-    """(rank, filtered events, hostname) of one rank, for a merged timeline."""
+    """(rank, filtered events, hostname, data-quality issues) of one rank, for a merged timeline."""
     from ..export.filters import filter_events
 
-    events, info, _, _, _ = load_rank_events(task)
-    return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), info.hostname
+    events, info, _, _, issues = load_rank_events(task)
+    return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), info.hostname, issues

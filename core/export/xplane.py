@@ -185,13 +185,15 @@ def write_xspace(events: EventTable, path: Union[str, Path], hostname: str = "")
     return atomic_write(Path(path), xspace_bytes(events, hostname))
 
 
-def export_tensorboard(path: Union[str, Path], logdir: Union[str, Path], run_name: Optional[str] = None) -> list:
+def export_tensorboard(path: Union[str, Path], logdir: Union[str, Path], run_name: Optional[str] = None,
+                       qualities: Optional[list] = None) -> list:
     """Write every run under ``path`` as ``<logdir>/plugins/profile/<run_name>/<host>_rank<r>.xplane.pb``.
 
     ``run_name`` defaults to the UTC time as TensorFlow names runs
-    (``YYYY_MM_DD_HH_MM_SS``). Returns the files written.
+    (``YYYY_MM_DD_HH_MM_SS``). Returns the files written; each run's
+    :class:`~npuprof.quality.DataQuality` is appended to ``qualities`` when given.
     """
-    from ..analysis.pipeline import find_runs, load_events
+    from ..analysis.pipeline import find_runs, load_run
 
     runs = find_runs(path)
     if not runs:
@@ -205,7 +207,10 @@ def export_tensorboard(path: Union[str, Path], logdir: Union[str, Path], run_nam
     written = []
     seen: dict = {}
     for run in runs:
-        events, info, _ = load_events(run)
+        loaded = load_run(run)
+        if qualities is not None:
+            qualities.append(loaded.quality)
+        events, info = loaded.events, loaded.info
         host = re.sub(r"[^0-9A-Za-z_.\-]", "_", info.hostname or "host")
         stem = f"{host}_rank{info.rank}"
         seen[stem] = seen.get(stem, 0) + 1
