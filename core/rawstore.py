@@ -276,7 +276,8 @@ class ReadReport:
     records: int = 0
     events: int = 0
     skipped_bytes: int = 0
-    problems: list = field(default_factory=list)
+    problems: list = field(default_factory=list)      # data lost: a segment or records that could not be read
+    aged_out: str = ""        # what storage_limit removed during collection, as the user asked (a note)
 
 
 def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
@@ -372,9 +373,7 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
             for table in parse_records(buffer, path.name, report, end=got, copy=False):
                 columns.append(table)
         columns.done_reading(read_up_to[i])
-    aged = _aged_out(directory)
-    if aged:
-        report.problems.append(aged)
+    report.aged_out = _aged_out(directory)
     table = columns.table()
     report.events = len(table)
     return table, report

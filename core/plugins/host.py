@@ -22,15 +22,12 @@ def npuprof_parse_run(run_dir: Path, context: ParseContext) -> Optional[EventTab
     if not raw.is_dir():
         return None
     table, report = read_raw_dir(raw)
-    aged = False
     for problem in report.problems:
-        if "aged out" in problem:   # storage_limit did what the user asked: a note, not damage
-            aged = True
-            context.warn(f"{raw}: {problem}")
-        else:
-            context.flag(f"{RAW_DIR}/", problem, affects=("all tables",))
+        context.flag(f"{RAW_DIR}/", problem, affects=("all tables",))
+    if report.aged_out:        # storage_limit did what the user asked: a note, not damage
+        context.warn(f"{raw}: {report.aged_out}")
     written = _events_written(context)
-    if written is not None and report.events < written and not aged:
+    if written is not None and report.events < written and not report.aged_out:
         context.flag(f"{RAW_DIR}/", f"{written} event(s) written by the profiler, {report.events} readable "
                                     "(a segment emptied, cut or removed)", affects=("all tables",))
     return table
