@@ -96,7 +96,10 @@ class ParseContext:
             context.flag("trace_view.json", "not valid JSON (cut short?); file skipped",
                          affects=("api_statistic",))
         """
-        issue = QualityIssue(subject, problem, tuple(affects), not_measured)
+        self.flag_issue(QualityIssue(subject, problem, tuple(affects), not_measured))
+
+    def flag_issue(self, issue: QualityIssue) -> None:
+        """:meth:`flag` for an issue a reader built itself."""
         if issue not in self.issues:
             self.issues.append(issue)
             log.info("npuprof: %s", issue)     # shown once, in the data quality section
@@ -119,5 +122,4 @@ class ParseContext:
 
     def flag_message(self, message: str) -> None:
         """:meth:`flag` for a reader's ``"<file>: <problem>"`` message (a callback readers take)."""
-        issue = QualityIssue.from_message(message)
-        self.flag(issue.subject, issue.problem, issue.affects)
+        self.flag_issue(QualityIssue.from_message(message))

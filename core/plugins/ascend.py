@@ -46,5 +46,5 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
                                          writer=AscendWriter.TORCH_NPU)
     has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
     for issue in [*layout_issues(out, dict(getattr(info, "raw", {}) or {}), has_comm), *map(problem_issue, problems)]:
-        context.flag(issue.subject, issue.problem, issue.affects)
+        context.flag_issue(issue)
     return table

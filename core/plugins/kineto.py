@@ -28,7 +28,7 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
         return None
     read = read_kineto(path, context.warn)
     for issue in read.issues:
-        context.flag(issue.subject, issue.problem, issue.affects, issue.not_measured)
+        context.flag_issue(issue)
     info = getattr(context, "info", None)
     if read.rank is not None and info is not None and info.rank not in (0, read.rank):
         context.warn(f"{path}: the trace records rank {read.rank}, the run's info says {info.rank}")

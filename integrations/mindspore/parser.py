@@ -102,7 +102,7 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     for fw in fw_dirs:
         table, problems = read_framework_dir(fw, default_pid=pid, record_shapes=shapes)
         for p in problems:
-            context.flag(*_as_flag(p))
+            context.flag_issue(problem_issue(p))
         tables.append(table)
     if is_npuprof_run(run_dir):
         # Ascend: MindSpore's directory stayed whole under MINDSPORE/ (see backend)
@@ -119,7 +119,7 @@ def parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
             tables.append(table)
             has_comm = bool(len(table)) and bool((table["kind"] == EventKind.COMM).any())
             for issue in layout_issues(out, dict(context.info.raw or {}), has_comm):   # MindSpore's own layout
-                context.flag(issue.subject, issue.problem, issue.affects)
+                context.flag_issue(issue)
     if not tables:
         return None
     return EventTable.concat(tables)
@@ -130,7 +130,7 @@ def _read_output(out: Path, device: Optional[int], pid: int, skip_cpu_ops: bool,
     table, problems = read_ascend_output(out, device=device, pid=pid, skip_cpu_ops=skip_cpu_ops, skip_mstx=skip_mstx,
                                          writer=AscendWriter.MINDSPORE)
     for p in problems:
-        context.flag(*_as_flag(p))
+        context.flag_issue(problem_issue(p))
     return table
 
 
@@ -200,9 +200,3 @@ def _device_id(context: Any) -> Optional[int]:
     """The device id profiler_info names, or None (the reader then takes it from the data)."""
     info = getattr(context, "info", None)
     return info.device_id if info is not None else None
-
-
-def _as_flag(problem: str) -> tuple[str, str, tuple[str, ...]]:
-    """A reader problem as :meth:`ParseContext.flag`'s arguments (it lost data: a data-quality issue)."""
-    issue = problem_issue(problem)
-    return issue.subject, issue.problem, issue.affects
