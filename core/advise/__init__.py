@@ -13,10 +13,12 @@ Example::
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from ..analysis.advice import Advice, Rule, advise, advise_job, select_rules
+from ..analysis.advice.messages import check_lang
 from ..analysis.pipeline import analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
@@ -72,16 +74,35 @@ def parse_ai_cores(value: Any) -> dict:
     return {"cube": numbers[0], "vector": numbers[-1]}
 
 
+def parse_link_gbps(value: Any) -> dict:
+    """``--link-gbps TYPE=GBPS[,...]`` -> {"HCCS": 18.0, ...}; types among HCCS, PCIE, SIO, RDMA."""
+    from ..analysis.advice.rules.communication import LINK_TYPES
+
+    allowed = f"TYPE=GBPS[,...] with TYPE among {', '.join(LINK_TYPES)} and GBPS > 0, e.g. HCCS=18,RDMA=12.5"
+    out: dict = {}
+    for part in str(value).split(","):
+        name, sep, number = part.partition("=")
+        try:
+            gbps = float(number)
+        except ValueError:
+            gbps = math.nan
+        if not sep or name.strip().upper() not in LINK_TYPES or not gbps > 0 or math.isinf(gbps):
+            raise ProfilerConfigError("--link-gbps", value, allowed)
+        out[name.strip().upper()] = gbps
+    return out
+
+
 def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Iterable[str]] = None,
                 min_ms: Any = 0.0, force: bool = False, peak_tflops: Any = None,
                 peak_device: Optional[str] = None, ai_cores: Any = None,
-                device_memory_gb: Any = None) -> list[Advice]:
+                device_memory_gb: Any = None, link_gbps: Any = None, lang: str = "en") -> list[Advice]:
     """The advice of each run at ``path`` (a run, a trace file, or a folder of runs such as a job).
 
     When ``path`` holds the runs of several ranks (one run each), the job rules' advice comes first
     (``run`` is ``"job: PATH"``). ``rules`` restricts to those ids; ``min_ms`` hides findings with less at stake per step (counted in
     ``below_min``). ``peak_tflops`` (or ``peak_device``, a name in the documented peak table) is the
-    device's peak for the ``mfu`` rule. Options are checked before anything is read (``ProfilerConfigError``).
+    device's peak for the ``mfu`` rule; ``link_gbps`` (``"HCCS=18,RDMA=12.5"`` or a dict) the links' bandwidth
+    for ``bandwidth``; ``lang`` the findings' language (``en``, ``zh``). Options are checked before anything is read (``ProfilerConfigError``).
     """
     from ..analysis.advice.flops import PEAK_TFLOPS
 
@@ -97,6 +118,9 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
         options["ai_cores"] = parse_ai_cores(ai_cores)
     if device_memory_gb is not None:
         options["device_memory_gb"] = check_number("--device-memory-gb", device_memory_gb, 0.0, exclusive_min=True)
+    if link_gbps is not None:
+        options["link_gbps"] = dict(link_gbps) if isinstance(link_gbps, dict) else parse_link_gbps(link_gbps)
+    options["lang"] = check_lang(lang)
     every = registered_rules()
     only = None if rules is None else list(rules)
     select_rules(every, only)
@@ -109,7 +133,7 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
     advices = [advise(res, every, only=only, min_ms=threshold, options=options) for res in results]
     ranks = {res.rank: res for res in results}
     if len(results) > 1 and len(ranks) == len(results):
-        advices.insert(0, advise_job(f"job: {path}", ranks, every, only=only, min_ms=threshold))
+        advices.insert(0, advise_job(f"job: {path}", ranks, every, only=only, min_ms=threshold, options=options))
     return advices
 
 
@@ -120,4 +144,4 @@ def explain_job(name: str, runs_by_rank: dict, min_ms: float = 0.0) -> Advice:
     return advise_job(name, ranks, registered_rules(), only=["slow_rank"], min_ms=min_ms)
 
 
-__all__ = ["advise_path", "explain_job", "parse_ai_cores", "parse_rule_ids", "registered_rules"]
+__all__ = ["advise_path", "explain_job", "parse_ai_cores", "parse_link_gbps", "parse_rule_ids", "registered_rules"]

@@ -61,15 +61,18 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from . import advise_path, parse_rule_ids
+    from ..analysis.advice.messages import check_lang
     from .page import print_advice, write_advice_page
     from ..fileio import atomic_write
     from ..validate import check_number
 
     target = _check_output(args.output, args.path) if args.output else None
     rules = parse_rule_ids(args.rules)
+    check_lang(args.lang)
     min_ms = check_number("--min-ms", args.min_ms, 0.0)
     advices = advise_path(args.path, rules=rules, min_ms=min_ms, force=args.force, peak_tflops=args.peak_tflops,
-                          peak_device=args.peak, ai_cores=args.ai_cores, device_memory_gb=args.device_memory_gb)
+                          peak_device=args.peak, ai_cores=args.ai_cores, device_memory_gb=args.device_memory_gb,
+                          link_gbps=args.link_gbps, lang=args.lang)
     payload = {"runs": [a.to_json() for a in advices]}
     if target is not None:
         if target.suffix.lower() == ".html":
@@ -100,11 +103,15 @@ def npuprof_add_commands(subparsers: Any) -> None:
     a.add_argument("--peak-tflops", type=float, default=None, metavar="X",
                    help="the device's peak TFLOP/s for the mfu rule")
     a.add_argument("--peak", default=None, metavar="DEVICE",
-                   help="take the peak from the documented table (docs/advise.md#mfu): ascend910a, a100, h100-sxm, v100")
+                   help="take the peak from the documented table (docs/advise.md#peak-table): ascend910a, a100, "
+                        "h100-sxm, v100")
     a.add_argument("--ai-cores", default=None, metavar="CUBE[,VECTOR]",
                    help="the device's AI Core counts for the block_dim rule, e.g. 24,48")
     a.add_argument("--device-memory-gb", type=float, default=None, metavar="GB",
                    help="the device's memory for the memory rule (the peak's share of it)")
+    a.add_argument("--link-gbps", default=None, metavar="TYPE=GBPS,...",
+                   help="the links' bandwidth for the bandwidth rule, e.g. HCCS=18,RDMA=12.5 (HCCS defaults to 18)")
+    a.add_argument("--lang", default="en", metavar="en|zh", help="the findings' language: en (default) or zh")
     a.add_argument("--json", action="store_true", help="print JSON instead of the text")
     a.add_argument("-o", "--output", default=None, metavar="FILE.html|FILE.json",
                    help="also write the page (.html) or the JSON (.json); outside PATH")

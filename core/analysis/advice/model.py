@@ -116,13 +116,24 @@ class RuleContext:
     ``steps`` is how many steps the run holds (at least 1); ``step_ms`` the mean step time in ms
     (``None`` when the run measures no step time). Per-step numbers are a total divided by ``steps``.
     ``options`` holds what the user told about the device (``peak_tflops``, ``peak_device``,
-    ``ai_cores``, ``device_memory_gb``) and, for job rules, ``ranks`` (rank -> AnalysisResult).
+    ``ai_cores``, ``device_memory_gb``, ``link_gbps``), ``lang`` (the findings' language: :meth:`say` renders a
+    message of :mod:`npuprof.analysis.advice.messages` in it) and, for job rules, ``ranks`` (rank -> AnalysisResult).
     """
 
     result: "AnalysisResult"
     steps: int
     step_ms: Optional[float]
     options: dict = field(default_factory=dict)
+
+    @property
+    def lang(self) -> str:
+        return str(self.options.get("lang", "en"))
+
+    def say(self, msg_id: str, **fields: Any) -> str:
+        """The catalogue's message ``msg_id`` in the advice's language (see :mod:`~npuprof.analysis.advice.messages`)."""
+        from .messages import say
+
+        return say(self.lang, msg_id, **fields)
 
 
 CheckResult = Union[list, NotChecked]
@@ -141,7 +152,7 @@ class Rule:
     check: Callable[[RuleContext], CheckResult]
     needs: Needs = field(default_factory=Needs)
     docs: str = ""
-    scope: str = "run"          # "run": one analysed run; "job": several ranks
+    scope: str = "run"          # "run": one analysed run; "job": several ranks; "both": each run and the job
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from ...errors import ProfilerConfigError
+from .messages import MESSAGES
 from .model import SEVERITIES, Finding, NotChecked, Rule, RuleContext, RuleOutcome
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,21 +97,22 @@ def _quality_notes(result: "AnalysisResult", rule: Rule) -> list[str]:
 def run_rule(rule: Rule, ctx: RuleContext) -> RuleOutcome:
     """One rule on one run: not checked (its needs missing), its findings, or the error it raised."""
     quality = _quality_notes(ctx.result, rule)
+    title = rule.title if ctx.lang == "en" or f"rule.{rule.id}" not in MESSAGES else ctx.say(f"rule.{rule.id}")
     missing = rule.needs.missing(ctx.result)
     if missing:
         need = "; ".join(missing) + (f" ({rule.needs.description})" if rule.needs.description else "")
-        return RuleOutcome(rule.id, rule.title, "not_checked", needs=need, data_quality=quality)
+        return RuleOutcome(rule.id, title, "not_checked", needs=need, data_quality=quality)
     try:
         answer = rule.check(ctx)
     except Exception as e:   # a third-party rule's bug is reported by id, the other rules go on
-        return RuleOutcome(rule.id, rule.title, "error", error=f"{type(e).__name__}: {e}", data_quality=quality)
+        return RuleOutcome(rule.id, title, "error", error=f"{type(e).__name__}: {e}", data_quality=quality)
     if isinstance(answer, NotChecked):
-        return RuleOutcome(rule.id, rule.title, "not_checked", needs=answer.needs, data_quality=quality)
+        return RuleOutcome(rule.id, title, "not_checked", needs=answer.needs, data_quality=quality)
     findings = []
     for f in answer or []:
         if not isinstance(f, Finding):
-            return RuleOutcome(rule.id, rule.title, "error", error=f"check returned {type(f).__name__}, "
-                                                                   f"not a Finding", data_quality=quality)
+            return RuleOutcome(rule.id, title, "error", error=f"check returned {type(f).__name__}, "
+                                                             f"not a Finding", data_quality=quality)
         f.rule = rule.id
         f.docs = f.docs or rule.docs
         if f.severity not in SEVERITIES:
@@ -121,15 +123,15 @@ def run_rule(rule: Rule, ctx: RuleContext) -> RuleOutcome:
             f.share_of_step = f.at_stake_ms / ctx.step_ms if ctx.step_ms > 0 else None
         f.affected_by_quality = list(quality)
         findings.append(f)
-    return RuleOutcome(rule.id, rule.title, "found" if findings else "checked", findings=findings,
+    return RuleOutcome(rule.id, title, "found" if findings else "checked", findings=findings,
                        data_quality=quality)
 
 
 def advise(result: "AnalysisResult", rules: Sequence[Rule], *, only: Optional[Iterable[str]] = None,
            min_ms: float = 0.0, options: Optional[dict] = None) -> Advice:
     """Every run rule (or those in ``only``) on ``result``; findings below ``min_ms`` per step counted, not
-    listed. Job rules (``scope="job"``) are :func:`advise_job`'s."""
-    chosen = [r for r in select_rules(rules, only) if r.scope == "run"]
+    listed. Job rules (``scope="job"``) are :func:`advise_job`'s; ``scope="both"`` rules run here and there."""
+    chosen = [r for r in select_rules(rules, only) if r.scope in ("run", "both")]
     steps, step_ms = step_figures(result)
     ctx = RuleContext(result, steps, step_ms, dict(options or {}))
     return _advice(str(result.run_dir), ctx, chosen, min_ms, result.quality.to_json())
@@ -143,8 +145,8 @@ def _advice(name: str, ctx: RuleContext, chosen: list, min_ms: float, quality: d
 
 
 def advise_job(name: str, ranks: dict, rules: Sequence[Rule], *, only: Optional[Iterable[str]] = None,
-               min_ms: float = 0.0) -> Advice:
-    """The job rules (``scope="job"``, or those in ``only``) over ``ranks`` (rank -> AnalysisResult).
+               min_ms: float = 0.0, options: Optional[dict] = None) -> Advice:
+    """The job rules (``scope="job"`` or ``"both"``, or those in ``only``) over ``ranks`` (rank -> AnalysisResult).
 
     A job rule reads ``ctx.options["ranks"]``; ``ctx.result`` is the lowest rank's run, ``ctx.step_ms``
     the median rank's mean step time (findings are capped at it). The advice's data quality is every
@@ -152,12 +154,12 @@ def advise_job(name: str, ranks: dict, rules: Sequence[Rule], *, only: Optional[
     """
     from ...quality import DataQuality
 
-    chosen = [r for r in select_rules(rules, only) if r.scope == "job"]
+    chosen = [r for r in select_rules(rules, only) if r.scope in ("job", "both")]
     figures = sorted((step_figures(res) for res in ranks.values()), key=lambda f: (f[1] is None, f[1] or 0.0))
     measured = [f for f in figures if f[1] is not None]
     steps, step_ms = measured[len(measured) // 2] if measured else (1, None)
     first = ranks[min(ranks)]
-    ctx = RuleContext(first, steps, step_ms, {"ranks": dict(ranks)})
+    ctx = RuleContext(first, steps, step_ms, {**(options or {}), "ranks": dict(ranks)})
     quality = DataQuality(usable=any(res.quality.usable for res in ranks.values()))
     for res in ranks.values():
         quality.extend(res.quality.issues)

@@ -5,6 +5,7 @@ import math
 
 from ....events import EventKind
 from ..families import FAMILIES, compute_families
+from ..messages import joiner
 from ..model import Finding, Needs, Rule, RuleContext
 
 STEP_COLUMNS = ("Computing", "Communication(Not Overlapped)", "Free", "Stage")
@@ -48,15 +49,14 @@ def breakdown(ctx: RuleContext) -> list:
     if idle <= 0 or math.isnan(e2e) or e2e <= 0:
         return []
     share = idle / e2e
-    parts = [f"uncovered communication {uncovered / ctx.steps:.3f} ms" if not math.isnan(uncovered) else "",
-             f"free {free / ctx.steps:.3f} ms" if not math.isnan(free) else ""]
+    parts = [ctx.say("breakdown.part.uncovered", ms=uncovered / ctx.steps) if not math.isnan(uncovered) else "",
+             ctx.say("breakdown.part.free", ms=free / ctx.steps) if not math.isnan(free) else ""]
     top = max(((fam, families.ms[fam]) for fam in FAMILIES), key=lambda kv: kv[1])
-    advice = ("Overlap communication with computation (gradient bucketing, communication streams) and remove "
-              "device idle time (host dispatch, data loading, synchronisation: see the other rules).")
+    advice = ctx.say("breakdown.advice")
     if top[1] > 0:
-        advice += f" Of the computing time, {top[0]} takes the most ({top[1] / ctx.steps:.3f} ms per step)."
-    return [Finding("breakdown", f"{share * 100:.1f}% of the step is not computing "
-                                 f"({', '.join(p for p in parts if p)} per step)",
+        advice += ctx.say("breakdown.advice.top", family=top[0], ms=top[1] / ctx.steps)
+    return [Finding("breakdown", ctx.say("breakdown.title", share=share * 100,
+                                         parts=joiner(ctx.lang).join(p for p in parts if p)),
                     "high" if share >= 0.5 else "medium" if share >= 0.2 else "low", idle / ctx.steps, rows,
                     advice)]
 

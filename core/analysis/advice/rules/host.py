@@ -74,11 +74,8 @@ def dataloader(ctx: RuleContext) -> list:
     worst = np.argsort(-covered)[:3]
     evidence += [{"step": int(numbers[i]), "data_wait_ms": round(int(covered[i]) / 1e6, 3),
                   "step_ms": round(int(ends[i] - starts[i]) / 1e6, 3)} for i in worst if covered[i] > 0]
-    return [Finding("dataloader", f"The step waits {total / 1e6 / ctx.steps:.3f} ms for its data", "medium",
-                    total / 1e6 / ctx.steps, evidence,
-                    "Prefetch batches in worker processes (DataLoader num_workers, pin_memory, prefetch_factor; "
-                    "tf.data prefetch; MindSpore dataset num_parallel_workers) so the next batch is ready when "
-                    "the step ends.")]
+    return [Finding("dataloader", ctx.say("dataloader.title", ms=total / 1e6 / ctx.steps), "medium",
+                    total / 1e6 / ctx.steps, evidence, ctx.say("dataloader.advice"))]
 
 
 def gc_pauses(ctx: RuleContext):
@@ -103,11 +100,8 @@ def gc_pauses(ctx: RuleContext):
     if total <= 0:
         return []
     gen2 = sum(r["total_ms"] for r in evidence if r["name"].endswith("gen 2"))
-    return [Finding("gc", f"Python GC pauses {total / 1e6 / ctx.steps:.3f} ms per step", "medium",
-                    total / 1e6 / ctx.steps, evidence,
-                    "Free reference cycles (break them, use weakref), or call gc.freeze() after building the "
-                    "model and gc.disable() in the loop with gc.collect() every N steps."
-                    + (f" Full (generation 2) collections take {gen2:.3f} ms in all." if gen2 else ""))]
+    return [Finding("gc", ctx.say("gc.title", ms=total / 1e6 / ctx.steps), "medium", total / 1e6 / ctx.steps,
+                    evidence, ctx.say("gc.advice") + (ctx.say("gc.advice.gen2", ms=gen2) if gen2 else ""))]
 
 
 def _launch_of(ev: EventTable) -> dict:
@@ -184,12 +178,8 @@ def host_bound(ctx: RuleContext) -> CheckResult:
     by_link = sum(1 for g in busy_gaps if g[4] is not None)
     evidence.append({"gaps": len(busy_gaps), "total_ms": round(total / 1e6, 3), "judged_by_launch_link": by_link,
                      "judged_by_host_call_in_flight": len(busy_gaps) - by_link})
-    return [Finding("host_bound", f"The device idles {total / 1e6 / ctx.steps:.3f} ms per step waiting for the "
-                                  f"host's dispatch ({len(busy_gaps)} gaps)", "medium", total / 1e6 / ctx.steps,
-                    evidence,
-                    "Launch less from the host: fuse small operators, capture the step as a graph (MindSpore "
-                    "graph mode, torch_npu's graph mode / aclgraph, TensorFlow tf.function), enable the task "
-                    "queue, keep Python work between launches out of the step's critical path.")]
+    return [Finding("host_bound", ctx.say("host_bound.title", ms=total / 1e6 / ctx.steps, gaps=len(busy_gaps)),
+                    "medium", total / 1e6 / ctx.steps, evidence, ctx.say("host_bound.advice"))]
 
 
 def _device_free_ms(ctx: RuleContext):
@@ -226,10 +216,8 @@ def sync_stream(ctx: RuleContext) -> list:
         # while the host waits the device works; only the device's idle time can be won back
         evidence.append({"host_wait_ms_per_step": round(stake, 3), "device_free_ms_per_step": round(free, 3)})
         stake = free
-    return [Finding("sync_stream", f"The host waits {total / 1e6 / ctx.steps:.3f} ms per step in "
-                                   f"synchronisations", "low", stake, evidence,
-                    "Avoid synchronising inside the step (tensor.item(), printing losses each step, explicit "
-                    "stream synchronize): accumulate on the device and read every N steps.")]
+    return [Finding("sync_stream", ctx.say("sync_stream.title", ms=total / 1e6 / ctx.steps), "low", stake, evidence,
+                    ctx.say("sync_stream.advice"))]
 
 
 RULES = [

@@ -36,15 +36,11 @@ def memory(ctx: RuleContext) -> CheckResult:
     evidence += [{"series": s.name, "samples": s.samples, "peak": round(s.peak, 3), "last": round(s.last, 3)}
                  for s in summary.series]
     severity = "high" if share is not None and share >= 90 else "info"
-    title = f"Memory peak {summary.peak_mb:.1f} MB allocated" + (f" in step {summary.peak_step}"
-                                                                 if summary.peak_step is not None else "")
+    title = ctx.say("memory.title", mb=summary.peak_mb) + (ctx.say("memory.title.step", step=summary.peak_step)
+                                                           if summary.peak_step is not None else "")
     if share is not None:
-        title += f" ({share:.1f}% of the device's {device_gb:g} GB)"
-    return [Finding("memory", title, severity, 0.0, evidence,
-                    "Near the device's memory: activation recomputation, smaller micro-batches, freeing the "
-                    "operators' outputs alive at the peak earlier; far below it: a larger batch uses the device "
-                    "better. Reserved far above allocated is the allocator's cache (fragmentation: "
-                    "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True).")]
+        title += ctx.say("memory.title.share", share=share, gb=device_gb)
+    return [Finding("memory", title, severity, 0.0, evidence, ctx.say("memory.advice"))]
 
 
 RULES = [

@@ -13,8 +13,9 @@ def op_flops_rows(result) -> list:
     """Every kernel_details row's :class:`~npuprof.analysis.advice.flops.OpFlops`."""
     table = result.tables["kernel_details"]
     cols = {c: table.column(c) for c in SHAPE_COLUMNS}
-    return [kernel_flops(str(t), str(n), float(d or 0), str(i), str(o), str(dt))
-            for t, n, d, i, o, dt in zip(*(cols[c] for c in SHAPE_COLUMNS))]
+    formats = table.column("Input Formats") if "Input Formats" in table.columns else [""] * len(table)
+    return [kernel_flops(str(t), str(n), float(d or 0), str(i), str(o), str(dt), str(fm))
+            for t, n, d, i, o, dt, fm in zip(*(cols[c] for c in SHAPE_COLUMNS), formats)]
 
 
 OP_FLOPS_COLUMNS = ["Name", "Type", "Input Shapes", "Input Data Types", "Duration(us)", "FLOPs", "TFLOP/s",
@@ -84,11 +85,9 @@ def mfu(ctx: RuleContext):
                          "achieved TFLOP/s": round(achieved, 4), "of peak(%)": round(achieved / peak * 100, 3)})
     stake = max(0.0, (time_us - ideal_us) / 1000.0 / ctx.steps)
     share = evidence[0]["MFU(%)"]
-    return [Finding("mfu", f"MFU {share:.2f}% of {peak:g} TFLOP/s ({dtype}; {len(uncounted)} kernels without a FLOP "
-                    f"count left out)" if share is not None else
-                    f"Counted kernels reach {flops / (time_us / 1e6) / 1e12:.3f} TFLOP/s", "info", stake, evidence,
-                    "Raise the arithmetic intensity: larger batches or fused operators, matmul dimensions that "
-                    "are multiples of 16 (Cube unit), fp16/bf16 instead of fp32 where accuracy allows.")]
+    title = ctx.say("mfu.title", mfu=share, peak=peak, dtype=dtype, uncounted=len(uncounted)) if share is not None \
+        else ctx.say("mfu.title.rate", tflops=flops / (time_us / 1e6) / 1e12)
+    return [Finding("mfu", title, "info", stake, evidence, ctx.say("mfu.advice"))]
 
 
 RULES = [

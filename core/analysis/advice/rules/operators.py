@@ -28,10 +28,8 @@ def ai_cpu(ctx: RuleContext) -> list:
     total_us = sum(_num(r["Total Time(us)"]) for r in rows)
     evidence = [{"OP Type": r["OP Type"], "Count": r["Count"], "Total Time(us)": r["Total Time(us)"],
                  "Avg Time(us)": r["Avg Time(us)"]} for r in sorted(rows, key=lambda r: -_num(r["Total Time(us)"]))]
-    return [Finding("ai_cpu", f"{len(rows)} operator type(s) run on the AI CPU", "medium",
-                    total_us / 1000.0 / ctx.steps, evidence,
-                    "Replace these operators or their inputs' data types (int64 -> int32, double -> float) "
-                    "with ones the AI Core supports; check the operator's supported shapes.")]
+    return [Finding("ai_cpu", ctx.say("ai_cpu.title", count=len(rows)), "medium", total_us / 1000.0 / ctx.steps,
+                    evidence, ctx.say("ai_cpu.advice"))]
 
 
 def dynamic_shape(ctx: RuleContext):
@@ -58,13 +56,9 @@ def dynamic_shape(ctx: RuleContext):
     evidence = [{"OP Type": t, "dynamic kernels": n} for t, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     evidence.insert(0, {"dynamic": len(dynamic), "judged": len(judged), "compile_calls": int(len(compile_rows)),
                         "compile_ms": round(compile_ms, 3)})
-    what = "all operators are" if len(dynamic) == len(judged) else f"{len(dynamic)} of {len(judged)} kernels are"
-    return [Finding("dynamic_shape", f"Dynamic shape: {what} compiled per shape", "low", compile_ms / ctx.steps,
-                    evidence,
-                    "Disable per-shape compilation where shapes are few and fixed: "
-                    "torch_npu.npu.set_compile_mode(jit_compile=False) and "
-                    "torch_npu.npu.config.allow_internal_format = False at the start of the script; pad inputs to "
-                    "a few fixed shapes (buckets).")]
+    title = ctx.say("dynamic_shape.title.all") if len(dynamic) == len(judged) else \
+        ctx.say("dynamic_shape.title.some", dynamic=len(dynamic), judged=len(judged))
+    return [Finding("dynamic_shape", title, "low", compile_ms / ctx.steps, evidence, ctx.say("dynamic_shape.advice"))]
 
 
 RULES = [
@@ -120,10 +114,8 @@ def block_dim(ctx: RuleContext):
     evidence = [{"OP Type": t, "Accelerator Core": c, "kernels": n, "Block Dim": f"{lo}-{hi}" if lo != hi else lo,
                  "cores": cores_n, "time(us)": round(d, 3), "idle-core time(us)": round(lost, 3)}
                 for (t, c), (n, lo, hi, d, lost, cores_n) in sorted(per_type.items(), key=lambda kv: -kv[1][4])]
-    return [Finding("block_dim", f"AI Core kernels leave cores idle ({len(per_type)} operator types)", "low",
-                    total_us / 1000.0 / ctx.steps, evidence[:20],
-                    "Split the work of these operators into a multiple of the device's core count (tiling, "
-                    "batch or sequence dimension); merge small kernels.")]
+    return [Finding("block_dim", ctx.say("block_dim.title", types=len(per_type)), "low", total_us / 1000.0 / ctx.steps,
+                    evidence[:20], ctx.say("block_dim.advice"))]
 
 
 RULES.append(Rule("block_dim", "AI Core kernels using fewer cores than the device has", block_dim,

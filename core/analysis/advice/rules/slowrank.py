@@ -160,9 +160,8 @@ def slow_rank(ctx: RuleContext):
                      "excess_ms": round(excess, 3), "steps_judged": f"{common[0]}-{common[-1]}",
                      "start_skew_ms": round(skew.get(rk, math.nan), 3)}] + rows[:TOP]
         top = rows[0]["component"] if rows else "unknown"
-        findings.append(Finding("slow_rank", f"Rank {rk} is slow: {excess:.3f} ms per step over the median rank, "
-                                             f"most in {top}", "high", excess, evidence,
-                                f"Look at rank {rk}'s {top}: the other ranks wait for it in every collective."))
+        findings.append(Finding("slow_rank", ctx.say("slow_rank.title", rank=rk, ms=excess, top=top), "high", excess,
+                                evidence, ctx.say("slow_rank.advice", rank=rk, top=top)))
     skews = {rk: round(s, 3) for rk, s in skew.items()}
     findings[0].evidence.append({"start_skew_ms_by_rank (trimmed: steps matched by number)": skews})
     return findings
