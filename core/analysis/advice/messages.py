@@ -128,7 +128,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "把这些算子的工作切分为设备核数的整数倍（tiling、batch 或序列维度）；合并小 kernel。"},
     # -- memory ------------------------------------------------------------------------------------
     "memory.title": {"en": "Memory peak {mb:.1f} MB allocated", "zh": "内存峰值 {mb:.1f} MB"},
-    "memory.title.step": {"en": " in step {step}", "zh": "（step {step}）"},
+    "memory.title.step": {"en": " in step {step}", "zh": "（第 {step} 步）"},
     "memory.title.share": {"en": " ({share:.1f}% of the device's {gb:g} GB)", "zh": "（占设备 {gb:g} GB 的 {share:.1f}%）"},
     "memory.advice": {
         "en": "Near the device's memory: activation recomputation, smaller micro-batches, freeing the operators' "
