@@ -133,6 +133,14 @@ def npuprof_stop(session: Any) -> None:
         except Exception as e:
             session.warn_once("tf-profiler-stop",
                               f"npuprof: stopping TensorFlow's profiler failed ({type(e).__name__}: {e})")
+        if session.config.record_shapes and getattr(session, "saved", True):
+            from .opshapes import write_op_shapes
+
+            try:
+                write_op_shapes(session.run_dir)
+            except Exception as e:      # shapes are extra: the window's data stands without them
+                session.warn_once("tf-op-shapes", f"npuprof: record_shapes: TensorFlow's op shapes could not be "
+                                                  f"written ({type(e).__name__}: {e})")
 
 
 @hookimpl
@@ -159,5 +167,34 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     # npuprof's own ProfilerStep rows exist when the run recorded steps; TF markers are then plain ranges.
     own_steps = bool(info.steps)
     pid = info.pid if 0 <= info.pid < 1 << 62 else 0
-    return read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
-                       on_error=context.flag_message)
+    table = read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
+                        on_error=context.flag_message)
+    from .opshapes import read_op_shapes
+
+    shapes = read_op_shapes(run_dir)
+    return _with_shapes(table, shapes) if table is not None and shapes else table
+
+
+def _with_shapes(table: EventTable, shapes: dict) -> EventTable:
+    """OP events of an op ``shapes`` names carry its shapes as args (record_shapes; see ``opshapes``)."""
+    import json
+
+    import numpy as np
+
+    names = table.string_array("name")
+    ops = np.flatnonzero(table["kind"] == np.uint8(EventKind.OP))
+    strings = list(table.strings)
+    code_of: dict = {}
+    args = table["args"].copy()
+    for i in ops.tolist():
+        entry = shapes.get(str(names[i]))
+        if entry is None:
+            continue
+        text = json.dumps({**table.args_object(int(args[i])), **entry}, sort_keys=True)
+        if text not in code_of:
+            code_of[text] = len(strings)
+            strings.append(text)
+        args[i] = code_of[text]
+    if not code_of:
+        return table
+    return EventTable(dict(table.cols, args=args), strings)

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ....events import EventKind
 from ..flops import PEAK_TFLOPS, kernel_flops, peak_of
 from ..model import Finding, Needs, NotChecked, Rule, RuleContext
 
@@ -10,12 +13,31 @@ SHAPE_COLUMNS = ("Type", "Name", "Duration(us)", "Input Shapes", "Output Shapes"
 
 
 def op_flops_rows(result) -> list:
-    """Every kernel_details row's :class:`~npuprof.analysis.advice.flops.OpFlops`."""
-    table = result.tables["kernel_details"]
+    """Every kernel_details row's :class:`~npuprof.analysis.advice.flops.OpFlops` where kernel_details has the
+    shape columns (torch_npu, MindSpore), else those of the events whose args carry ``Input Shapes`` and
+    ``Output Shapes``: device kernels, or on a run without any (TensorFlow on CPU, record_shapes) its
+    operators, which are then the computation itself."""
+    table = result.tables.get("kernel_details")
+    if table is None or not len(table) or any(c not in table.columns for c in SHAPE_COLUMNS):
+        return _event_rows(result.events)
     cols = {c: table.column(c) for c in SHAPE_COLUMNS}
     formats = table.column("Input Formats") if "Input Formats" in table.columns else [""] * len(table)
     return [kernel_flops(str(t), str(n), float(d or 0), str(i), str(o), str(dt), str(fm))
             for t, n, d, i, o, dt, fm in zip(*(cols[c] for c in SHAPE_COLUMNS), formats)]
+
+
+def _event_rows(ev) -> list:
+    kernels = np.flatnonzero((ev["kind"] == np.uint8(EventKind.KERNEL)) & (ev["device"] >= 0))
+    rows = kernels if len(kernels) else np.flatnonzero(ev["kind"] == np.uint8(EventKind.OP))
+    out = []
+    names, types = ev.string_array("name"), ev.string_array("type")
+    for r, a in zip(rows.tolist(), ev.args_objects(ev["args"][rows])):
+        if "Input Shapes" not in a or "Output Shapes" not in a:
+            continue
+        out.append(kernel_flops(str(types[r]), str(names[r]), int(ev["dur"][r]) / 1000.0, str(a["Input Shapes"]),
+                                str(a["Output Shapes"]), str(a.get("Input Data Types", "")),
+                                str(a.get("Input Formats", ""))))
+    return out
 
 
 OP_FLOPS_COLUMNS = ["Name", "Type", "Input Shapes", "Input Data Types", "Duration(us)", "FLOPs", "TFLOP/s",
@@ -27,9 +49,6 @@ def op_flops_table(result):
     reason in ``Not Counted``); None when the run has no shapes or no kernel is counted."""
     from ...table import Table
 
-    table = result.tables.get("kernel_details")
-    if table is None or not len(table) or any(c not in table.columns for c in SHAPE_COLUMNS):
-        return None
     rows = op_flops_rows(result)
     if not any(r.flops is not None for r in rows):
         return None
@@ -91,7 +110,7 @@ def mfu(ctx: RuleContext):
 
 
 RULES = [
-    Rule("mfu", "Model FLOPs utilisation", mfu, Needs(tables={"kernel_details": SHAPE_COLUMNS},
+    Rule("mfu", "Model FLOPs utilisation", mfu, Needs(reads=("kernel_details", "events"),
                                                       description="shapes: record_shapes"),
          docs="docs/advise.md#mfu"),
 ]
