@@ -18,6 +18,9 @@ Every problem the advisor reports is checked against the npuprof rule that repor
   Operator Perf Analysis and Operator No Bound Issues (AI Core PMU ratios), Affinity API Issues (listed
   in the test, so a new category fails it).
 
+On msprof-analyze's own advisor samples (lone ``trace_view.json`` / ``kernel_details.csv``) the advisor
+reports only Affinity API Issues (the traces) or nothing (the kernel_details), none of it an npuprof rule's.
+
 The advisor runs on a temporary copy of each run: on a db export it opens the databases in WAL mode,
 creating ``-wal``/``-shm`` files beside them; npuprof reads the original, which stays as it was.
 """
@@ -134,3 +137,36 @@ def test_every_problem_the_advisor_reports_is_reported_by_the_same_rule(relative
     for (_, _, d, ab, bw), (_, _, td, tab, tbw) in zip(mine, rows):
         assert d == pytest.approx(td, abs=0.01) and ab == pytest.approx(tab, abs=0.01)
         assert bw == pytest.approx(tbw, abs=0.001)
+
+
+ADVISOR_SAMPLES = ["msprof-analyze/test/ut/advisor/timeline_advice/trace_view.json",
+                   "msprof-analyze/test/ut/advisor/advisor_backend/timeline_advice/trace_view.json",
+                   "msprof-analyze/test/ut/advisor/compute_advice/data/kernel_details.csv",
+                   "msprof-analyze/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv"]
+
+
+@pytest.mark.parametrize("relative", ADVISOR_SAMPLES)
+def test_on_msprof_analyzes_own_advisor_samples_it_reports_nothing_an_npuprof_rule_covers(relative, tmp_path, capsys):
+    """The advisor's samples are lone torch_npu files (no run directory): what ``advisor all`` reports on
+    them (the trace: Affinity API only; the kernel_details: nothing) has no npuprof rule, and npuprof,
+    which reads runs and traces it recognises, says it cannot read the lone file (exit 1) instead of
+    reporting that nothing was found."""
+    from npuprof.cli import main
+
+    src = realdata(relative)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(src, folder / src.name)
+    out = tmp_path / "advisor"
+    out.mkdir()
+    tool = interop_python().parent / "msprof-analyze"
+    proc = subprocess.run([str(tool), "advisor", "all", "-d", str(folder), "-l", "en", "--agent", "-o", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = [ln for ln in proc.stdout.splitlines() if '"status"' in ln][-1]
+    message = json.loads(line[line.index("{"):])["message"]
+    categories = [row[0] for row in message.get("problems", {}).get("data", [])] if message else []
+    assert all(c in NOT_COVERED for c in categories), categories
+    assert ("trace_view" in relative) == bool(categories)     # the trace: Affinity API; kernel_details: none
+    assert main(["advise", str(src)]) == 1
+    assert "is not a directory nor a trace file any reader understands" in capsys.readouterr().err
