@@ -45,8 +45,9 @@ OP_FLOPS_COLUMNS = ["Name", "Type", "Input Shapes", "Input Data Types", "Duratio
 
 
 def op_flops_table(result):
-    """op_flops: each kernel_details row with its FLOPs and achieved TFLOP/s (empty cells: not counted, the
-    reason in ``Not Counted``); None when the run has no shapes or no kernel is counted."""
+    """op_flops: each row of :func:`op_flops_rows` (kernel_details, or the shaped events) with its FLOPs and
+    achieved TFLOP/s (empty cells: not counted, the reason in ``Not Counted``); None when the run has no shapes
+    or no kernel is counted."""
     from ...table import Table
 
     rows = op_flops_rows(result)
