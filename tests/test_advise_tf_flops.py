@@ -96,3 +96,17 @@ def test_shapes_are_recorded_only_when_asked(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = (tmp_path / "prof").glob("*_ascend_tf")
     assert not list(run.rglob("tf_op_shapes.json"))
+
+
+def test_an_unreadable_shapes_file_is_said_and_the_trace_still_read(dense_run, tmp_path, capsys):
+    import shutil
+
+    run, _ = dense_run
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    (copy / "tf_op_shapes.json").write_text("{not json")
+    assert main(["advise", str(copy), "--json", "--rules", "mfu", "--peak-tflops", "1"]) == 3
+    captured = capsys.readouterr()
+    adv = json.loads(captured.out)["runs"][0]
+    assert adv["rules"][0]["status"] == "not_checked" and adv["steps"] >= STEPS     # the trace's steps are read
+    assert "tf_op_shapes.json" in captured.err and "unreadable" in captured.err

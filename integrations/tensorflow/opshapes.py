@@ -76,8 +76,10 @@ def write_op_shapes(directory: Path) -> Optional[Path]:
     shapes = collect_op_shapes()
     if not shapes:
         return None
+    from npuprof.fileio import atomic_write
+
     path = Path(directory) / FILE_NAME
-    path.write_text(json.dumps(shapes, sort_keys=True))
+    atomic_write(path, json.dumps(shapes, sort_keys=True))
     return path
 
 

@@ -169,9 +169,13 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     pid = info.pid if 0 <= info.pid < 1 << 62 else 0
     table = read_logdir(root, pid=pid, step_kind=EventKind.RANGE if own_steps else EventKind.STEP,
                         on_error=context.flag_message)
-    from .opshapes import read_op_shapes
+    from .opshapes import FILE_NAME, read_op_shapes
 
-    shapes = read_op_shapes(run_dir)
+    try:
+        shapes = read_op_shapes(run_dir)
+    except (OSError, ValueError) as e:     # the trace stands without them; the run says what was not read
+        context.flag_message(f"{run_dir / FILE_NAME}: unreadable, the ops have no shapes ({type(e).__name__}: {e})")
+        shapes = {}
     return _with_shapes(table, shapes) if table is not None and shapes else table
 
 
