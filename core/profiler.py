@@ -34,6 +34,7 @@ from .forkguard import on_fork_in_child
 from .handlers import handler_settings
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
+from .private_api import new_rlock, rlock_is_owned
 from .rawstore import RAW_DIR, RawWriter
 from .runinfo import base_info, native_file_sizes, new_run_dir, write_info
 from .schedule import TRANSITIONS, Op, always_record
@@ -152,7 +153,7 @@ class Profiler:
         self._sampler: Optional[HostSampler] = None
         self._clock = ClockAnchor.now()
         self._pending_async: list = []
-        self._op_lock = threading.RLock()   # held by the thread inside an operation
+        self._op_lock = new_rlock()   # held by the thread inside an operation (see rlock_is_owned)
         self._deferred: list = []          # signals that arrived during an operation
         self._owner_pid = os.getpid()
         self._atexit_registered = False
@@ -215,7 +216,7 @@ class Profiler:
             # the getpid system call (~1.5 µs here) is only made on the rare paths.
             return
         lock = self._op_lock
-        if lock._is_owned():  # type: ignore[attr-defined]  # CPython's RLock owner test (no public twin)
+        if rlock_is_owned(lock):
             self._reentered("step")
             return
         with lock:   # an operation (see _run_operation), and the outermost one: checked above
@@ -736,7 +737,7 @@ class Profiler:
         ends, so a handler never re-enters half-done profiler state (or a lock
         this thread holds). step() inlines this."""
         lock = self._op_lock
-        outer = not lock._is_owned()  # type: ignore[attr-defined]
+        outer = not rlock_is_owned(lock)
         with lock:
             operation()
         if outer and (self._stop_pending or self._deferred):
@@ -754,7 +755,7 @@ class Profiler:
             handle_signal(self, signum, frame, previous)
 
     def _in_operation_here(self) -> bool:
-        return bool(self._op_lock._is_owned())  # type: ignore[attr-defined]
+        return rlock_is_owned(self._op_lock)
 
     def _reentered(self, what: str) -> bool:
         """True (with a warning) when start()/step() is called from inside

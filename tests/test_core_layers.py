@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "npuprof.errors": 0, "npuprof.enums": 0, "npuprof.validate": 0, "npuprof.clock": 0, "npuprof.fileio": 0,
     "npuprof.progress": 0, "npuprof.types": 0, "npuprof.sigsafe": 0, "npuprof.compiled": 0,
-    "npuprof.pages": 0, "npuprof.libc": 0,
+    "npuprof.pages": 0, "npuprof.libc": 0, "npuprof.private_api": 0,
     # data model
     "npuprof.events": 1, "npuprof.rawstore": 1, "npuprof.runinfo": 1, "npuprof.config": 1,
     "npuprof.schedule": 1, "npuprof.quality": 1, "npuprof.traceflows": 1, "npuprof.hookspecs": 1, "npuprof.handlers": 1,
