@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from dataclasses import dataclass
 from types import ModuleType
@@ -33,15 +34,15 @@ class FallbackCost:
 
     annotation_python_ns: float   # record_function, sustained at full rate, median per annotation
     annotation_compiled_ns: float
-    rows_python_per_s: float      # synthetic 10M-event analysis, rows rendered per second
+    rows_python_per_s: float      # synthetic 10M-event analysis to every output, events per second
     rows_compiled_per_s: float
     measured_on: str
 
     def line(self) -> str:
         return (f"record_function {self.annotation_python_ns / 1000:.2f} µs per annotation instead of "
                 f"{self.annotation_compiled_ns / 1000:.2f} µs ({self.annotation_python_ns / self.annotation_compiled_ns:.1f}x), "
-                f"text outputs {self.rows_python_per_s / 1e6:.2f}M instead of {self.rows_compiled_per_s / 1e6:.2f}M "
-                f"events/s (`make bench`, {self.measured_on})")
+                f"analysis to every output {self.rows_python_per_s / 1e6:.2f}M instead of "
+                f"{self.rows_compiled_per_s / 1e6:.2f}M events/s (measured by `make bench`, {self.measured_on})")
 
 
 # benchmarks/results/latest.json (tests/test_doctor.py checks these against it)
@@ -96,3 +97,22 @@ def compiled_status(name: str) -> CompiledStatus:
 def fallback_in_use() -> list[CompiledStatus]:
     """The compiled modules npuprof runs on their Python fallback here."""
     return [s for s in (compiled_status(n) for n in COMPILED_MODULES) if not s.loaded]
+
+
+_fallback_said = False
+
+
+def log_fallback_once(logger: logging.Logger) -> Optional[str]:
+    """Log, once per process, one line saying which compiled modules run on their Python fallback and
+    what that costs (the bench's figures); returns the line, or None when all are compiled or it was said."""
+    global _fallback_said
+    if _fallback_said:
+        return None
+    missing = fallback_in_use()
+    if not missing:
+        return None
+    _fallback_said = True
+    line = ("npuprof: running on the pure-Python fallback of " + "; ".join(f"{s.name} ({s.reason})" for s in missing)
+            + f": {FALLBACK_COST.line()}; `npuprof doctor` says more")
+    logger.warning(line)
+    return line

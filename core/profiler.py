@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Optional, Sequence, Union
 
 from . import recorder as _rec
+from .compiled import log_fallback_once
 from .config import ProfilerConfig, build_config
 from .dirlock import DirLock
 from .enums import ProfilerAction
@@ -196,6 +197,7 @@ class Profiler:
             self._acquire_dir_lock()
             _running = self
         self._started = True
+        log_fallback_once(log)   # one line, once per process, where a compiled module is not in use
         self._install_exit_handlers()
         self.step_num = self._first_step
         self._transition(ProfilerAction.NONE, self._next_action(self.step_num))

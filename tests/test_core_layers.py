@@ -34,7 +34,7 @@ LAYERS = {
     # the Profiler ties collection to analysis and export
     "npuprof.profiler": 6,
     # on top: the command line, cluster, report, built-in plugins, integrations, the package's front
-    "npuprof.cli": 7, "npuprof.__main__": 7, "npuprof.demo": 7, "npuprof.cluster": 7, "npuprof.report": 7,
+    "npuprof.cli": 7, "npuprof.doctor": 7, "npuprof.__main__": 7, "npuprof.demo": 7, "npuprof.cluster": 7, "npuprof.report": 7,
     "npuprof.plugins": 7, "npuprof.integrations": 7, "npuprof": 7,
     # dynamic profiling starts Profilers when a watched file asks: on top as well
     "npuprof.dynamic_profile": 7,
