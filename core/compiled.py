@@ -76,7 +76,8 @@ def load_compiled(name: str) -> Optional[ModuleType]:
     try:
         module = importlib.import_module(name)
     except ImportError as e:
-        _why_not[name] = f"not built for this Python ({e}); reinstall with a C compiler and Python headers"
+        _why_not[name] = (f"not built for this Python ({e}); with a C compiler and Python headers, "
+                          "pip install --no-cache-dir --force-reinstall npuprof builds it")
         return None
     _why_not.pop(name, None)
     return module
