@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.slow
 
 SMOKE = r'''
 import json, sys, threading
@@ -91,6 +90,7 @@ def _smoke(python: Path, tmp_path: Path, compiled: bool) -> str:
     return doctor.stdout
 
 
+@pytest.mark.slow
 def test_make_dist_builds_an_sdist_a_platform_wheel_and_a_pure_wheel(dist):
     names = sorted(p.name for p in dist.iterdir())
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -104,6 +104,7 @@ def test_make_dist_builds_an_sdist_a_platform_wheel_and_a_pure_wheel(dist):
         assert (len(compiled) == 2) is (wheel.name in platform)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["platform", "pure"])
 def test_each_wheel_installs_into_a_fresh_venv_and_works(dist, tmp_path, kind):
     wheel = next(w for w in dist.glob("*.whl") if w.name.endswith("-py3-none-any.whl") is (kind == "pure"))
@@ -112,6 +113,7 @@ def test_each_wheel_installs_into_a_fresh_venv_and_works(dist, tmp_path, kind):
     _smoke(python, tmp_path, compiled=kind == "platform")
 
 
+@pytest.mark.slow
 def test_the_sdist_installs_without_a_c_compiler_warns_and_runs_on_the_fallback(dist, tmp_path):
     python = _venv(tmp_path / "venv")
     installed = _install(python, str(dist / "npuprof-0.1.0.tar.gz"), _clean_env(CC="/bin/false"))
@@ -131,3 +133,17 @@ def test_the_sdist_installs_without_a_c_compiler_warns_and_runs_on_the_fallback(
                            timeout=900, env=_clean_env())
     assert tests.returncode == 0, tests.stdout[-4000:]
     assert "npuprof._hotpath is not in use: not built for this Python" in tests.stdout
+
+
+OLD_SETUPTOOLS = """
+import runpy, sys, setuptools
+setuptools.__version__ = "60.9.3"   # older than the [project] table's support
+sys.argv = ["setup.py", "--version"]
+runpy.run_path("setup.py", run_name="__main__")
+"""
+
+
+def test_an_older_setuptools_is_told_the_minimum():
+    done = subprocess.run([sys.executable, "-c", OLD_SETUPTOOLS], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "npuprof needs setuptools >= 61.0 to build (pyproject.toml's [project] table); this one is 60.9.3" in done.stderr
