@@ -33,7 +33,7 @@ from __future__ import annotations
 import mmap
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 
