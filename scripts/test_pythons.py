@@ -53,28 +53,31 @@ print(f"recorded 800 events from 4 threads; free-threaded build: {bool(sysconfig
 '''
 
 
+def _is(candidate: str, version: str) -> bool:
+    """Whether ``candidate`` runs and is Python ``version`` ("3.13t": free-threaded)."""
+    code = ("import sys, sysconfig; print('%d.%d%s' % (sys.version_info[0], sys.version_info[1], "
+            "'t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))")
+    try:
+        done = subprocess.run([candidate, "-c", code], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
 def find_python(version: str) -> Optional[str]:
-    """An interpreter for ``version`` ("3.9", "3.13t"), or None."""
+    """An interpreter for ``version`` ("3.9", "3.13t") that runs, or None."""
     exe = f"python{version}"
-    found = shutil.which(exe)
-    if found:
-        return found
+    candidates = [shutil.which(exe)]
     uv = shutil.which("uv")
     if uv:
         done = subprocess.run([uv, "python", "find", "--no-python-downloads", version], capture_output=True,
                               text=True)
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
+        candidates.append(done.stdout.strip() if done.returncode == 0 else None)
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    free = version.endswith("t")
     base = version.rstrip("t")
-    for candidate in sorted(glob.glob(str(pyenv / f"{base}.*" / "bin" / exe)) +
-                            glob.glob(str(pyenv / f"{base}.*" / "bin" / "python3"))):
-        done = subprocess.run([candidate, "-c", "import sysconfig; print(bool(sysconfig.get_config_var("
-                               "'Py_GIL_DISABLED')))"], capture_output=True, text=True)
-        if done.returncode == 0 and (done.stdout.strip() == "True") is free:
-            return candidate
-    return None
+    candidates += sorted(glob.glob(str(pyenv / f"{base}.*" / "bin" / exe)))
+    candidates += sorted(glob.glob(str(pyenv / f"{base}.*" / "bin" / "python3")))
+    return next((c for c in candidates if c and _is(c, version)), None)
 
 
 def run_version(version: str, python: str) -> bool:
