@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npuprof-installed
 
-.PHONY: demo test test-fast test-loaded bench interop venv system-deps tf215 clean
+.PHONY: demo test test-fast test-loaded test-pythons test-pure dist bench interop venv system-deps tf215 clean
 
 $(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,29 @@ LOADED_TESTS ?=
 test-loaded: $(STAMP) system-deps tf215
 	$(PY) scripts/run_loaded.py --busy 2 --runs $(LOADED_RUNS) -- $(PY) -m pytest -ra $(LOADED_TESTS)
 
+# The smoke subset on the oldest and newest Python npuprof claims (3.9, 3.13) and the free-threaded 3.13t
+# (imports and records), each in its own .venv-pyX.Y with npuprof installed as a user installs it.
+# PYTHONS picks them; a version with no interpreter here fails unless ALLOW_MISSING names it.
+PYTHONS ?= 3.9,3.13,3.13t
+ALLOW_MISSING ?=
+test-pythons:
+	$(PYTHON) scripts/test_pythons.py --versions $(PYTHONS) --allow-missing "$(ALLOW_MISSING)"
+
+# The tests of collection and export on the pure-Python fallback (NPUPROF_PURE_PYTHON=1): the parity tests
+# skip with the reason, everything else passes as compiled.
+PURE_TESTS ?= tests/test_hotpath.py tests/test_rowrender.py tests/test_private_api.py tests/test_doctor.py \
+	tests/test_perf_recorder.py tests/test_perf_flush.py tests/test_perf_textrows.py tests/test_perf_textrows_bands.py \
+	tests/test_perf_trace.py tests/test_perf_trace_fork.py tests/test_core_export.py tests/test_core_export_ascend.py \
+	tests/test_core_profiler.py tests/test_core_crash.py tests/test_core_correlation.py
+test-pure: $(STAMP)
+	NPUPROF_PURE_PYTHON=1 $(PY) -m pytest -ra $(PURE_TESTS)
+
+# sdist + platform wheel + pure (py3-none-any) wheel in dist/, built offline by the setuptools installed
+# here (>= 61); NPUPROF_DIST_HOOK runs a command that adds wheels built elsewhere (aarch64). Each is
+# installed into a fresh venv and smoke-tested by tests/test_dist.py.
+dist: $(STAMP)
+	$(PY) scripts/dist.py --out dist
+
 # The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
 interop: $(STAMP)
 	$(PY) -m pytest -ra tests/test_interop_tools.py
@@ -53,4 +76,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 .venv-interop npuprof_demo .pytest_cache build core/*.so core/export/*.so
+	rm -rf $(VENV) .venv-tf215 .venv-interop .venv-py3.* npuprof_demo .pytest_cache build dist core/*.so core/export/*.so

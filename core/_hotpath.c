@@ -15,15 +15,27 @@
  *   drain      <-> _drain's list slicing (the recording thread's conversion)
  *   times      <-> the numpy path of _times (the same)
  *
- * What the Python twins read on every call (the module's _recorder and _enter_hook, the recorder's
- * _plain, domain_filter and _sinks, the buffer thresholds, the thread's buffers in rec._local) is
- * read here once per activation: recorder._activate() hands it over whenever it changes (see
- * Active), and each thread's buffers are cached in thread-local storage. Everything else is the
- * recorder's own: the same per-thread lists, the same dict of open mstx ranges (bind()), the same
- * Python methods (Recorder._register, Recorder.flush_buffers, record_function._record_slow).
- * Appending one event's items runs without releasing the GIL and without running Python code in
- * between, so a buffer's length stays a whole number of events, as ``list += tuple`` guarantees in
- * Python.
+ * The interface is narrow and explicit: Python hands over what the hot paths use, as arguments
+ * (see _hotpath.pyi). bind() gives the event kinds, the dict of open mstx ranges and the iterator of
+ * range ids; activate() gives the active recorder (an opaque object, compared and held, never looked
+ * into), whether it is plain, its domain filter and sinks, the buffer thresholds, and three
+ * callables: thread_buffers() -> (bufs, ranges, events) of the calling thread (registering it),
+ * flush_buffers(bufs=None), and record_slow(range, rec, t1) for a range that is not plain. The C code
+ * reads no attribute of the recorder or its buffers by name; the only names it calls are the sinks'
+ * public interface (mark, range_start, range_end). What the Python twins read on every call is
+ * read here once per activation (see Active), and each thread's buffers are cached in thread-local
+ * storage. Appending one event's items runs without releasing the GIL and without running Python
+ * code in between, so a buffer's length stays a whole number of events, as ``list += tuple``
+ * guarantees in Python.
+ *
+ * CPython's private C API: each use sits in one function with a public fallback, which a build with
+ * -DNPUPROF_PUBLIC_CAPI_ONLY takes everywhere (tests/test_private_api.py builds and tests it):
+ *   now_ns    _PyTime_GetPerfCounter (< 3.13; 3.13 has the public PyTime_PerfCounterRaw);
+ *             fallback clock_gettime(CLOCK_MONOTONIC), the clock time.perf_counter_ns() reads on
+ *             Linux and the other POSIX systems but macOS
+ *   pop_item  _PyDict_Pop (< 3.13; 3.13 has PyDict_Pop); fallback PyDict_GetItemWithError + DelItem
+ *   drain     moves a list's item array (PyListObject's fields); not built without the GIL or in a
+ *             public-only build: recorder._drain then slices
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,8 +49,8 @@ static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
 static PyObject *g_kind_range, *g_kind_mark, *g_kind_api, *g_empty;
 static PyObject *g_open_ranges;      /* recorder._open_ranges: range id -> the open mstx range */
 static PyObject *g_range_ids;        /* recorder._range_ids: the iterator of range ids */
-static PyObject *s_plain, *s_local, *s_b, *s_register, *s_ranges, *s_events, *s_flush_buffers,
-    *s_record_slow, *s_domain_filter, *s_sinks, *s_mark, *s_range_start, *s_range_end, *s_same_thread, *s_default;
+/* the sinks' public interface (Recorder.sinks) and the default domain */
+static PyObject *s_mark, *s_range_start, *s_range_end, *s_same_thread, *s_default;
 static PyObject *g_same_thread_kw;   /* ("same_thread",): the keyword names of sinks' range_start calls */
 
 #if defined(_MSC_VER)
@@ -47,6 +59,14 @@ static PyObject *g_same_thread_kw;   /* ("same_thread",): the keyword names of s
 #define THREAD_LOCAL _Thread_local
 #endif
 
+#if PY_VERSION_HEX < 0x030D0000 && defined(NPUPROF_PUBLIC_CAPI_ONLY)
+#include <time.h>
+#if !defined(CLOCK_MONOTONIC) || defined(__APPLE__)
+#error "NPUPROF_PUBLIC_CAPI_ONLY before Python 3.13 needs CLOCK_MONOTONIC, the clock of time.perf_counter_ns()"
+#endif
+#endif
+
+/* what time.perf_counter_ns() returns */
 static long long
 now_ns(void)
 {
@@ -54,117 +74,116 @@ now_ns(void)
     PyTime_t t;
     (void)PyTime_PerfCounterRaw(&t);
     return (long long)t;
+#elif defined(NPUPROF_PUBLIC_CAPI_ONLY)
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 #else
-    return (long long)_PyTime_GetPerfCounter();   /* what time.perf_counter_ns() returns */
+    return (long long)_PyTime_GetPerfCounter();
 #endif
 }
 
 /* -- the active recorder, as the hot paths read it --------------------------------------------------
  *
  * recorder._activate() hands over the active recorder and everything the Python twins read of it
- * and of the module on each call: its _plain flag, domain_filter and _sinks, and the module's
- * _enter_hook, _RANGES_FULL and _EVENTS_FULL. The Python code calls it again whenever one of these
- * changes (a recorder starts, stops or fails, its sinks change, a fork), so a call here reads C
- * fields instead of looking up a module dict and four attributes (dict and attribute lookups were
- * ~1/4 of the samples of an mstx range loop before, perf). */
+ * and of the module on each call (see activate() below). The Python code calls it again whenever one
+ * of these changes (a recorder starts, stops or fails, its sinks change, a fork), so a call here reads
+ * C fields instead of looking up a module dict and four attributes (dict and attribute lookups were
+ * ~1/4 of the samples of an mstx range loop before, perf).
+ *
+ * One activation is one Active, counted: g_active holds one count, and a call holds one while it
+ * runs (Python code it runs, a filter, a sink, a traced function, may activate another recorder:
+ * the call goes on with what it read at its start, as a Python twin does with the recorder it read).
+ * The counts are changed under the GIL only: the module does not declare itself free-threading safe,
+ * so a free-threaded Python keeps the GIL on while it is loaded. */
 typedef struct {
-    PyObject *rec;           /* NULL: no recorder is active */
+    Py_ssize_t holders;
+    PyObject *rec;              /* only compared and held, never looked into */
     int plain;
-    PyObject *filter;        /* rec.domain_filter; NULL when None */
-    PyObject *sinks;         /* tuple(rec._sinks) */
-    PyObject *enter_hook;    /* recorder._enter_hook; NULL when None */
+    PyObject *filter;           /* the domain filter; NULL when None */
+    PyObject *sinks;            /* a tuple */
+    PyObject *enter_hook;       /* NULL when None */
+    PyObject *thread_buffers;   /* () -> (bufs, ranges, events) of the calling thread */
+    PyObject *flush_buffers;    /* (bufs=None) -> written */
+    PyObject *record_slow;      /* (range, rec, t1) */
     Py_ssize_t ranges_full, events_full;
-    unsigned long long generation;   /* counts activations; never 0 once one happened */
+    unsigned long long generation;   /* counts activations, from 1 */
 } Active;
 
-static Active g_active;
+static Active *g_active;            /* NULL: no recorder is active */
+static unsigned long long g_generations;
 
-/* The calling thread's buffers of the active recorder, borrowed: valid while t_generation equals
- * g_active.generation, since that recorder (held by g_active.rec) keeps each thread's _Buffers in its
- * _threads list, and a _Buffers its lists, for its whole life. A thread that never recorded, or
- * recorded for an earlier activation, has another generation (TLS starts at 0). */
+static inline Active *
+active_hold(void)
+{
+    Active *a = g_active;
+    if (a != NULL)
+        a->holders++;
+    return a;
+}
+
+static void
+active_drop(Active *a)
+{
+    if (--a->holders > 0)
+        return;
+    Py_XDECREF(a->rec);
+    Py_XDECREF(a->filter);
+    Py_XDECREF(a->sinks);
+    Py_XDECREF(a->enter_hook);
+    Py_XDECREF(a->thread_buffers);
+    Py_XDECREF(a->flush_buffers);
+    Py_XDECREF(a->record_slow);
+    PyMem_Free(a);
+}
+
+/* The calling thread's buffers of one activation, borrowed: valid while t_generation is that
+ * activation's and it is held, since its recorder keeps each thread's buffers for its whole life (the
+ * contract of thread_buffers, see _hotpath.pyi). A thread that never recorded, or recorded for an
+ * earlier activation, has another generation (TLS starts at 0). */
 static THREAD_LOCAL unsigned long long t_generation;
 static THREAD_LOCAL PyObject *t_bufs, *t_ranges, *t_events;
 
-/* The calling thread's _Buffers of ``rec``, borrowed (the caller holds rec, rec keeps them): cached
- * for the active recorder; the first call of a thread takes rec._local.b, or registers the thread
- * (rec._register()), as the Python twins do. ``rec`` is another recorder only when Python code the
- * caller ran (a filter, a traced function) activated one meanwhile. */
-static PyObject *
-thread_buffers(PyObject *rec)
+/* The calling thread's buffers of activation ``a`` (held by the caller): cached, or asked of
+ * a->thread_buffers() once per thread and activation. Fills bufs, ranges, events (borrowed);
+ * 0, or -1 on error. */
+static int
+thread_buffers(Active *a, PyObject **bufs, PyObject **ranges, PyObject **events)
 {
-    if (t_generation == g_active.generation && rec == g_active.rec)
-        return t_bufs;
-    unsigned long long generation = g_active.generation;
-    PyObject *local = PyObject_GetAttr(rec, s_local);
-    if (local == NULL)
-        return NULL;
-    PyObject *bufs = PyObject_GetAttr(local, s_b);
-    Py_DECREF(local);
-    if (bufs == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return NULL;
-        PyErr_Clear();
-        if ((bufs = PyObject_CallMethodNoArgs(rec, s_register)) == NULL)
-            return NULL;
+    if (t_generation != a->generation) {
+        PyObject *got = PyObject_CallNoArgs(a->thread_buffers);
+        if (got == NULL)
+            return -1;
+        int ok = PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 3 && PyList_Check(PyTuple_GET_ITEM(got, 1))
+                 && PyList_Check(PyTuple_GET_ITEM(got, 2));
+        if (ok) {   /* borrowed from here on: the recorder keeps them (it is held by a) */
+            t_bufs = PyTuple_GET_ITEM(got, 0);
+            t_ranges = PyTuple_GET_ITEM(got, 1);
+            t_events = PyTuple_GET_ITEM(got, 2);
+            t_generation = a->generation;
+        }
+        Py_DECREF(got);
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "npuprof: thread_buffers() must return (bufs, ranges: list, events: list)");
+            return -1;
+        }
     }
-    PyObject *ranges = PyObject_GetAttr(bufs, s_ranges);
-    PyObject *events = ranges == NULL ? NULL : PyObject_GetAttr(bufs, s_events);
-    int ok = events != NULL && PyList_Check(ranges) && PyList_Check(events);
-    if (events != NULL && !ok)
-        PyErr_SetString(PyExc_TypeError, "npuprof: a recorder buffer is not a list");
-    /* borrowed from here on: rec keeps bufs, bufs its lists */
-    Py_XDECREF(ranges);
-    Py_XDECREF(events);
-    Py_DECREF(bufs);
-    if (!ok)
-        return NULL;
-    if (generation == g_active.generation && rec == g_active.rec) {   /* _register ran Python code */
-        t_bufs = bufs;
-        t_ranges = ranges;
-        t_events = events;
-        t_generation = generation;
-    }
-    return bufs;
-}
-
-/* The list ``name`` (s_ranges or s_events) of the _Buffers ``bufs``, borrowed (bufs keeps it): the
- * cached one when bufs are the calling thread's cached buffers, else read off bufs */
-static PyObject *
-buffers_list(PyObject *bufs, PyObject *name)
-{
-    if (bufs == t_bufs && t_generation == g_active.generation)
-        return name == s_events ? t_events : t_ranges;
-    PyObject *buf = PyObject_GetAttr(bufs, name);
-    if (buf == NULL)
-        return NULL;
-    Py_DECREF(buf);
-    return buf;
-}
-
-/* The calling thread's list ``name`` of ``rec`` (see thread_buffers), borrowed */
-static PyObject *
-thread_list(PyObject *rec, PyObject *name)
-{
-    PyObject *bufs = thread_buffers(rec);
-    return bufs == NULL ? NULL : buffers_list(bufs, name);
+    *bufs = t_bufs;
+    *ranges = t_ranges;
+    *events = t_events;
+    return 0;
 }
 
 /* Append ``items`` to list ``buf`` (one event), then write the buffer once it holds ``full`` items:
- * ``rec.flush_buffers()``, or ``rec.flush_buffers(bufs)`` for another thread's buffers. */
+ * ``flush()``, or ``flush(bufs)`` for another thread's buffers (the caller holds flush). */
 static int
-append_event(PyObject *rec, PyObject *buf, PyObject **items, Py_ssize_t n, Py_ssize_t full, PyObject *bufs)
+append_event(PyObject *flush, PyObject *buf, PyObject **items, Py_ssize_t n, Py_ssize_t full, PyObject *bufs)
 {
-    if (!PyList_Check(buf)) {
-        PyErr_SetString(PyExc_TypeError, "npuprof: a recorder buffer is not a list");
-        return -1;
-    }
     for (Py_ssize_t i = 0; i < n; i++)
         if (PyList_Append(buf, items[i]) < 0)
             return -1;
     if (PyList_GET_SIZE(buf) >= full) {
-        PyObject *r = bufs == NULL ? PyObject_CallMethodNoArgs(rec, s_flush_buffers)
-                                   : PyObject_CallMethodOneArg(rec, s_flush_buffers, bufs);
+        PyObject *r = bufs == NULL ? PyObject_CallNoArgs(flush) : PyObject_CallOneArg(flush, bufs);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -172,43 +191,59 @@ append_event(PyObject *rec, PyObject *buf, PyObject **items, Py_ssize_t n, Py_ss
     return 0;
 }
 
-/* activate(rec, enter_hook, ranges_full, events_full): make ``rec`` (None: none) the recorder the hot
- * paths write to, with the module's _enter_hook, _RANGES_FULL and _EVENTS_FULL; reads once what
- * they would otherwise read on every call (see Active). */
+/* activate(rec, plain, domain_filter, sinks, enter_hook, ranges_full, events_full, thread_buffers,
+ * flush_buffers, record_slow), or activate(None): make ``rec`` the recorder the hot paths write to (see
+ * _hotpath.pyi); reads once what the Python twins read on every call (see Active). */
 static PyObject *
-activate(PyObject *Py_UNUSED(module), PyObject *args)
+activate(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwds)
 {
-    PyObject *rec, *hook;
-    Active next = {NULL, 0, NULL, NULL, NULL, 0, 0, 0};
-    if (!PyArg_ParseTuple(args, "OOnn:activate", &rec, &hook, &next.ranges_full, &next.events_full))
+    static char *kwlist[] = {"rec", "plain", "domain_filter", "sinks", "enter_hook", "ranges_full", "events_full",
+                             "thread_buffers", "flush_buffers", "record_slow", NULL};
+    PyObject *rec, *filter = Py_None, *sinks = NULL, *hook = Py_None, *thread_bufs = NULL, *flush = NULL,
+             *slow = NULL;
+    int plain = 0;
+    Py_ssize_t ranges_full = 0, events_full = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|pOOOnnOOO:activate", kwlist, &rec, &plain, &filter, &sinks,
+                                     &hook, &ranges_full, &events_full, &thread_bufs, &flush, &slow))
         return NULL;
+    Active *next = NULL;
     if (rec != Py_None) {
-        PyObject *plain = PyObject_GetAttr(rec, s_plain), *filter = NULL, *sinks = NULL;
-        if (plain == NULL || (next.plain = PyObject_IsTrue(plain)) < 0
-            || (filter = PyObject_GetAttr(rec, s_domain_filter)) == NULL
-            || (sinks = PyObject_GetAttr(rec, s_sinks)) == NULL
-            || (next.sinks = PySequence_Tuple(sinks)) == NULL) {
-            Py_XDECREF(plain);
-            Py_XDECREF(filter);
-            Py_XDECREF(sinks);
+        if (sinks == NULL || thread_bufs == NULL || flush == NULL || slow == NULL || ranges_full <= 0
+            || events_full <= 0) {
+            PyErr_SetString(PyExc_TypeError, "activate(rec, ...) takes every argument, the thresholds > 0, when "
+                                             "rec is not None");
             return NULL;
         }
-        Py_DECREF(plain);
-        Py_DECREF(sinks);
-        next.rec = Py_NewRef(rec);
-        next.filter = filter == Py_None ? NULL : filter;
-        if (filter == Py_None)
-            Py_DECREF(filter);
-        next.enter_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+        if (!PyCallable_Check(thread_bufs) || !PyCallable_Check(flush) || !PyCallable_Check(slow)
+            || (filter != Py_None && !PyCallable_Check(filter)) || (hook != Py_None && !PyCallable_Check(hook))) {
+            PyErr_SetString(PyExc_TypeError, "activate(): domain_filter and enter_hook must be callables or None; "
+                                             "thread_buffers, flush_buffers and record_slow callables");
+            return NULL;
+        }
+        PyObject *sink_tuple = PySequence_Tuple(sinks);
+        if (sink_tuple == NULL)
+            return NULL;
+        if ((next = PyMem_Calloc(1, sizeof(Active))) == NULL) {
+            Py_DECREF(sink_tuple);
+            return PyErr_NoMemory();
+        }
+        next->holders = 1;
+        next->rec = Py_NewRef(rec);
+        next->plain = plain;
+        next->filter = filter == Py_None ? NULL : Py_NewRef(filter);
+        next->sinks = sink_tuple;
+        next->enter_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+        next->thread_buffers = Py_NewRef(thread_bufs);
+        next->flush_buffers = Py_NewRef(flush);
+        next->record_slow = Py_NewRef(slow);
+        next->ranges_full = ranges_full;
+        next->events_full = events_full;
+        next->generation = ++g_generations;
     }
-    Active old = g_active;
-    next.generation = old.generation + 1;
+    Active *old = g_active;
     g_active = next;
-    /* released last: a finaliser they run sees the new state */
-    Py_XDECREF(old.rec);
-    Py_XDECREF(old.filter);
-    Py_XDECREF(old.sinks);
-    Py_XDECREF(old.enter_hook);
+    if (old != NULL)
+        active_drop(old);   /* dropped last: a finaliser it runs sees the new state */
     Py_RETURN_NONE;
 }
 
@@ -308,9 +343,8 @@ Range_dealloc(Range *self)
 static PyObject *
 Range_enter(Range *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *hook = g_active.enter_hook;
-    if (hook != NULL) {
-        Py_INCREF(hook);
+    if (g_active != NULL && g_active->enter_hook != NULL) {
+        PyObject *hook = Py_NewRef(g_active->enter_hook);
         PyObject *r = PyObject_CallOneArg(hook, (PyObject *)self);
         Py_DECREF(hook);
         if (r == NULL)
@@ -326,31 +360,31 @@ static PyObject *
 Range_exit(Range *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
 {
     long long t1 = now_ns();
-    PyObject *rec = g_active.rec;
-    if (rec == NULL)
+    Active *a = active_hold();
+    if (a == NULL)
         Py_RETURN_FALSE;
-    Py_INCREF(rec);
     int ok = -1;
     PyObject *t1o = PyLong_FromLongLong(t1);
     if (t1o == NULL)
         goto done;
-    if (g_active.plain && self->args == Py_None) {
+    if (a->plain && self->args == Py_None) {
         if (self->name == NULL) {   /* never initialised: Python's self.name would raise the same */
             PyErr_SetString(PyExc_AttributeError, "name");
             goto done;
         }
-        PyObject *buf = thread_list(rec, s_ranges);
-        if (buf == NULL)
+        PyObject *bufs, *ranges, *events;
+        if (thread_buffers(a, &bufs, &ranges, &events) < 0)
             goto done;
         PyObject *t0o = PyLong_FromLongLong(self->t0);
         if (t0o != NULL) {
             PyObject *items[3] = {self->name, t0o, t1o};
-            ok = append_event(rec, buf, items, 3, g_active.ranges_full, NULL);
+            ok = append_event(a->flush_buffers, ranges, items, 3, a->ranges_full, NULL);
             Py_DECREF(t0o);
         }
     }
     else {
-        PyObject *r = PyObject_CallMethodObjArgs((PyObject *)self, s_record_slow, rec, t1o, NULL);
+        PyObject *call_args[3] = {(PyObject *)self, a->rec, t1o};
+        PyObject *r = PyObject_Vectorcall(a->record_slow, call_args, 3, NULL);
         if (r != NULL) {
             Py_DECREF(r);
             ok = 0;
@@ -358,7 +392,7 @@ Range_exit(Range *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(n
     }
 done:
     Py_XDECREF(t1o);
-    Py_DECREF(rec);
+    active_drop(a);
     if (ok < 0)
         return NULL;
     Py_RETURN_FALSE;
@@ -411,33 +445,6 @@ records_domain(PyObject *filter, PyObject *domain)
     return truth;
 }
 
-/* The active recorder and what mstx calls read of it, held for one call (Python code a call runs, a
- * filter or a sink, may activate another) */
-typedef struct {
-    PyObject *rec, *filter, *sinks;
-    Py_ssize_t events_full;
-} Held;
-
-static int
-hold_active(Held *held)
-{
-    if (g_active.rec == NULL)
-        return 0;
-    held->rec = Py_NewRef(g_active.rec);
-    held->filter = Py_XNewRef(g_active.filter);
-    held->sinks = Py_NewRef(g_active.sinks);
-    held->events_full = g_active.events_full;
-    return 1;
-}
-
-static void
-release_held(Held *held)
-{
-    Py_DECREF(held->rec);
-    Py_XDECREF(held->filter);
-    Py_DECREF(held->sinks);
-}
-
 static const char *const mstx_params[] = {"message", "stream", "domain"};
 
 static PyObject *
@@ -447,25 +454,25 @@ mark(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObj
     if (parse_args("mark", mstx_params, 3, 1, args, nargs, kwnames, given) < 0)
         return NULL;
     PyObject *message = given[0], *stream = given[1] ? given[1] : Py_None, *domain = given[2];
-    Held held;
-    if (!hold_active(&held))
+    Active *a = active_hold();
+    if (a == NULL)
         Py_RETURN_NONE;
     PyObject *dom = domain != NULL ? domain : s_default;
     PyObject *t = NULL;
     int ok = -1;
-    int wanted = records_domain(held.filter, dom);
+    int wanted = records_domain(a->filter, dom);
     if (wanted <= 0) {
         ok = wanted;
         goto done;
     }
-    PyObject *buf;
-    if ((t = PyLong_FromLongLong(now_ns())) == NULL || (buf = thread_list(held.rec, s_events)) == NULL)
+    PyObject *bufs, *ranges, *events;
+    if ((t = PyLong_FromLongLong(now_ns())) == NULL || thread_buffers(a, &bufs, &ranges, &events) < 0)
         goto done;
     PyObject *items[6] = {g_kind_mark, message, t, t, dom, g_empty};
-    if (append_event(held.rec, buf, items, 6, held.events_full, NULL) < 0)
+    if (append_event(a->flush_buffers, events, items, 6, a->events_full, NULL) < 0)
         goto done;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(held.sinks); i++) {
-        PyObject *r = PyObject_CallMethodObjArgs(PyTuple_GET_ITEM(held.sinks, i), s_mark, message, stream, NULL);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a->sinks); i++) {
+        PyObject *r = PyObject_CallMethodObjArgs(PyTuple_GET_ITEM(a->sinks, i), s_mark, message, stream, NULL);
         if (r == NULL)
             goto done;
         Py_DECREF(r);
@@ -473,7 +480,7 @@ mark(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObj
     ok = 0;
 done:
     Py_XDECREF(t);
-    release_held(&held);
+    active_drop(a);
     if (ok < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -486,12 +493,12 @@ range_start(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     if (parse_args("range_start", mstx_params, 3, 1, args, nargs, kwnames, given) < 0)
         return NULL;
     PyObject *message = given[0], *domain = given[2];
-    Held held;
-    if (!hold_active(&held))
+    Active *a = active_hold();
+    if (a == NULL)
         return PyLong_FromLong(0);
     PyObject *dom = domain != NULL ? domain : s_default;
     PyObject *rid = NULL, *tokens = NULL, *t0 = NULL, *opened = NULL, *result = NULL;
-    int wanted = records_domain(held.filter, dom);
+    int wanted = records_domain(a->filter, dom);
     if (wanted < 0)
         goto done;
     if (!wanted) {
@@ -508,11 +515,11 @@ range_start(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
         goto done;
     }
     /* mstx ranges may end on another thread: sinks use start/stop ranges, not push/pop */
-    Py_ssize_t n = PyTuple_GET_SIZE(held.sinks);
+    Py_ssize_t n = PyTuple_GET_SIZE(a->sinks);
     if ((tokens = PyTuple_New(n)) == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *sink = PyTuple_GET_ITEM(held.sinks, i);
+        PyObject *sink = PyTuple_GET_ITEM(a->sinks, i);
         PyObject *call_args[3] = {sink, message, Py_False};
         PyObject *token = PyObject_VectorcallMethod(s_range_start, call_args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                                     g_same_thread_kw);
@@ -522,10 +529,10 @@ range_start(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
             goto done;
         PyTuple_SET_ITEM(tokens, i, pair);
     }
-    PyObject *bufs = thread_buffers(held.rec);
-    if (bufs == NULL || (t0 = PyLong_FromLongLong(now_ns())) == NULL)
+    PyObject *bufs, *ranges, *events;
+    if (thread_buffers(a, &bufs, &ranges, &events) < 0 || (t0 = PyLong_FromLongLong(now_ns())) == NULL)
         goto done;
-    if ((opened = PyTuple_Pack(6, message, t0, dom, held.rec, bufs, tokens)) == NULL)
+    if ((opened = PyTuple_Pack(7, message, t0, dom, a->rec, bufs, events, tokens)) == NULL)
         goto done;
     if (PyDict_SetItem(g_open_ranges, rid, opened) < 0)
         goto done;
@@ -535,7 +542,7 @@ done:
     Py_XDECREF(t0);
     Py_XDECREF(tokens);
     Py_XDECREF(rid);
-    release_held(&held);
+    active_drop(a);
     return result;
 }
 
@@ -546,6 +553,16 @@ pop_item(PyObject *open, PyObject *key)
 #if PY_VERSION_HEX >= 0x030D0000
     PyObject *value;
     return PyDict_Pop(open, key, &value) < 0 ? NULL : value;
+#elif defined(NPUPROF_PUBLIC_CAPI_ONLY)
+    PyObject *value = PyDict_GetItemWithError(open, key);   /* borrowed */
+    if (value == NULL)
+        return NULL;
+    Py_INCREF(value);
+    if (PyDict_DelItem(open, key) < 0) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    return value;
 #else
     PyObject *value = _PyDict_Pop(open, key, Py_None);
     if (value == Py_None) {
@@ -576,13 +593,15 @@ range_end(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, 
     }
     PyObject *t1o = NULL;
     int ok = -1;
-    if (!PyTuple_Check(opened) || PyTuple_GET_SIZE(opened) != 6) {
-        PyErr_SetString(PyExc_TypeError, "npuprof: an open mstx range is not a 6-tuple");
+    if (!PyTuple_Check(opened) || PyTuple_GET_SIZE(opened) != 7 || !PyList_Check(PyTuple_GET_ITEM(opened, 5))
+        || !PyTuple_Check(PyTuple_GET_ITEM(opened, 6))) {
+        PyErr_SetString(PyExc_TypeError, "npuprof: an open mstx range is not a 7-tuple (..., events: list, tokens)");
         goto done;
     }
     PyObject *message = PyTuple_GET_ITEM(opened, 0), *t0 = PyTuple_GET_ITEM(opened, 1),
              *dom = PyTuple_GET_ITEM(opened, 2), *rec = PyTuple_GET_ITEM(opened, 3),
-             *bufs = PyTuple_GET_ITEM(opened, 4), *tokens = PyTuple_GET_ITEM(opened, 5);
+             *bufs = PyTuple_GET_ITEM(opened, 4), *events = PyTuple_GET_ITEM(opened, 5),
+             *tokens = PyTuple_GET_ITEM(opened, 6);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
         PyObject *pair = PyTuple_GET_ITEM(tokens, i);
         PyObject *r = PyObject_CallMethodOneArg(PyTuple_GET_ITEM(pair, 0), s_range_end, PyTuple_GET_ITEM(pair, 1));
@@ -591,12 +610,14 @@ range_end(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, 
         Py_DECREF(r);
     }
     /* recorded on the thread that started the range; dropped if its window already ended */
-    if (rec == g_active.rec) {
-        PyObject *buf = buffers_list(bufs, s_events);   /* bufs: the starting thread's */
-        if (buf == NULL || (t1o = PyLong_FromLongLong(t1)) == NULL)
+    if (g_active != NULL && rec == g_active->rec) {   /* bufs, events: the starting thread's */
+        if ((t1o = PyLong_FromLongLong(t1)) == NULL)
             goto done;
+        Active *a = active_hold();
         PyObject *items[6] = {g_kind_range, message, t0, t1o, dom, g_empty};
-        if (append_event(rec, buf, items, 6, g_active.events_full, bufs) < 0)
+        int appended = append_event(a->flush_buffers, events, items, 6, a->events_full, bufs);
+        active_drop(a);
+        if (appended < 0)
             goto done;
     }
     ok = 0;
@@ -622,26 +643,24 @@ typedef struct {
 static PyObject *
 Traced_vectorcall(Traced *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PyObject *rec = g_active.rec;
-    if (rec == NULL)
+    if (g_active == NULL)
         return PyObject_Vectorcall(self->func, args, nargsf, kwnames);
-    Py_INCREF(rec);
-    Py_ssize_t full = g_active.events_full;
+    Active *a = active_hold();
     long long t0 = now_ns();
     PyObject *result = PyObject_Vectorcall(self->func, args, nargsf, kwnames);
     long long t1 = now_ns();
     /* like Python's try/finally: the event is recorded whether the call returned or raised */
     PyObject *exc_type, *exc, *tb;
     PyErr_Fetch(&exc_type, &exc, &tb);
-    PyObject *t0o = PyLong_FromLongLong(t0), *t1o = PyLong_FromLongLong(t1), *buf;
+    PyObject *t0o = PyLong_FromLongLong(t0), *t1o = PyLong_FromLongLong(t1), *bufs, *ranges, *events;
     int ok = -1;
-    if (t0o != NULL && t1o != NULL && (buf = thread_list(rec, s_events)) != NULL) {
+    if (t0o != NULL && t1o != NULL && thread_buffers(a, &bufs, &ranges, &events) == 0) {
         PyObject *items[6] = {g_kind_api, self->label, t0o, t1o, self->level, g_empty};
-        ok = append_event(rec, buf, items, 6, full, NULL);
+        ok = append_event(a->flush_buffers, events, items, 6, a->events_full, NULL);
     }
     Py_XDECREF(t0o);
     Py_XDECREF(t1o);
-    Py_DECREF(rec);
+    active_drop(a);
     if (ok < 0) {   /* an error while recording replaces the call's outcome, as in Python's finally */
         Py_XDECREF(exc_type);
         Py_XDECREF(exc);
@@ -761,7 +780,9 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
 
 /* -- draining a buffer ------------------------------------------------------------------------------ */
 
-#ifndef Py_GIL_DISABLED   /* moving a list's items relies on the GIL; without it recorder._drain slices */
+/* moving a list's items relies on the GIL and on PyListObject's fields; without either recorder._drain slices */
+#if !defined(Py_GIL_DISABLED) && !defined(NPUPROF_PUBLIC_CAPI_ONLY)
+#define HAVE_DRAIN 1
 
 /* drain(buf, n): the first n items of list ``buf`` (0 <= n <= len(buf)) as a new list, removed from
  * ``buf``. What recorder._drain's ``chunk = buf[:n]; del buf[:n]`` does, without touching the items:
@@ -885,16 +906,17 @@ static PyMethodDef module_methods[] = {
     {"bind", bind, METH_VARARGS,
      "bind(kind_range, kind_mark, kind_api, open_ranges, range_ids): the recorder's event kinds, its dict of "
      "open mstx ranges and its iterator of range ids."},
-    {"activate", activate, METH_VARARGS,
-     "activate(rec, enter_hook, ranges_full, events_full)\n--\n\nMake rec (None: none) the recorder the hot "
-     "paths write to (see recorder._activate)."},
+    {"activate", (PyCFunction)(void (*)(void))activate, METH_VARARGS | METH_KEYWORDS,
+     "activate(rec, plain=False, domain_filter=None, sinks=(), enter_hook=None, ranges_full=0, events_full=0, "
+     "thread_buffers=None, flush_buffers=None, record_slow=None)\n--\n\nMake rec (None: none) the recorder the "
+     "hot paths write to, with everything they use of it (see _hotpath.pyi and recorder._activate)."},
     {"mark", (PyCFunction)(void (*)(void))mark, METH_FASTCALL | METH_KEYWORDS,
      "mark(message, stream=None, domain='default')\n--\n\nmstx.mark (see recorder._mark)."},
     {"range_start", (PyCFunction)(void (*)(void))range_start, METH_FASTCALL | METH_KEYWORDS,
      "range_start(message, stream=None, domain='default')\n--\n\nmstx.range_start (see recorder._range_start)."},
     {"range_end", (PyCFunction)(void (*)(void))range_end, METH_FASTCALL | METH_KEYWORDS,
      "range_end(range_id, domain='default')\n--\n\nmstx.range_end (see recorder._range_end)."},
-#ifndef Py_GIL_DISABLED
+#ifdef HAVE_DRAIN
     {"drain", (PyCFunction)(void (*)(void))drain, METH_FASTCALL,
      "drain(buf, n)\n--\n\nThe first n items of list buf, moved to a new list (see recorder._drain)."},
 #endif
@@ -914,16 +936,6 @@ static struct PyModuleDef hotpath_module = {
 PyMODINIT_FUNC
 PyInit__hotpath(void)
 {
-    INTERN(s_plain, "_plain");
-    INTERN(s_local, "_local");
-    INTERN(s_b, "b");
-    INTERN(s_register, "_register");
-    INTERN(s_ranges, "ranges");
-    INTERN(s_events, "events");
-    INTERN(s_flush_buffers, "flush_buffers");
-    INTERN(s_record_slow, "_record_slow");
-    INTERN(s_domain_filter, "domain_filter");
-    INTERN(s_sinks, "_sinks");
     INTERN(s_mark, "mark");
     INTERN(s_range_start, "range_start");
     INTERN(s_range_end, "range_end");
@@ -937,7 +949,13 @@ PyInit__hotpath(void)
     PyObject *m = PyModule_Create(&hotpath_module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObject(m, "RangeBase", Py_NewRef((PyObject *)&RangeType)) < 0
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    int public_only = 1;
+#else
+    int public_only = 0;
+#endif
+    if (PyModule_AddIntConstant(m, "PUBLIC_CAPI_ONLY", public_only) < 0
+        || PyModule_AddObject(m, "RangeBase", Py_NewRef((PyObject *)&RangeType)) < 0
         || PyModule_AddObject(m, "Traced", Py_NewRef((PyObject *)&TracedType)) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -393,6 +393,42 @@ def _print_table(console: object, table: object, limit: int) -> None:
     console.print(rt)  # type: ignore[attr-defined]
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What npuprof runs on here (``npuprof doctor``): exit 1 when the output directory cannot be written."""
+    from .doctor import diagnose, doctor_json
+
+    out = Path(args.output)
+    if not out.is_dir():
+        raise ProfilerConfigError("--output", args.output, "an existing directory (doctor writes a test file there)")
+    report = diagnose(out)
+    print(doctor_json(report) if args.json else report.text())
+    return EXIT_OK if report.write.mb_per_s is not None else EXIT_DATA
+
+
+def version_text() -> str:
+    """What ``npuprof --version`` prints: the version, Python, platform, page size and the compiled modules."""
+    import mmap
+    import platform
+
+    from . import __version__
+    from .compiled import COMPILED_MODULES, compiled_status
+
+    compiled = ", ".join(f"{name} {'loaded' if s.loaded else 'not loaded (' + s.reason + ')'}"
+                         for name, s in ((n, compiled_status(n)) for n in COMPILED_MODULES))
+    return (f"npuprof {__version__}\n{platform.python_implementation()} {platform.python_version()} on "
+            f"{platform.system()} {platform.machine()}, page size {mmap.PAGESIZE} bytes\ncompiled: {compiled}")
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version, platform and compiled modules, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins.manager import get_plugin_host
 
@@ -442,6 +478,7 @@ def _run_command(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="npuprof", description="Profile MindSpore, TensorFlow and pyACL runs; analyse and export.")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     a = sub.add_parser("analyse", aliases=["analyze"], help="offline analysis of a run or a parent of runs")
@@ -504,6 +541,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plugins", help="list loaded and available plugins")
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_plugins)
+
+    dr = sub.add_parser("doctor", help="what npuprof runs on here: platform, page size, compiled modules (and why "
+                                       "not), frameworks, the output directory's write speed")
+    dr.add_argument("-o", "--output", default=".", help="directory whose write speed is measured (default: .)")
+    dr.add_argument("--json", action="store_true")
+    dr.set_defaults(func=cmd_doctor)
 
     d = sub.add_parser("demo", help="run the embedded demo")
     d.add_argument("--output", default="./npuprof_demo")

@@ -5,6 +5,7 @@ paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code) and the
 row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``).
 Each Python twin is the reference and the fallback: it runs where the module
 was not built, and everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0").
+:func:`compiled_status` says which is in use and why (``npuprof doctor``).
 
 Example::
 
@@ -15,18 +16,104 @@ Example::
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Optional
 
 PURE_PYTHON_ENV = "NPUPROF_PURE_PYTHON"
+# npuprof's compiled modules and what each one's Python twin is
+COMPILED_MODULES = {"npuprof._hotpath": "annotations (record_function, mstx, trace_api)",
+                    "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files"}
+
+
+@dataclass(frozen=True)
+class FallbackCost:
+    """What the pure-Python fallback costs, as ``make bench`` measured it (not measured here)."""
+
+    annotation_python_ns: float   # record_function, sustained at full rate, median per annotation
+    annotation_compiled_ns: float
+    rows_python_per_s: float      # synthetic 10M-event analysis to every output, events per second
+    rows_compiled_per_s: float
+    measured_on: str
+
+    def line(self) -> str:
+        return (f"record_function {self.annotation_python_ns / 1000:.2f} µs per annotation instead of "
+                f"{self.annotation_compiled_ns / 1000:.2f} µs ({self.annotation_python_ns / self.annotation_compiled_ns:.1f}x), "
+                f"analysis to every output {self.rows_python_per_s / 1e6:.2f}M instead of "
+                f"{self.rows_compiled_per_s / 1e6:.2f}M events/s (measured by `make bench`, {self.measured_on})")
+
+
+# benchmarks/results/latest.json (tests/test_doctor.py checks these against it)
+FALLBACK_COST = FallbackCost(annotation_python_ns=1699.0, annotation_compiled_ns=591.7,
+                             rows_python_per_s=1.19e6, rows_compiled_per_s=2.31e6,
+                             measured_on="2-core x86-64 VM, Python 3.11, 2026-11-26")
+
+
+@dataclass(frozen=True)
+class CompiledStatus:
+    """Whether one compiled module is in use, and why not when it is not."""
+
+    name: str
+    loaded: bool
+    reason: str      # "" when loaded
+
+
+_why_not: dict[str, str] = {}
+
+
+def pure_python_forced() -> bool:
+    """Whether ``NPUPROF_PURE_PYTHON`` turns the compiled modules off."""
+    return os.environ.get(PURE_PYTHON_ENV, "0") not in ("", "0")
 
 
 def load_compiled(name: str) -> Optional[ModuleType]:
     """The compiled module ``name``, or None: not built here, or ``NPUPROF_PURE_PYTHON`` is set."""
-    if os.environ.get(PURE_PYTHON_ENV, "0") not in ("", "0"):
+    if pure_python_forced():
+        _why_not[name] = f"{PURE_PYTHON_ENV}={os.environ[PURE_PYTHON_ENV]} turns it off"
         return None
     try:
-        return importlib.import_module(name)
-    except ImportError:
+        module = importlib.import_module(name)
+    except ImportError as e:
+        _why_not[name] = (f"not built for this Python ({e}); with a C compiler and Python headers, "
+                          "pip install --no-cache-dir --force-reinstall npuprof builds it")
         return None
+    _why_not.pop(name, None)
+    return module
+
+
+def compiled_status(name: str) -> CompiledStatus:
+    """Whether npuprof runs ``name`` compiled here (loading it as npuprof does), and why not.
+
+    Example::
+
+        >>> compiled_status("npuprof._hotpath").name
+        'npuprof._hotpath'
+    """
+    loaded = load_compiled(name) is not None
+    return CompiledStatus(name, loaded, "" if loaded else _why_not.get(name, "not loaded"))
+
+
+def fallback_in_use() -> list[CompiledStatus]:
+    """The compiled modules npuprof runs on their Python fallback here."""
+    return [s for s in (compiled_status(n) for n in COMPILED_MODULES) if not s.loaded]
+
+
+_fallback_said = False
+
+
+def log_fallback_once(logger: logging.Logger) -> Optional[str]:
+    """Log, once per process, one line saying which compiled modules run on their Python fallback and
+    what that costs (the bench's figures); returns the line, or None when all are compiled or it was said."""
+    global _fallback_said
+    if _fallback_said:
+        return None
+    missing = fallback_in_use()
+    if not missing:
+        return None
+    _fallback_said = True
+    line = ("npuprof: running on the pure-Python fallback of " + "; ".join(f"{s.name} ({s.reason})" for s in missing)
+            + f": {FALLBACK_COST.line()}; `npuprof doctor` says more")
+    logger.warning(line)
+    return line

@@ -38,23 +38,15 @@ from typing import Callable, Iterator, Optional
 import numpy as np
 
 from .libc import libc_function
+from .private_api import numpy_hugepage_switch
 
 __all__ = ["ordinary_pages", "populate"]
-
-
-def _numpy_switch() -> Optional[Callable[[bool], bool]]:
-    """numpy's ``_set_madvise_hugepage(enabled) -> previous``, if this numpy has it."""
-    try:
-        from numpy._core import multiarray
-    except ImportError:   # numpy < 2
-        from numpy.core import multiarray
-    return getattr(multiarray, "_set_madvise_hugepage", None)
 
 
 @contextmanager
 def ordinary_pages() -> Iterator[None]:
     """numpy's huge-page advice off inside the block, as it was after it (nests)."""
-    switch = _numpy_switch()
+    switch = numpy_hugepage_switch()
     if switch is None:
         yield
         return

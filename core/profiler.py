@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Optional, Sequence, Union
 
 from . import recorder as _rec
+from .compiled import log_fallback_once
 from .config import ProfilerConfig, build_config
 from .dirlock import DirLock
 from .enums import ProfilerAction
@@ -34,6 +35,7 @@ from .forkguard import on_fork_in_child
 from .handlers import handler_settings
 from .hostsys import HostSampler
 from .plugins.manager import get_plugin_host
+from .private_api import new_rlock, rlock_is_owned
 from .rawstore import RAW_DIR, RawWriter
 from .runinfo import base_info, native_file_sizes, new_run_dir, write_info
 from .schedule import TRANSITIONS, Op, always_record
@@ -152,7 +154,7 @@ class Profiler:
         self._sampler: Optional[HostSampler] = None
         self._clock = ClockAnchor.now()
         self._pending_async: list = []
-        self._op_lock = threading.RLock()   # held by the thread inside an operation
+        self._op_lock = new_rlock()   # held by the thread inside an operation (see rlock_is_owned)
         self._deferred: list = []          # signals that arrived during an operation
         self._owner_pid = os.getpid()
         self._atexit_registered = False
@@ -195,6 +197,7 @@ class Profiler:
             self._acquire_dir_lock()
             _running = self
         self._started = True
+        log_fallback_once(log)   # one line, once per process, where a compiled module is not in use
         self._install_exit_handlers()
         self.step_num = self._first_step
         self._transition(ProfilerAction.NONE, self._next_action(self.step_num))
@@ -215,7 +218,7 @@ class Profiler:
             # the getpid system call (~1.5 µs here) is only made on the rare paths.
             return
         lock = self._op_lock
-        if lock._is_owned():  # type: ignore[attr-defined]  # CPython's RLock owner test (no public twin)
+        if rlock_is_owned(lock):
             self._reentered("step")
             return
         with lock:   # an operation (see _run_operation), and the outermost one: checked above
@@ -736,7 +739,7 @@ class Profiler:
         ends, so a handler never re-enters half-done profiler state (or a lock
         this thread holds). step() inlines this."""
         lock = self._op_lock
-        outer = not lock._is_owned()  # type: ignore[attr-defined]
+        outer = not rlock_is_owned(lock)
         with lock:
             operation()
         if outer and (self._stop_pending or self._deferred):
@@ -754,7 +757,7 @@ class Profiler:
             handle_signal(self, signum, frame, previous)
 
     def _in_operation_here(self) -> bool:
-        return bool(self._op_lock._is_owned())  # type: ignore[attr-defined]
+        return rlock_is_owned(self._op_lock)
 
     def _reentered(self, what: str) -> bool:
         """True (with a warning) when start()/step() is called from inside

@@ -50,7 +50,6 @@ import itertools
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
@@ -59,6 +58,7 @@ import numpy as np
 
 from .compiled import load_compiled
 from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant, _used_strings
+from .private_api import caller_frame
 from .rawstore import RawWriter
 from .sigsafe import SignalSafeLock
 
@@ -225,6 +225,15 @@ class Recorder:
         with self._reg_lock:
             self._threads.append(bufs)
         return bufs
+
+    def _thread_buffers(self) -> tuple[_Buffers, list, list]:
+        """The calling thread's buffers, registering it: ``(bufs, bufs.ranges, bufs.events)``, what the
+        compiled hot paths ask for once per thread and activation (see ``_activate``)."""
+        try:
+            bufs = self._local.b
+        except AttributeError:
+            bufs = self._register()
+        return bufs, bufs.ranges, bufs.events
 
     def buffer(self) -> list:
         """The calling thread's general buffer (flat, ``EVENT_ITEMS`` items per event)."""
@@ -589,14 +598,21 @@ def _activate(rec: Optional[Recorder]) -> None:
 
     Called whenever the active recorder changes, or what annotations read of
     it: its ``_plain`` flag, ``domain_filter`` and sinks, and this module's
-    ``_RANGES_FULL`` / ``_EVENTS_FULL`` (the compiled hot paths read these
-    here, once per activation, instead of on every call).
+    ``_RANGES_FULL`` / ``_EVENTS_FULL``. The compiled hot paths are handed
+    all of it here, once per activation, as arguments (the recorder itself
+    only as an object to hold and compare), with the three callables they
+    call back: the thread's buffers, the flush of a full buffer and the
+    recording of a range that is not plain (see ``_hotpath.pyi``).
     """
     global _recorder, _enter_hook
     _recorder = rec
     _enter_hook = None if rec is None or rec._plain else _slow_enter
     if _hotpath is not None:
-        _hotpath.activate(rec, _enter_hook, _RANGES_FULL, _EVENTS_FULL)
+        if rec is None:
+            _hotpath.activate(None)
+        else:
+            _hotpath.activate(rec, rec._plain, rec.domain_filter, rec._sinks, _enter_hook, _RANGES_FULL,
+                              _EVENTS_FULL, rec._thread_buffers, rec.flush_buffers, _record_slow)
 
 
 def _slow_enter(rf: "record_function") -> None:
@@ -613,7 +629,7 @@ def _slow_enter(rf: "record_function") -> None:
 # -- user annotations ---------------------------------------------------------
 
 def _stack_text(skip: int = 2, limit: int = 32) -> str:
-    frame = sys._getframe(skip)
+    frame = caller_frame(skip)
     out = []
     while frame is not None and len(out) < limit:
         code = frame.f_code
@@ -651,8 +667,23 @@ class _PyRange:
                 if len(buf) >= _RANGES_FULL:
                     rec.flush_buffers()
             else:
-                self._record_slow(rec, t1)  # type: ignore[attr-defined]
+                _record_slow(self, rec, t1)
         return False
+
+
+def _record_slow(rf: _PyRange, rec: Recorder, t1: int) -> None:
+    """The end of a range that is not plain (call stacks, args or sinks); both ``_PyRange`` and
+    the compiled ``RangeBase`` call it."""
+    args = getattr(rf, "_stack", "") if rec.with_stack else ""
+    if rf.args:
+        args = json.dumps({**(json.loads(args) if args else {}), **rf.args}, default=str)
+    if args:
+        rec.add(_RANGE, rf.name, rf._t0, t1, "", args)
+    else:
+        rec.add_range(rf.name, rf._t0, t1)
+    if rec._sinks:
+        for sink, rid in zip(rec._sinks, getattr(rf, "_sink_ids", ())):
+            sink.range_end(rid)
 
 
 if TYPE_CHECKING or _hotpath is None:
@@ -679,18 +710,6 @@ class record_function(_RangeBase):
 
     __slots__ = ()
 
-    def _record_slow(self, rec: Recorder, t1: int) -> None:
-        args = getattr(self, "_stack", "") if rec.with_stack else ""
-        if self.args:
-            args = json.dumps({**(json.loads(args) if args else {}), **self.args}, default=str)
-        if args:
-            rec.add(_RANGE, self.name, self._t0, t1, "", args)
-        else:
-            rec.add_range(self.name, self._t0, t1)
-        if rec._sinks:
-            for sink, rid in zip(rec._sinks, getattr(self, "_sink_ids", ())):
-                sink.range_end(rid)
-
     def __call__(self, fn: F) -> F:
         name = self.name
         args = self.args
@@ -704,7 +723,8 @@ class record_function(_RangeBase):
 
 
 _range_ids = itertools.count(1)
-_open_ranges: dict[int, tuple[str, int, str, Recorder, _Buffers, tuple]] = {}
+# range id -> (message, t0, domain, recorder, the starting thread's buffers, their events list, sink tokens)
+_open_ranges: dict[int, tuple[str, int, str, Recorder, _Buffers, list, tuple]] = {}
 
 
 def _mark(message: str, stream: Any = None, domain: str = "default") -> None:
@@ -738,7 +758,7 @@ def _range_start(message: str, stream: Any = None, domain: str = "default") -> i
         bufs = rec._local.b
     except AttributeError:
         bufs = rec._register()
-    _open_ranges[rid] = (message, _perf(), domain, rec, bufs, tokens)
+    _open_ranges[rid] = (message, _perf(), domain, rec, bufs, bufs.events, tokens)
     return rid
 
 
@@ -748,12 +768,11 @@ def _range_end(range_id: int, domain: str = "default") -> None:
     opened = _open_ranges.pop(range_id, None)
     if opened is None:
         return
-    message, t0, dom, rec, bufs, tokens = opened
+    message, t0, dom, rec, bufs, buf, tokens = opened
     for sink, token in tokens:
         sink.range_end(token)
     # recorded on the thread that started the range; dropped if its window already ended
     if rec is _recorder:
-        buf = bufs.events
         buf += (_RANGE, message, t0, t1, dom, "")
         if len(buf) >= _EVENTS_FULL:
             rec.flush_buffers(bufs)

@@ -52,11 +52,12 @@ def sigint_not_ignored() -> Iterator[None]:
 @pytest.fixture(params=["compiled", "cells"])
 def both_renderers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test with textrows' compiled renderer and again with its cell renderer (the
-    fallback); tests/test_rowrender.py checks that the install built the compiled one."""
+    fallback); where the compiled one is not in use, its run skips with the reason."""
+    from npuprof.compiled import compiled_status
     from npuprof.export import textrows
 
     if request.param == "cells":
         monkeypatch.setattr(textrows, "_compiled", None)
     elif textrows._compiled is None:
-        pytest.skip("the compiled renderer is not built here (test_rowrender.py fails for that)")
+        pytest.skip(f"npuprof.export._rowrender is not in use: {compiled_status('npuprof.export._rowrender').reason}")
     return request.param

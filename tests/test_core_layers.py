@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "npuprof.errors": 0, "npuprof.enums": 0, "npuprof.validate": 0, "npuprof.clock": 0, "npuprof.fileio": 0,
     "npuprof.progress": 0, "npuprof.types": 0, "npuprof.sigsafe": 0, "npuprof.compiled": 0,
-    "npuprof.pages": 0, "npuprof.libc": 0,
+    "npuprof.pages": 0, "npuprof.libc": 0, "npuprof.private_api": 0,
     # data model
     "npuprof.events": 1, "npuprof.rawstore": 1, "npuprof.runinfo": 1, "npuprof.config": 1,
     "npuprof.schedule": 1, "npuprof.quality": 1, "npuprof.traceflows": 1, "npuprof.hookspecs": 1, "npuprof.handlers": 1,
@@ -34,7 +34,7 @@ LAYERS = {
     # the Profiler ties collection to analysis and export
     "npuprof.profiler": 6,
     # on top: the command line, cluster, report, built-in plugins, integrations, the package's front
-    "npuprof.cli": 7, "npuprof.__main__": 7, "npuprof.demo": 7, "npuprof.cluster": 7, "npuprof.report": 7,
+    "npuprof.cli": 7, "npuprof.doctor": 7, "npuprof.__main__": 7, "npuprof.demo": 7, "npuprof.cluster": 7, "npuprof.report": 7,
     "npuprof.plugins": 7, "npuprof.integrations": 7, "npuprof": 7,
     # dynamic profiling starts Profilers when a watched file asks: on top as well
     "npuprof.dynamic_profile": 7,

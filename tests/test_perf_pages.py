@@ -15,7 +15,7 @@ from npuprof.pages import ordinary_pages, populate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-SWITCH = pages._numpy_switch()
+SWITCH = pages.numpy_hugepage_switch()
 pytestmark = pytest.mark.skipif(SWITCH is None, reason=f"numpy {np.__version__} has no huge-page switch")
 
 

@@ -214,11 +214,77 @@ parse_piece(Program *g, PyObject *spec, Py_ssize_t n, Py_ssize_t j)
     return 0;
 }
 
+/* The output. CPython's _PyBytes_Resize (private C API) is used only in out_open, out_resize and
+ * out_bytes: the rows are written straight into the bytes object returned. A build with
+ * -DNPUPROF_PUBLIC_CAPI_ONLY writes them into a PyMem buffer instead and copies it into the bytes
+ * object once at the end (tests/test_private_api.py builds and tests it). */
 typedef struct {
-    PyObject *bytes;
+    PyObject *bytes;                 /* NULL in a public-only build */
     char *buf;
     Py_ssize_t len, cap;
 } Out;
+
+static int
+out_resize(Out *o, Py_ssize_t cap)
+{
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    char *buf = PyMem_Realloc(o->buf, cap > 0 ? cap : 1);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = buf;
+#else
+    if (_PyBytes_Resize(&o->bytes, cap) < 0)
+        return -1;
+    o->buf = PyBytes_AS_STRING(o->bytes);
+#endif
+    o->cap = cap;
+    return 0;
+}
+
+static int
+out_open(Out *o, Py_ssize_t cap)
+{
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    return out_resize(o, cap);
+#else
+    if ((o->bytes = PyBytes_FromStringAndSize(NULL, cap)) == NULL)
+        return -1;
+    o->buf = PyBytes_AS_STRING(o->bytes);
+    o->cap = cap;
+    return 0;
+#endif
+}
+
+/* the bytes written, as a new reference; the output is closed either way */
+static PyObject *
+out_bytes(Out *o)
+{
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    PyObject *b = PyBytes_FromStringAndSize(o->buf, o->len);
+    PyMem_Free(o->buf);
+    o->buf = NULL;
+    return b;
+#else
+    if (o->len != o->cap && _PyBytes_Resize(&o->bytes, o->len) < 0)
+        return NULL;   /* _PyBytes_Resize released it */
+    PyObject *b = o->bytes;
+    o->bytes = NULL;
+    return b;
+#endif
+}
+
+static void
+out_close(Out *o)
+{
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    PyMem_Free(o->buf);
+    o->buf = NULL;
+#else
+    Py_CLEAR(o->bytes);
+#endif
+}
 
 static int
 out_reserve(Out *o, Py_ssize_t more)
@@ -228,11 +294,7 @@ out_reserve(Out *o, Py_ssize_t more)
     Py_ssize_t cap = o->cap * 2;
     if (cap < o->len + more)
         cap = o->len + more;
-    if (_PyBytes_Resize(&o->bytes, cap) < 0)
-        return -1;
-    o->buf = PyBytes_AS_STRING(o->bytes);
-    o->cap = cap;
-    return 0;
+    return out_resize(o, cap);
 }
 
 static const char DIGIT_PAIRS[201] =
@@ -392,17 +454,13 @@ render(PyObject *module, PyObject *args)
             goto fail;
         row_guess += g.pieces[j].tag == LITERAL ? g.pieces[j].text_len : 8;
     }
-    o.cap = n * row_guess;
-    o.bytes = PyBytes_FromStringAndSize(NULL, o.cap);
-    if (!o.bytes || (o.buf = PyBytes_AS_STRING(o.bytes), render_rows(&g, n, &o) < 0))
+    if (out_open(&o, n * row_guess) < 0 || render_rows(&g, n, &o) < 0)
         goto fail;
     program_release(&g);
-    if (o.len != o.cap && _PyBytes_Resize(&o.bytes, o.len) < 0)
-        return NULL;
-    return o.bytes;
+    return out_bytes(&o);
 fail:
     program_release(&g);
-    Py_XDECREF(o.bytes);
+    out_close(&o);
     return NULL;
 }
 
@@ -421,5 +479,13 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__rowrender(void)
 {
-    return PyModule_Create(&module);
+#ifdef NPUPROF_PUBLIC_CAPI_ONLY
+    int public_only = 1;
+#else
+    int public_only = 0;
+#endif
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "PUBLIC_CAPI_ONLY", public_only) < 0)
+        Py_CLEAR(m);
+    return m;
 }
