@@ -608,6 +608,15 @@ _COUNTER, _MARK, _STEP, _API, _RANGE, _OP, _STACK, _KERNEL, _COMM = (
     int(k) for k in (EventKind.COUNTER, EventKind.MARK, EventKind.STEP, EventKind.API, EventKind.RANGE,
                      EventKind.OP, EventKind.STACK, EventKind.KERNEL, EventKind.COMM))
 _STEPS: dict = {}
+_ROWS_PER_BLOCK = 1 << 16
+
+
+def _into_columns(rows: list, columns: list[list]) -> None:
+    """Move the row tuples ``rows`` onto the end of ``columns`` (one list per field); ``rows`` is left empty."""
+    if rows:
+        for column, values in zip(columns, zip(*rows)):
+            column.extend(values)
+        rows.clear()
 
 
 def _step_of(name: str) -> Optional[int]:
@@ -688,7 +697,10 @@ class _TraceReader:
         skip_mstx, skip_hardware, skip_cpu_ops = self.skip_mstx, self.skip_hardware, self.skip_cpu_ops
         of_pid: dict = {}      # pid -> (process, device)
         add = rows.append
+        columns: list[list] = [[] for _ in range(12)]
         for j, i in enumerate(read):
+            if len(rows) >= _ROWS_PER_BLOCK:      # tuples into columns block by block: a tuple per row costs more
+                _into_columns(rows, columns)
             try:
                 epid, etid = pids[i], tids[i]
                 known = of_pid.get(epid)
@@ -779,10 +791,11 @@ class _TraceReader:
         self._add_comm(rows)
         if bad:
             problems.append(f"{path}: {bad} malformed event(s) skipped")
-        if not rows:
+        _into_columns(rows, columns)
+        if not columns[0]:
             return EventTable.empty()
-        ts, dur, kind, name, type_, tid, device, stream, value, step, args, corr = map(list, zip(*rows))
-        return EventTable.from_records(ts=ts, dur=dur, kind=kind, pid=[self.pid] * len(rows), tid=tid, device=device,
+        ts, dur, kind, name, type_, tid, device, stream, value, step, args, corr = columns
+        return EventTable.from_records(ts=ts, dur=dur, kind=kind, pid=[self.pid] * len(ts), tid=tid, device=device,
                                        stream=stream, value=value, step=step, name=name, type=type_, args=args,
                                        source=self.source, corr=corr)
 

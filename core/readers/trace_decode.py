@@ -214,9 +214,15 @@ def _events_from_structs(events: list) -> TraceEvents:
     def column(name: str) -> list:
         return list(map(attrgetter(name), events))
 
-    return TraceEvents(ph=column("ph"), cat=column("cat"), name=column("name"), pid=column("pid"),
+    return TraceEvents(ph=column("ph"), cat=column("cat"), name=_one_each(column("name")), pid=column("pid"),
                        tid=column("tid"), ts=column("ts"), dur=column("dur"), id=column("id"), args=column("args"),
                        decoder="msgspec")
+
+
+def _one_each(texts: list) -> list:
+    """``texts`` with equal strings made one object (a trace repeats its names: one copy each in memory)."""
+    seen: dict = {}
+    return [seen.setdefault(t, t) if type(t) is str else t for t in texts]
 
 
 def _events_from_dicts(events: list) -> TraceEvents:
