@@ -609,6 +609,7 @@ _COUNTER, _MARK, _STEP, _API, _RANGE, _OP, _STACK, _KERNEL, _COMM = (
                      EventKind.OP, EventKind.STACK, EventKind.KERNEL, EventKind.COMM))
 _STEPS: dict = {}
 _ROWS_PER_BLOCK = 1 << 16
+_ROW_FIELDS = ("ts", "dur", "kind", "name", "type", "tid", "device", "stream", "value", "step", "args", "corr")
 
 
 def _into_columns(rows: list, columns: list[list]) -> None:
@@ -685,7 +686,7 @@ class _TraceReader:
         flows = flow_ends(events.dicts((i for i, p in enumerate(ph) if p == "s" or p == "f"), with_args=False),
                           LAUNCH_FLOW_CATS, _ts_or_none)
         comm_streams = self._comm_streams(events)
-        rows: list = []        # (ts, dur, kind, name, type, tid, device, stream, value, step, args, corr)
+        rows: list = []        # tuples of _ROW_FIELDS
         hardware: list = []
         bad = events.not_objects
         read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
@@ -697,7 +698,7 @@ class _TraceReader:
         skip_mstx, skip_hardware, skip_cpu_ops = self.skip_mstx, self.skip_hardware, self.skip_cpu_ops
         of_pid: dict = {}      # pid -> (process, device)
         add = rows.append
-        columns: list[list] = [[] for _ in range(12)]
+        columns: list[list] = [[] for _ in _ROW_FIELDS]
         for j, i in enumerate(read):
             if len(rows) >= _ROWS_PER_BLOCK:      # tuples into columns block by block: a tuple per row costs more
                 _into_columns(rows, columns)
@@ -794,10 +795,8 @@ class _TraceReader:
         _into_columns(rows, columns)
         if not columns[0]:
             return EventTable.empty()
-        ts, dur, kind, name, type_, tid, device, stream, value, step, args, corr = columns
-        return EventTable.from_records(ts=ts, dur=dur, kind=kind, pid=[self.pid] * len(ts), tid=tid, device=device,
-                                       stream=stream, value=value, step=step, name=name, type=type_, args=args,
-                                       source=self.source, corr=corr)
+        return EventTable.from_records(**dict(zip(_ROW_FIELDS, columns)), pid=[self.pid] * len(columns[0]),
+                                       source=self.source)
 
     def _comm_streams(self, events: TraceEvents) -> set:
         """Streams named by the HCCL process's tasks (``stream id`` arg)."""
