@@ -259,7 +259,8 @@ def foreign_rows(fr: dict) -> list[dict]:
                         f"peak RSS {_mb(r['msprof_analyze']['peak_rss_bytes']['max'])}")
             times = r["msprof_analyze"]["seconds"]["median"] / me["seconds"]["median"]
             ratio = (f"{times:.1f}x faster than msprof-analyze's parser" if times >= 1 else
-                     f"{1 / times:.1f}x slower than msprof-analyze's parser (which loads the events and writes nothing)")
+                     f"{1 / times:.1f}x slower than msprof-analyze's parser (which loads the events, writes "
+                     "nothing)")
         rows.append(_row("Other tools' traces",
                          f"`npuprof analyse` of {what} ({me.get('events', 0):,} events, {_mb(size)}), whole process",
                          f"{_rng(me['seconds'], _s)}, {rate / 1e3:,.0f}k events/s, peak RSS {_mb(rss)}",

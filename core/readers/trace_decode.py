@@ -171,8 +171,8 @@ class TraceEvents:
         return orjson.loads(bytes(a)) if self.decoder == "msgspec" else a
 
     def dicts(self, indices: Any, with_args: bool = True) -> list[dict]:
-        """The events ``indices`` as the dicts a JSON parser gives (the keys read here, absent ones left out;
-        ``args`` only ``with_args``)."""
+        """The events ``indices`` as the dicts a JSON parser gives (the keys read here, absent or null ones
+        left out; ``args`` only ``with_args``)."""
         out = []
         for i in indices:
             ev = {k: v for k, v in (("ph", self.ph[i]), ("cat", self.cat[i]), ("pid", self.pid[i]),
