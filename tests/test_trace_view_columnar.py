@@ -40,6 +40,15 @@ def test_msgspec_and_orjson_read_the_real_trace_view_alike(monkeypatch, kw):
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
 
 
+def test_rows_moved_into_columns_block_by_block_keep_their_order(monkeypatch):
+    from npuprof.readers import ascend_output
+    out_dir = realdata(LEVEL1) / OUTPUT_DIR
+    whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    monkeypatch.setattr(ascend_output, "_ROWS_PER_BLOCK", 7)     # the real trace's 10k rows in many blocks
+    blocks, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    assert len(whole) > 10000 and _dump(blocks) == _dump(whole)
+
+
 def _run(tmp_path: Path, events) -> Path:
     out_dir = tmp_path / "rank0_ascend_pt" / OUTPUT_DIR
     out_dir.mkdir(parents=True)
