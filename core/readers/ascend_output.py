@@ -679,6 +679,7 @@ class _TraceReader:
 
     def read(self, events: TraceEvents, path: Path, problems: list[str]) -> EventTable:
         """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones.
+        ``events`` is consumed (released once read).
 
         One pass over the events in file order, each event's fields taken from the decoded columns (times
         converted in bulk), its ``args`` parsed only where the event's kind uses them."""
@@ -692,6 +693,7 @@ class _TraceReader:
         read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
         ts_ns = us_texts_to_ns([events.ts[i] for i in read])
         dur_ns = us_texts_to_ns([events.dur[i] if ph[i] == "X" else 0 for i in read])
+        events.ts = events.dur = events.id = []      # as ns now (ids: in the flows); the texts' memory freed
         args_of = _ArgsCache(events)
         pids, tids, names, cats = events.pid, events.tid, events.name, events.cat
         proc_name, thread_name = self.meta.proc_name, self.meta.thread_name
@@ -780,6 +782,8 @@ class _TraceReader:
                     add((ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args_of.text(i), -1))
             except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
                 bad += 1
+        del ts_ns, dur_ns, args_of, pids, tids, names, cats
+        events.release()      # read: the table's columns are built without the decoded ones beside them
         for ts, dur, name, args, stream, device, corr in hardware:
             if stream in comm_streams:
                 continue        # HCCL's own tasks, read from the HCCL process
