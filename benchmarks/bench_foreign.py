@@ -6,10 +6,12 @@ first), alternating run by run (``harness.interleave``).
 
 Each run's wall time and peak RSS (``wait4``'s ``ru_maxrss`` of that one child) are recorded; events/s is
 the event count npuprof reports over the whole process's wall time. msprof-analyze has no command that
-reads a trace_view.json alone (its ``advisor`` runs its whole analysis), so the trace_view row has no
-second tool.
+only reads a trace_view.json, but its ``compare`` reads one with its own parser (``NPUProfilingParser``:
+ijson, one ``TraceEventBean`` per event): the trace_view row runs that parser's ``load_data`` with every
+comparison but the kernel one (which reads kernel_details.csv) turned on, what ``msprof-analyze compare``
+does per side before comparing.
 
-``NPUPROF_TRACE_DECODER=orjson`` runs of npuprof on the Kineto input (the reader without msgspec) are
+``NPUPROF_TRACE_DECODER=orjson`` runs of npuprof on each input (the readers without msgspec) are
 interleaved as their own row.
 """
 from __future__ import annotations
@@ -35,6 +37,18 @@ from hta.trace_analysis import TraceAnalysis
 a = TraceAnalysis(trace_dir=sys.argv[1])
 a.get_temporal_breakdown(visualize=False)
 a.get_gpu_kernel_breakdown(visualize=False)
+'''
+MSPROF_SCRIPT = r'''
+import sys, logging, warnings
+from types import SimpleNamespace
+warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
+from msprof_analyze.compare_tools.compare_backend.utils.args_manager import ArgsManager
+from msprof_analyze.compare_tools.compare_backend.profiling_parser.npu_profiling_parser import NPUProfilingParser
+flags = dict(enable_profiling_compare=True, enable_operator_compare=True, enable_memory_compare=True,
+             enable_communication_compare=True, enable_api_compare=True, enable_kernel_compare=False)
+# ArgsManager is wrapped in msprof-analyze's Singleton: its path parsing is a classmethod of the class inside
+paths = ArgsManager._cls.parse_profiling_path(sys.argv[1])
+NPUProfilingParser(SimpleNamespace(**flags), paths).load_data()
 '''
 EVENTS_RE = re.compile(r": (\d+) events -> ")
 
@@ -99,8 +113,14 @@ def run(params: dict) -> dict:
     result["kineto"] = _race(tools, reps)
     kineto.unlink()
     result["trace_view_bytes"] = (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size
-    result["trace_view"] = _race({"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env,
-                                              timeout)}, reps)
+    tools = {"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env, timeout),
+             "npuprof_orjson": (npuprof + [str(work / "out_tvo"), str(run_dir)], work / "out_tvo",
+                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
+    if (INTEROP / "python").exists():
+        script = work / "msprof_compare_parser.py"
+        script.write_text(MSPROF_SCRIPT)
+        tools["msprof_analyze"] = ([str(INTEROP / "python"), str(script), str(run_dir)], None, env, timeout * 3)
+    result["trace_view"] = _race(tools, reps)
     shutil.rmtree(work, ignore_errors=True)
     return result
 

@@ -229,7 +229,8 @@ def build_rows(results: dict) -> list[dict]:
 
 
 def foreign_rows(fr: dict) -> list[dict]:
-    """`npuprof analyse` of other tools' large traces, vs HTA TraceAnalysis (benchmarks/bench_foreign.py)."""
+    """`npuprof analyse` of other tools' large traces, vs HTA TraceAnalysis and msprof-analyze's trace_view parser
+    (benchmarks/bench_foreign.py)."""
     if not fr:
         return []
     if "error" in fr:
@@ -252,6 +253,14 @@ def foreign_rows(fr: dict) -> list[dict]:
             base.append(f"HTA TraceAnalysis + temporal + kernel breakdown {_rng(r['hta']['seconds'], _s)}, "
                         f"peak RSS {_mb(r['hta']['peak_rss_bytes']['max'])}")
             ratio = f"{r['hta']['seconds']['median'] / me['seconds']['median']:.1f}x faster than HTA"
+        if "msprof_analyze" in r:
+            base.append(f"msprof-analyze compare's trace_view parser (NPUProfilingParser.load_data) "
+                        f"{_rng(r['msprof_analyze']['seconds'], _s)}, "
+                        f"peak RSS {_mb(r['msprof_analyze']['peak_rss_bytes']['max'])}")
+            times = r["msprof_analyze"]["seconds"]["median"] / me["seconds"]["median"]
+            ratio = (f"{times:.1f}x faster than msprof-analyze's parser" if times >= 1 else
+                     f"{1 / times:.1f}x slower than msprof-analyze's parser (which loads the events, writes "
+                     "nothing)")
         rows.append(_row("Other tools' traces",
                          f"`npuprof analyse` of {what} ({me.get('events', 0):,} events, {_mb(size)}), whole process",
                          f"{_rng(me['seconds'], _s)}, {rate / 1e3:,.0f}k events/s, peak RSS {_mb(rss)}",

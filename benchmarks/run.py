@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        "slow_reps": 1, "out": str(work / "diff")}, timeout=3600)
         if "foreign" in only:
             log("other tools' traces: npuprof analyse of a Kineto trace (x25) and a trace_view.json (x60) "
-                "built from real samples, vs HTA TraceAnalysis")
+                "built from real samples, vs HTA TraceAnalysis and msprof-analyze's trace_view parser")
             results["foreign"] = run_child("bench_foreign", {"reps": 1 if q else 3,
                                                              "kineto_copies": 3 if q else 25,
                                                              "trace_view_copies": 6 if q else 60,

@@ -83,6 +83,8 @@ from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable
 
+from .trace_decode import NoTraceEvents, TraceDecodeError, TraceEvents, collector_paused, decode_events
+
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
 KERNEL_DETAILS = "kernel_details.csv"
@@ -176,6 +178,68 @@ def us_text_to_ns(value: Any) -> int:
             ns += 1
         return -ns if neg else ns
     return int(round(float(value) * 1000))
+
+
+def us_texts_to_ns(values: list) -> list:
+    """:func:`us_text_to_ns` of every value, None where it raises; the tools' usual forms (texts of digits
+    with three decimals, plain numbers) are converted in bulk, exactly as one by one.
+
+    Example::
+
+        >>> us_texts_to_ns(["1795306209649981.618", "12.5", None])
+        [1795306209649981618, 12500, None]
+    """
+    n = len(values)
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        out = _digit_texts_to_ns(values)
+    elif kinds <= {int, float} and n:
+        with np.errstate(invalid="ignore", over="ignore"):
+            x = np.array(values, dtype=np.float64) * 1000.0
+            ok = np.abs(x) < 2.0 ** 62            # nan and inf compare False: done one by one below
+        out = np.where(ok, np.rint(np.where(ok, x, 0.0)), 0).astype(np.int64).tolist()
+        for i in np.flatnonzero(~ok).tolist():
+            out[i] = None
+    else:
+        out = [None] * n
+    for i, (v, ns) in enumerate(zip(values, out)):
+        if ns is None:
+            out[i] = _ts_or_none(v)
+    return out
+
+
+def _digit_texts_to_ns(texts: list) -> list:
+    """``int(whole) * 1000 + int(three decimals)`` of each text of that form (up to 19 digits), else None."""
+    n = len(texts)
+    out: list = [None] * n
+    try:
+        arr = np.array(texts, dtype=np.bytes_)
+    except UnicodeEncodeError:
+        return out
+    width = arr.dtype.itemsize
+    if not n or not width:
+        return out
+    mat = arr.view(np.uint8).reshape(n, width)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    ns = np.zeros(n, dtype=np.int64)
+    good = np.zeros(n, dtype=bool)
+    for length in np.unique(lengths).tolist():
+        if not 5 <= length <= 20:
+            continue
+        rows = np.flatnonzero(lengths == length)
+        block = mat[rows, :length]
+        digits = np.delete(block, length - 4, axis=1) - np.uint8(48)     # a non-digit wraps past 9
+        ok = (block[:, length - 4] == ord(".")) & (digits <= 9).all(axis=1)
+        value = np.zeros(len(rows), dtype=np.uint64)
+        for col in digits.T:
+            value = value * np.uint64(10) + col
+        ok &= value < np.uint64(2 ** 63)
+        ns[rows] = np.where(ok, value, 0).astype(np.int64)
+        good[rows] = ok
+    values = ns.tolist()
+    for i in np.flatnonzero(good).tolist():
+        out[i] = values[i]
+    return out
 
 
 def _ts_or_none(value: Any) -> Optional[int]:
@@ -287,20 +351,23 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     out_dir = Path(out_dir)
     problems: list[str] = []
     tv = out_dir / TRACE_VIEW
-    trace: list = []
+    trace = TraceEvents()
     if tv.is_file() and is_ascend_trace(tv):
-        trace = _load_trace(tv, problems)
-    meta = _TraceMeta.of(trace)
+        with collector_paused():
+            trace = _load_trace(tv, problems)
+    meta = _TraceMeta.of(trace.dicts(i for i, ph in enumerate(trace.ph) if ph == "M"))
     run_device = device if device is not None else device_from_data(out_dir, meta)
     source = writer.value
     kd = out_dir / KERNEL_DETAILS
     kernels = _read_kernel_details(kd, run_device, pid, problems, source) if kd.is_file() else EventTable.empty()
     tables: list[EventTable] = []
-    if trace:
+    if len(trace):
         reader = _TraceReader(meta, run_device, pid, source, skip_cpu_ops=skip_cpu_ops,
                               skip_hardware=len(kernels) > 0, skip_mstx=skip_mstx,
                               groups=_named_groups(out_dir / COMMUNICATION, problems))
-        tables.append(reader.read(trace, tv, problems))
+        with collector_paused():
+            tables.append(reader.read(trace, tv, problems))
+        del trace
         if len(kernels):
             kernels = _with_trace_facts(kernels, reader)
     tables.insert(0, kernels)
@@ -315,18 +382,15 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     return EventTable.concat(tables), problems
 
 
-def _load_trace(path: Path, problems: list[str]) -> list:
+def _load_trace(path: Path, problems: list[str]) -> TraceEvents:
     check_input_file(path)
     try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as e:
-        problems.append(f"{path}: not valid JSON, cut short or damaged ({e}); file skipped")
-        return []
-    events = data.get("traceEvents", []) if isinstance(data, dict) else data
-    if not isinstance(events, list):
+        return decode_events(path.read_bytes())
+    except NoTraceEvents:
         problems.append(f"{path}: no event list; file skipped")
-        return []
-    return events
+    except TraceDecodeError as e:
+        problems.append(f"{path}: not valid JSON, cut short or damaged ({e}); file skipped")
+    return TraceEvents()
 
 
 # -- the device id --------------------------------------------------------------------------------------
@@ -538,6 +602,69 @@ class _CommEvent:
     corr: int
 
 
+_READ_PHASES = ("X", "C", "i", "I")
+_PLAIN = (int, str)       # pid/tid types that are their own flow key (traceflows.hashable)
+_COUNTER, _MARK, _STEP, _API, _RANGE, _OP, _STACK, _KERNEL, _COMM = (
+    int(k) for k in (EventKind.COUNTER, EventKind.MARK, EventKind.STEP, EventKind.API, EventKind.RANGE,
+                     EventKind.OP, EventKind.STACK, EventKind.KERNEL, EventKind.COMM))
+_STEPS: dict = {}
+_ROWS_PER_BLOCK = 1 << 16
+_ROW_FIELDS = ("ts", "dur", "kind", "name", "type", "tid", "device", "stream", "value", "step", "args", "corr")
+
+
+def _into_columns(rows: list, columns: list[list]) -> None:
+    """Move the row tuples ``rows`` onto the end of ``columns`` (one list per field); ``rows`` is left empty."""
+    if rows:
+        for column, values in zip(columns, zip(*rows)):
+            column.extend(values)
+        rows.clear()
+
+
+def _step_of(name: str) -> Optional[int]:
+    """The N of a ``ProfilerStep#N`` name, else None (remembered per name: a trace repeats its names)."""
+    try:
+        return _STEPS[name]
+    except KeyError:
+        m = _STEP_RE.match(name)
+        step = int(m.group(1)) if m else None
+        if len(_STEPS) < 1 << 16:
+            _STEPS[name] = step
+        return step
+
+
+class _ArgsCache:
+    """Each event's ``args`` as a dict (``{}`` where not an object) and as the event table's args text, parsed
+    once per distinct JSON text (a trace repeats its args: the same call stacks, the same task fields)."""
+
+    def __init__(self, events: TraceEvents) -> None:
+        self.events = events
+        self.raw = events.decoder == "msgspec"
+        self.parsed: dict = {}
+        self.texts: dict = {}
+
+    def dict(self, i: int) -> dict:
+        if not self.raw:
+            args = self.events.args[i]
+            return args if isinstance(args, dict) else {}
+        key = bytes(self.events.args[i])
+        args = self.parsed.get(key)
+        if args is None:
+            args = orjson.loads(key)
+            if not isinstance(args, dict):
+                args = {}
+            self.parsed[key] = args
+        return args
+
+    def text(self, i: int) -> str:
+        if not self.raw:
+            return _args_text(self.dict(i))
+        key = bytes(self.events.args[i])
+        text = self.texts.get(key)
+        if text is None:
+            text = self.texts[key] = _args_text(self.dict(i))
+        return text
+
+
 class _TraceReader:
     """Turns a trace's events into an event table (see module doc for the rules)."""
 
@@ -550,45 +677,138 @@ class _TraceReader:
         self.op_groups: dict = {}         # (op name, occurrence) -> group, of HCCL operators not read
         self.comm: list[_CommEvent] = []
 
-    def read(self, events: list, path: Path, problems: list[str]) -> EventTable:
-        """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones."""
-        flows = flow_ends(events, LAUNCH_FLOW_CATS, _ts_or_none)
+    def read(self, events: TraceEvents, path: Path, problems: list[str]) -> EventTable:
+        """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones.
+        ``events`` is consumed (released once read).
+
+        One pass over the events in file order, each event's fields taken from the decoded columns (times
+        converted in bulk), its ``args`` parsed only where the event's kind uses them."""
+        ph = events.ph
+        flows = flow_ends(events.dicts((i for i, p in enumerate(ph) if p == "s" or p == "f"), with_args=False),
+                          LAUNCH_FLOW_CATS, _ts_or_none)
         comm_streams = self._comm_streams(events)
-        cols = _Columns(self.source)
+        rows: list = []        # tuples of _ROW_FIELDS
         hardware: list = []
-        bad = 0
-        for ev in events:
-            if not isinstance(ev, dict):
-                bad += 1
-                continue
-            ph = ev.get("ph")
-            if ph not in ("X", "C", "i", "I"):
-                continue
+        bad = events.not_objects
+        read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
+        ts_ns = us_texts_to_ns([events.ts[i] for i in read])
+        dur_ns = us_texts_to_ns([events.dur[i] if ph[i] == "X" else 0 for i in read])
+        events.ts = events.dur = events.id = []      # as ns now (ids: in the flows); the texts' memory freed
+        args_of = _ArgsCache(events)
+        pids, tids, names, cats = events.pid, events.tid, events.name, events.cat
+        proc_name, thread_name = self.meta.proc_name, self.meta.thread_name
+        skip_mstx, skip_hardware, skip_cpu_ops = self.skip_mstx, self.skip_hardware, self.skip_cpu_ops
+        of_pid: dict = {}      # pid -> (process, device)
+        add = rows.append
+        columns: list[list] = [[] for _ in _ROW_FIELDS]
+        for j, i in enumerate(read):
+            if len(rows) >= _ROWS_PER_BLOCK:      # tuples into columns block by block: a tuple per row costs more
+                _into_columns(rows, columns)
             try:
-                self._add(cols, ev, ph, flows, hardware)
+                epid, etid = pids[i], tids[i]
+                known = of_pid.get(epid)
+                if known is None:
+                    known = of_pid[epid] = (proc_name.get(epid, ""), self._device_of(epid))
+                process, device = known
+                if process in _DERIVED:
+                    continue
+                cat = cats[i]
+                is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
+                if skip_mstx and is_mstx:
+                    continue
+                name = names[i]
+                if type(name) is not str:
+                    name = str(name)
+                ts = ts_ns[j]
+                if ts is None:
+                    raise ValueError("ts")
+                tid = etid if type(etid) is int else _as_int(etid)
+                p = ph[i]
+                if p == "C":
+                    for series, value in args_of.dict(i).items():
+                        try:
+                            val = float(value)
+                        except (TypeError, ValueError):
+                            continue
+                        add((ts, 0, _COUNTER, f"{name} {series}".strip(), process, tid, device, -1, val, -1, "", -1))
+                    continue
+                if p != "X":      # "i", "I"
+                    add((ts, 0, _MARK, name, process, tid, device, -1, 0.0, -1, "", -1))
+                    continue
+                dur = dur_ns[j]
+                if dur is None:
+                    raise ValueError("dur")
+                corr = -1
+                if flows:
+                    key = (epid if type(epid) in _PLAIN else hashable(epid),
+                           etid if type(etid) in _PLAIN else hashable(etid), ts)
+                    corr = flows.get(key, -1)
+                step = _step_of(name)
+                if step is not None:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
+                    add((ts, dur, _STEP, name, "ProfilerStep", tid, -1, -1, 0.0, step, "", -1))
+                elif process == "CANN":
+                    args = args_of.dict(i)
+                    level, _, api = name.partition("@")
+                    level = str(args.get("level") or (level if api else "CANN"))
+                    add((ts, dur, _API, api if api else name, level, tid, -1, -1, 0.0, -1, args_of.text(i), corr))
+                elif process == "Ascend Hardware":
+                    if skip_hardware:
+                        if corr >= 0:
+                            self.task_links[(ts, name)] = corr
+                        continue
+                    args = args_of.dict(i)
+                    stream = _as_int(thread_name.get((epid, etid), etid))
+                    task = {"Accelerator Core": str(args.get("Task Type", "")), "Task ID": args.get("Task Id"),
+                            "Model ID": args.get("Model Id")}
+                    task.update((k, args[k]) for k in KERNEL_TENSOR_COLUMNS if isinstance(args.get(k), str))
+                    hardware.append((ts, dur, name, {k: v for k, v in task.items() if v not in (None, "")}, stream,
+                                     device, corr))
+                elif process in _COMM_PROCESSES:
+                    lane = thread_name.get((epid, etid), "")
+                    self.comm.append(_CommEvent(ts, dur, name, epid, tid, device, lane, args_of.dict(i), corr))
+                elif is_mstx:
+                    add((ts, dur, _RANGE if dur > 0 else _MARK, name, "mstx", tid, -1, -1, 0.0, -1, "", -1))
+                elif process == "CPU OP":
+                    if not skip_cpu_ops:
+                        add((ts, dur, _OP, name, op_type_of(name), tid, -1, -1, 0.0, -1, "", -1))
+                elif cat == "python_function":
+                    add((ts, dur, _STACK, name, "python_function", tid, -1, -1, 0.0, -1, "", -1))
+                elif cat == "cpu_op" or (process == "MindSpore" and "::" not in name):
+                    op_type = name if cat == "cpu_op" else op_type_of(name)
+                    add((ts, dur, _OP, name, op_type, tid, -1, -1, 0.0, -1, args_of.text(i), corr))
+                elif process == "MindSpore":     # Kernel::KernelLaunch::... and the like
+                    add((ts, dur, _API, name, name.split("::", 1)[0], tid, -1, -1, 0.0, -1, args_of.text(i), corr))
+                else:
+                    add((ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args_of.text(i), -1))
             except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
                 bad += 1
+        del ts_ns, dur_ns, args_of, pids, tids, names, cats
+        events.release()      # read: the table's columns are built without the decoded ones beside them
         for ts, dur, name, args, stream, device, corr in hardware:
             if stream in comm_streams:
                 continue        # HCCL's own tasks, read from the HCCL process
             if name.startswith("hcom_") or str(args.get("Accelerator Core", "")).upper() in _COMM_CORES:
-                cols.add(ts, dur, EventKind.COMM, name, comm_op_type(name), pid=self.pid, tid=stream, device=device,
-                         stream=stream, args=_args_text(args), corr=corr)
+                rows.append((ts, dur, _COMM, name, comm_op_type(name), stream, device, stream, 0.0, -1,
+                             _args_text(args), corr))
                 continue
-            cols.add(ts, dur, EventKind.KERNEL, name, op_type_of(name), pid=self.pid, tid=stream, device=device,
-                     stream=stream, args=_args_text(args), corr=corr)
-        self._add_comm(cols)
+            rows.append((ts, dur, _KERNEL, name, op_type_of(name), stream, device, stream, 0.0, -1, _args_text(args),
+                         corr))
+        self._add_comm(rows)
         if bad:
             problems.append(f"{path}: {bad} malformed event(s) skipped")
-        return cols.table()
+        _into_columns(rows, columns)
+        if not columns[0]:
+            return EventTable.empty()
+        return EventTable.from_records(**dict(zip(_ROW_FIELDS, columns)), pid=[self.pid] * len(columns[0]),
+                                       source=self.source)
 
-    def _comm_streams(self, events: list) -> set:
+    def _comm_streams(self, events: TraceEvents) -> set:
         """Streams named by the HCCL process's tasks (``stream id`` arg)."""
         comm_pids = {p for p, n in self.meta.proc_name.items() if n in _COMM_PROCESSES}
         streams = set()
-        for ev in events:
-            if isinstance(ev, dict) and ev.get("ph") == "X" and _is_key(ev.get("pid")) and ev.get("pid") in comm_pids:
-                args = ev.get("args")
+        for i, (ph, pid) in enumerate(zip(events.ph, events.pid)):
+            if ph == "X" and _is_key(pid) and pid in comm_pids:
+                args = events.args_of(i)
                 if isinstance(args, dict) and "stream id" in args:
                     streams.add(_int_or(args.get("stream id"), -1))
         return streams
@@ -597,76 +817,7 @@ class _TraceReader:
         dev = self.meta.proc_device.get(epid)
         return -1 if dev is None else (self.device if dev == -2 else dev)
 
-    def _add(self, cols: _Columns, ev: dict, ph: str, flows: dict, hardware: list) -> None:
-        epid, etid = ev.get("pid"), ev.get("tid")
-        process = self.meta.proc_name.get(epid, "")
-        if process in _DERIVED:
-            return
-        is_mstx = process in _MSTX_PROCESSES or ev.get("cat") == "MsTx"
-        if self.skip_mstx and is_mstx:
-            return
-        device = self._device_of(epid)
-        name = str(ev.get("name", ""))
-        ts = us_text_to_ns(ev["ts"])
-        tid = _as_int(etid)
-        args = ev.get("args")
-        if not isinstance(args, dict):
-            args = {}
-        pid = self.pid
-        if ph == "C":
-            for series, value in args.items():
-                try:
-                    val = float(value)
-                except (TypeError, ValueError):
-                    continue
-                cols.add(ts, 0, EventKind.COUNTER, f"{name} {series}".strip(), process, pid=pid, tid=tid,
-                         device=device, value=val)
-            return
-        if ph in ("i", "I"):
-            cols.add(ts, 0, EventKind.MARK, name, process, pid=pid, tid=tid, device=device)
-            return
-        dur = us_text_to_ns(ev.get("dur", 0))
-        corr = flows.get((hashable(epid), hashable(etid), ts), -1) if flows else -1
-        step = _STEP_RE.match(name)
-        if step:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
-            cols.add(ts, dur, EventKind.STEP, name, "ProfilerStep", pid=pid, tid=tid, step=int(step.group(1)))
-        elif process == "CANN":
-            level, _, api = name.partition("@")
-            level = str(args.get("level") or (level if api else "CANN"))
-            cols.add(ts, dur, EventKind.API, api if api else name, level, pid=pid, tid=tid,
-                     args=_args_text(args), corr=corr)
-        elif process == "Ascend Hardware":
-            if self.skip_hardware:
-                if corr >= 0:
-                    self.task_links[(ts, name)] = corr
-                return
-            stream = _as_int(self.meta.thread_name.get((epid, etid), etid))
-            task = {"Accelerator Core": str(args.get("Task Type", "")), "Task ID": args.get("Task Id"),
-                    "Model ID": args.get("Model Id")}
-            task.update((k, args[k]) for k in KERNEL_TENSOR_COLUMNS if isinstance(args.get(k), str))
-            hardware.append((ts, dur, name, {k: v for k, v in task.items() if v not in (None, "")}, stream, device,
-                             corr))
-        elif process in _COMM_PROCESSES:
-            lane = self.meta.thread_name.get((epid, etid), "")
-            self.comm.append(_CommEvent(ts, dur, name, epid, tid, device, lane, args, corr))
-        elif is_mstx:
-            cols.add(ts, dur, EventKind.RANGE if dur > 0 else EventKind.MARK, name, "mstx", pid=pid, tid=tid)
-        elif process == "CPU OP":
-            if not self.skip_cpu_ops:
-                cols.add(ts, dur, EventKind.OP, name, op_type_of(name), pid=pid, tid=tid)
-        elif ev.get("cat") == "python_function":
-            cols.add(ts, dur, EventKind.STACK, name, "python_function", pid=pid, tid=tid)
-        elif ev.get("cat") == "cpu_op" or (process == "MindSpore" and "::" not in name):
-            op_type = name if ev.get("cat") == "cpu_op" else op_type_of(name)
-            cols.add(ts, dur, EventKind.OP, name, op_type, pid=pid, tid=tid, args=_args_text(args), corr=corr)
-        elif process == "MindSpore":     # Kernel::KernelLaunch::... and the like
-            cols.add(ts, dur, EventKind.API, name, name.split("::", 1)[0], pid=pid, tid=tid, args=_args_text(args),
-                     corr=corr)
-        else:
-            cols.add(ts, dur, EventKind.RANGE, name, str(ev.get("cat") or process), pid=pid, tid=tid,
-                     device=device, args=_args_text(args))
-
-    def _add_comm(self, cols: _Columns) -> None:
+    def _add_comm(self, rows: list) -> None:
         """HCCL operators and their tasks; a task takes the group of the operator holding it."""
         is_task = [_is_comm_task(e.args) for e in self.comm]
         ops = sorted((e for e, t in zip(self.comm, is_task) if not t), key=lambda e: e.ts)
@@ -684,8 +835,8 @@ class _TraceReader:
             args = {k: v for k, v in e.args.items() if k in ("alg_type", "count", "data_type", "connection_id")}
             args["group"] = group
             args["Accelerator Core"] = "HCCL"
-            cols.add(e.ts, e.dur, EventKind.COMM, e.name, comm_op_type(e.name), pid=self.pid, tid=e.tid,
-                     device=e.device, args=_args_text(args), corr=e.corr)
+            rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(e.name), e.tid, e.device, -1, 0.0, -1,
+                         _args_text(args), e.corr))
         starts = np.array([e.ts for e in ops], dtype=np.int64)
         for e, task in zip(self.comm, is_task):
             if not task:
@@ -701,9 +852,9 @@ class _TraceReader:
                 if e.ts - ops[j + 1].ts > 10**10:
                     break
             group = op_group[id(holder)] if holder is not None else "default"
-            cols.add(e.ts, e.dur, EventKind.COMM, e.name, comm_op_type(holder.name) if holder else e.name,
-                     pid=self.pid, tid=e.tid, device=e.device, stream=_int_or(e.args.get("stream id"), -1),
-                     args=_args_text(hccl_task_args(e.args, group)))
+            rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(holder.name) if holder else e.name, e.tid,
+                         e.device, _int_or(e.args.get("stream id"), -1), 0.0, -1,
+                         _args_text(hccl_task_args(e.args, group)), -1))
 
 
 def _is_comm_task(args: dict) -> bool:

@@ -45,6 +45,7 @@ from ..errors import ProfilerDataError
 from ..events import EventKind, EventTable
 from ..fileio import check_input_file
 from .ascend_output import _Columns, _args_text, hccl_task_args, op_type_of
+from .trace_decode import collector_paused, decode_json
 
 Warn = Callable[[str], None]
 SOURCE = "cann_timeline"
@@ -187,10 +188,14 @@ class _DeviceReader:
 
     def read(self, path: Path) -> None:
         check_input_file(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise ProfilerDataError(path, f"is not valid JSON ({e})") from None
+        with collector_paused():      # the events' dicts and rows hold no cycles: no collection walks them
+            try:
+                data = decode_json(path.read_bytes())
+            except ValueError as e:
+                raise ProfilerDataError(path, f"is not valid JSON ({e})") from None
+            self._read_events(path, data)
+
+    def _read_events(self, path: Path, data: Any) -> None:
         events = data.get("traceEvents", []) if isinstance(data, dict) else data
         if not isinstance(events, list):
             raise ProfilerDataError(path, "holds neither a JSON array nor traceEvents")

@@ -55,7 +55,8 @@ from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable
 from ..fileio import check_input_file
 from ..quality import QualityIssue
 from .ascend_output import _args_text
-from .trace_decode import NoTraceEvents, TraceColumns, TraceDecodeError, decode_gzip_trace, decode_trace
+from .trace_decode import (NoTraceEvents, TraceColumns, TraceDecodeError, collector_paused, decode_gzip_trace,
+                           decode_trace)
 
 Warn = Callable[[str], None]
 SOURCE = "kineto"
@@ -268,6 +269,11 @@ def _times_numeric(ts: list, dur: list, base_ns: int) -> Optional[tuple[np.ndarr
 
 def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     """The events of one trace file (see the module doc); a file without any complete event is an error."""
+    with collector_paused():      # millions of acyclic objects: no collection walks them again and again
+        return _read_kineto(path, warn)
+
+
+def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
     cols = _load(path)
     doc = cols.doc
     base_ns = _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)

@@ -1,0 +1,152 @@
+"""The columnar trace_view.json reader: msgspec (args kept as JSON text, parsed where used) and its orjson
+fallback give the same event table and problems, on the real torch_npu trace and on damaged ones; the bulk
+time conversion equals the per-value one; CANN timelines decode as Python's json does."""
+from __future__ import annotations
+
+import gc
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from npuprof.readers import trace_decode
+from npuprof.readers.ascend_output import OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output, us_text_to_ns, \
+    us_texts_to_ns
+from npuprof.readers.trace_decode import DECODER_ENV, collector_paused, decode_events, decode_json
+from realdata import realdata
+
+LEVEL1 = "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+
+
+def _dump(table) -> tuple:
+    return {k: table[k].tolist() for k in table.cols}, list(table.strings)
+
+
+def _both(out_dir: Path, monkeypatch, **kw) -> tuple:
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    fast = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    monkeypatch.setenv(DECODER_ENV, "orjson")
+    assert trace_decode.decoder_name() == "orjson"
+    slow = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    return fast, slow
+
+
+@pytest.mark.parametrize("kw", [{}, {"skip_mstx": True, "skip_cpu_ops": True}])
+def test_msgspec_and_orjson_read_the_real_trace_view_alike(monkeypatch, kw):
+    pytest.importorskip("msgspec")
+    out_dir = realdata(LEVEL1) / OUTPUT_DIR
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch, **kw)
+    assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
+
+
+def test_rows_moved_into_columns_block_by_block_keep_their_order(monkeypatch):
+    from npuprof.readers import ascend_output
+    out_dir = realdata(LEVEL1) / OUTPUT_DIR
+    whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    monkeypatch.setattr(ascend_output, "_ROWS_PER_BLOCK", 7)     # the real trace's 10k rows in many blocks
+    blocks, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    assert len(whole) > 10000 and _dump(blocks) == _dump(whole)
+
+
+def _run(tmp_path: Path, events) -> Path:
+    out_dir = tmp_path / "rank0_ascend_pt" / OUTPUT_DIR
+    out_dir.mkdir(parents=True)
+    (out_dir / TRACE_VIEW).write_text(json.dumps(events))
+    return out_dir
+
+
+def test_damaged_events_are_counted_alike_by_both_decoders(tmp_path, monkeypatch):
+    pytest.importorskip("msgspec")
+    meta = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "CANN"}},
+            {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Python"}}]
+    good = {"ph": "X", "name": "AscendCL@aclrtMemcpy", "pid": 1, "tid": 5, "ts": "10.500", "dur": 1.25,
+            "args": {"level": "acl", "x": [1, 2]}}
+    odd = [good,
+           {**good, "ts": None},                    # no time: malformed
+           {**good, "ts": "12.000", "dur": "x"},    # an unreadable duration: malformed
+           {**good, "pid": [1]},                    # a pid no dict takes: malformed
+           {**good, "args": [1]},                   # args not an object: read as none
+           {"ph": "C", "name": "HBM", "pid": 2, "tid": 0, "ts": "13.000", "args": {"read": 1.5, "bad": "n/a"}},
+           {"ph": "i", "name": "mark", "pid": 2, "tid": "thread 9", "ts": 14},
+           {"ph": "X", "name": "ProfilerStep#3", "pid": 2, "tid": 1, "ts": "9.000", "dur": 20},
+           {"ph": "X", "cat": "python_function", "name": "f", "pid": 2, "tid": 1, "ts": "9.5", "dur": 1}]
+    # one entry that is not an object: msgspec refuses the shape, orjson reads the rest
+    for events in (meta + odd, meta + odd + ["junk"]):
+        out_dir = _run(tmp_path / str(len(events)), events)
+        (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+        assert _dump(fast) == _dump(slow) and fast_problems == slow_problems
+        bad = 3 + (len(events) - len(meta) - len(odd))
+        assert any(f"{bad} malformed event(s) skipped" in p for p in fast_problems), fast_problems
+        names = [fast.strings[c] for c in fast["name"].tolist()]
+        assert names.count("aclrtMemcpy") == 2 and "HBM read" in names and "HBM bad" not in names
+
+
+def test_a_cut_trace_is_skipped_with_orjsons_message(tmp_path, monkeypatch):
+    pytest.importorskip("msgspec")
+    out_dir = _run(tmp_path, [])
+    (out_dir / TRACE_VIEW).write_text('[{"ph": "X", "name": "a", "ts": "1.000"')
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+    assert len(fast) == 0 and fast_problems == slow_problems
+    assert "not valid JSON, cut short or damaged" in fast_problems[0]
+
+
+def test_bulk_times_equal_the_per_value_rule():
+    rng = random.Random(7)
+    texts = [f"{rng.randrange(10 ** rng.randrange(1, 17))}.{rng.randrange(1000):03d}" for _ in range(5000)]
+    texts += ["1.2345", "-5.000", " 1.234", "12.345\t", "1e3", "9999999999999999.999", ".123", "123.", "", "x.yz"]
+    numbers = [rng.random() * 10 ** rng.randrange(13) for _ in range(5000)] + [0, 3, 2.0005, 1e300, -7.25]
+
+    def one_by_one(values):
+        out = []
+        for v in values:
+            try:
+                out.append(us_text_to_ns(v))
+            except (TypeError, ValueError, OverflowError):
+                out.append(None)
+        return out
+
+    for values in (texts, numbers, texts[:50] + numbers[:50] + [None, float("nan"), float("inf"), True]):
+        assert us_texts_to_ns(values) == one_by_one(values)
+
+
+def test_decode_events_keeps_args_as_orjson_parses_them():
+    pytest.importorskip("msgspec")
+    raw = json.dumps({"traceEvents": [{"ph": "X", "args": {"a": [1, {"b": 2.5}]}}, {"ph": "M"}]}).encode()
+    events = decode_events(raw)
+    assert events.decoder == "msgspec" and events.args_of(0) == {"a": [1, {"b": 2.5}]}
+    assert events.args_of(1) is None and events.dur == [0, 0] and events.name == ["", ""]
+
+
+def test_decode_json_is_pythons_json():
+    for text in ('[{"ts": 1.5, "args": {"Iteration ID": 3}}]', '{"a": NaN}', '["\\ud800"]',
+                 '[123456789012345678901234567890]'):
+        got, want = decode_json(text.encode()), json.loads(text)
+        assert json.dumps(got) == json.dumps(want)
+    with pytest.raises(ValueError):
+        decode_json(b'[{"ts": 1')
+
+
+def test_collector_paused_restores_the_collector():
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_real_cann_timelines_read_alike_by_both_decoders(monkeypatch):
+    pytest.importorskip("msgspec")
+    from npuprof.readers.cann_timeline import read_device_timelines
+    prof = realdata("mindinsight/tests/utils/resource/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC")
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    fast = read_device_timelines(prof, warn=lambda m: None)
+    monkeypatch.setenv(DECODER_ENV, "orjson")
+    slow = read_device_timelines(prof, warn=lambda m: None)
+    assert len(fast) > 1000 and _dump(fast) == _dump(slow)
