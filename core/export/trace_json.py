@@ -765,18 +765,31 @@ def _append_file(src: Path, dst: Path, offset: int) -> None:
         os.close(fin)
 
 
-def write_trace_beside(events: EventTable, path: Path, may_fork: bool, **settings: Any) -> Path:
+def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
+                       help_after: Optional[Callable[[], Any]] = None, **settings: Any) -> Path:
     """:func:`write_trace`, rendered by a forked child (:class:`ForkedTrace`) that shares the table
     copy-on-write when the table has at least :data:`FORK_MIN_EVENTS` events, ``os.fork`` exists and
     the caller says a fork is safe (``may_fork``: no live thread holds a lock the child would take; the
-    child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null). This
-    thread renders the last part of the chunks itself, so the trace takes two cores while the
-    process's other threads write the other outputs.
+    child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
+
+    Once ``help_after()`` returns (the process's other work done: the analyzers, say), this thread
+    renders part of the chunks the child has not reached, so the end of the trace takes two cores;
+    helping earlier would only take a core from that other work and cost a copy of its part. When
+    ``help_after`` raises, the child is stopped, its file removed and the error raised.
 
     Example::
 
         write_trace_beside(result.events, out / "trace_view.json", may_fork=False, **trace_settings(result))
     """
     if not may_fork or len(events) < FORK_MIN_EVENTS or not hasattr(os, "fork"):
+        if help_after is not None:
+            help_after()
         return write_trace(events, path, **settings)
-    return ForkedTrace(events, Path(path), settings).finish()
+    job = ForkedTrace(events, Path(path), settings)
+    try:
+        if help_after is not None:
+            help_after()
+    except BaseException:
+        job.discard()
+        raise
+    return job.finish()

@@ -1,9 +1,10 @@
 """Built-in exporter plugin: ``trace_view.json`` (Kineto object form, :mod:`npuprof.export.trace_json`).
 
-It reads only the events, so it writes while the analyzers still run; a
-large trace is rendered on two cores (a forked child and this thread,
-:func:`~npuprof.export.trace_json.write_trace_beside`) where forking is safe
-(:func:`~npuprof.export.writer.fork_is_safe`).
+It reads only the events, so it writes while the analyzers still run: a
+large trace is rendered by a forked child where forking is safe
+(:func:`~npuprof.export.writer.fork_is_safe`), and this thread renders a
+share of what is left once the analyzers are done
+(:func:`~npuprof.export.trace_json.write_trace_beside`).
 """
 from __future__ import annotations
 
@@ -20,5 +21,6 @@ from ..hookspecs import hookimpl
 def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
     if not target.text:
         return None
+    # reading the tables waits for the analyzers: then this thread takes its share of the trace
     return [write_trace_beside(result.events, target.output_dir / "trace_view.json", fork_is_safe(),
-                               **trace_settings(result))]
+                               help_after=lambda: len(result.tables), **trace_settings(result))]
