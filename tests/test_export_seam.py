@@ -12,8 +12,9 @@ import pytest
 from npuprof import hookimpl
 from npuprof.analysis import analyzers
 from npuprof.errors import ProfilerDataError
-from npuprof.export import writer
+from npuprof.export import trace_json, writer
 from npuprof.export.csvfiles import write_csv
+from npuprof.plugins import trace_view
 from npuprof.plugins.manager import get_plugin_host
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -75,7 +76,16 @@ def test_a_third_party_exporter_runs_through_the_seam_beside_the_analyzers(synth
     assert not run.failures
 
 
-def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synthetic_run, plugin, monkeypatch):
+@pytest.mark.parametrize("forked", [False, True])
+def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synthetic_run, plugin, monkeypatch,
+                                                                            forked):
+    """Whether the trace was being rendered by a forked child (stopped, its files removed) or here."""
+    if forked:
+        monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+        monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
+    started = []
+    real_fork = trace_json.ForkedTrace
+    monkeypatch.setattr(trace_json, "ForkedTrace", lambda *a: started.append(1) or real_fork(*a))
     waited = {}
 
     class TableReader:
@@ -95,5 +105,22 @@ def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synt
     with pytest.raises(MemoryError):
         writer.analyse_and_export(synthetic_run)
     assert "analysis did not complete: MemoryError" in waited["error"]
+    assert started == ([1] if forked else [])
     out = synthetic_run / "ASCEND_PROFILER_OUTPUT"
     assert not out.exists() or not any(out.iterdir())   # the trace written meanwhile is removed too
+
+
+def test_at_interpreter_exit_the_exporters_run_one_after_another_here(synthetic_run, monkeypatch, tmp_path):
+    """A window saved at exit is analysed when no new thread may start: the same outputs, written in turn."""
+    writer.analyse_and_export(synthetic_run, output=tmp_path / "threads")
+
+    class Exiting(writer.ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(writer, "ThreadPoolExecutor", Exiting)
+    (run,) = writer.analyse_and_export(synthetic_run, output=tmp_path / "in_turn")
+    assert not run.failures and (run.output_dir / "analyse.done").is_file()
+    threads = {p.name: p.read_bytes() for p in (tmp_path / "threads").rglob("*.*") if p.name != "npuprof_analysis.json"}
+    in_turn = {p.name: p.read_bytes() for p in (tmp_path / "in_turn").rglob("*.*") if p.name != "npuprof_analysis.json"}
+    assert in_turn == threads and "trace_view.json" in threads and "op_statistic.csv" in threads

@@ -21,11 +21,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from ..analysis.pipeline import ANALYSIS_PHASES, RunAnalysis, find_runs, start_analysis
 from ..analysis.result import AnalysisResult
@@ -212,12 +212,17 @@ def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional
     outcomes: list[tuple[str, Any]] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix=EXPORT_THREAD_PREFIX) as pool:
-            jobs = [(name, pool.submit(_call_exporter, host, name, result, target)) for name in names]
+            try:
+                jobs = [(name, pool.submit(_call_exporter, host, name, result, target)) for name in names]
+            except RuntimeError:   # the interpreter is exiting (a window saved at exit): no new threads
+                jobs = []
             if analysis is not None:
                 try:
                     analysis.finish()
                 except BaseException as e:   # raised once the exporters are done (they wait on its tables)
                     analysis_error = e
+            if not jobs and names and analysis_error is None:   # one after another, here
+                jobs = [(name, _done(_call_exporter, host, name, result, target)) for name in names]
             for name, job in jobs:
                 with phases.phase(f"writing {name} outputs ({result.run_dir.name})") if phases else nullcontext():
                     try:
@@ -247,6 +252,16 @@ def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional
         log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s", failure.exporter, result.run_dir,
                     failure.error, extra={CARRIED_IN_RESULT: True})
     return written
+
+
+def _done(fn: Callable[..., Any], *args: Any) -> Future:
+    """``fn(*args)`` run here, as a finished future."""
+    future: Future = Future()
+    try:
+        future.set_result(fn(*args))
+    except BaseException as e:
+        future.set_exception(e)
+    return future
 
 
 def _call_exporter(host: Any, exporter: str, result: AnalysisResult,
