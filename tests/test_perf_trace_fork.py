@@ -196,3 +196,17 @@ def test_append_file_in_the_kernel_or_by_reads_and_writes(tmp_path, monkeypatch,
     trace_json._append_file(src, dst, 15)
     assert dst.read_bytes() == b"head-" * 3 + bytes(range(256)) * 40000
     assert bool(calls) == (kernel_copy and hasattr(os, "copy_file_range"))   # the path the test names ran
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_this_thread_helps_the_child_only_where_a_second_core_is_there(tmp_path, small_chunks, monkeypatch, cores):
+    asked = []
+    real_finish = trace_json.ForkedTrace.finish
+    monkeypatch.setattr(trace_json.ForkedTrace, "finish", lambda self, help=True: asked.append(help)
+                        or real_finish(self, help))
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    monkeypatch.setattr(trace_json, "_cores", lambda: cores)
+    events = make_events(6000, seed=11)
+    path = trace_json.write_trace_beside(events, tmp_path / "out" / "trace_view.json", may_fork=True)
+    assert asked == [cores > 1]
+    assert path.read_bytes() == _one_process(events, tmp_path)

@@ -773,7 +773,8 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
     child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
 
     Once ``help_after()`` returns (the process's other work done: the analyzers, say), this thread
-    renders part of the chunks the child has not reached, so the end of the trace takes two cores;
+    renders part of the chunks the child has not reached (where the process may use two cores or
+    more), so the end of the trace takes two cores;
     helping earlier would only take a core from that other work and cost a copy of its part. When
     ``help_after`` raises, the child is stopped, its file removed and the error raised.
 
@@ -792,4 +793,9 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
     except BaseException:
         job.discard()
         raise
-    return job.finish()
+    return job.finish(help=_cores() > 1)   # on one core helping only adds the copy of this thread's part
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
