@@ -111,16 +111,26 @@ def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synt
 
 
 def test_at_interpreter_exit_the_exporters_run_one_after_another_here(synthetic_run, monkeypatch, tmp_path):
-    """A window saved at exit is analysed when no new thread may start: the same outputs, written in turn."""
-    writer.analyse_and_export(synthetic_run, output=tmp_path / "threads")
+    """A window saved at exit is analysed when no new thread may start: the same outputs, the database's
+    too, written in turn."""
+    from npuprof.export import sqlite_db
+
+    kinds = ["text", "db"]
+    writer.analyse_and_export(synthetic_run, export_type=kinds, output=tmp_path / "threads")
 
     class Exiting(writer.ThreadPoolExecutor):
         def submit(self, *args, **kwargs):
             raise RuntimeError("cannot schedule new futures after interpreter shutdown")
 
     monkeypatch.setattr(writer, "ThreadPoolExecutor", Exiting)
-    (run,) = writer.analyse_and_export(synthetic_run, output=tmp_path / "in_turn")
+    monkeypatch.setattr(sqlite_db, "ThreadPoolExecutor", Exiting)
+    (run,) = writer.analyse_and_export(synthetic_run, export_type=kinds, output=tmp_path / "in_turn")
     assert not run.failures and (run.output_dir / "analyse.done").is_file()
-    threads = {p.name: p.read_bytes() for p in (tmp_path / "threads").rglob("*.*") if p.name != "npuprof_analysis.json"}
-    in_turn = {p.name: p.read_bytes() for p in (tmp_path / "in_turn").rglob("*.*") if p.name != "npuprof_analysis.json"}
-    assert in_turn == threads and "trace_view.json" in threads and "op_statistic.csv" in threads
+
+    def files(folder):
+        return {p.name: p.read_bytes() for p in folder.rglob("*.*") if p.name != "npuprof_analysis.json"}
+
+    threads, in_turn = files(tmp_path / "threads"), files(tmp_path / "in_turn")
+    assert in_turn == threads
+    assert {"trace_view.json", "op_statistic.csv", "analysis.db"} <= set(threads)
+    assert any(name.startswith("ascend_") and name.endswith("_profiler_0.db") for name in threads)

@@ -77,6 +77,7 @@ class StatementThread:
         self.depth = depth
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="npuprof-sqlite")
         self._pending: deque[Future] = deque()
+        self._inline = False
 
     def execute(self, sql: str, params: Sequence = ()) -> None:
         self._submit(self.con.execute, sql, params)
@@ -87,7 +88,15 @@ class StatementThread:
     def _submit(self, fn: Callable[..., Any], *args: Any) -> None:
         while len(self._pending) > self.depth:
             self._pending.popleft().result()
-        self._pending.append(self._pool.submit(_closed_here, fn, *args))
+        if self._inline:
+            _closed_here(fn, *args)
+            return
+        try:
+            self._pending.append(self._pool.submit(_closed_here, fn, *args))
+        except RuntimeError:   # the interpreter is exiting (a window saved at exit): no new threads
+            self._inline = True
+            self.drain()
+            _closed_here(fn, *args)
 
     def drain(self) -> None:
         """Wait until every statement ran; raise the first error."""
