@@ -10,6 +10,7 @@ Modes (``params["mode"]``), each run in a fresh interpreter by ``run.py``:
   CPU time and peak RSS of its children (the trace rendered by a forked
   child: its RSS counts the event table it shares copy-on-write); with
   ``breakdown`` also time the phases separately (a second pass); with
+  ``cpus`` (a list of core numbers) run pinned to those cores, as ``taskset -c`` does; with
   ``size`` measure trace_view.json bytes per event, plain and gzip (level 6),
   the speed of trace JSON encoding alone and of file writes here (plain into
   memory the page cache takes fresh, written behind, plain into memory just freed).
@@ -66,6 +67,9 @@ def _write_speeds(directory: Path, total: int = 256 << 20) -> dict:
 
 
 def analyse(params: dict) -> dict:
+    if params.get("cpus"):   # pinned before numpy starts: the process and its forked children run on these cores
+        os.sched_setaffinity(0, set(params["cpus"]))
+    load_start = os.getloadavg()[0]
     base_rss = rss_bytes()
     with Clock() as c:
         from npuprof.analysis import pipeline
@@ -92,6 +96,7 @@ def analyse(params: dict) -> dict:
                  "children_cpu_seconds": kids.ru_utime + kids.ru_stime,
                  "children_peak_rss_bytes": kids.ru_maxrss * 1024,
                  "rss_after_import_bytes": rss_after_import, "import_s": import_s,
+                 "cpus": sorted(os.sched_getaffinity(0)), "load_start": load_start,
                  "outputs": {p.name: p.stat().st_size for p in run.outputs if p.exists()}}
     del run
     trace = run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 ANALYSIS_GOAL = 2e6          # events/s at 10M events to every output
+CORES_GOAL = 1.6             # the 10M analysis on two cores against one
 
 
 def _ns(x: float) -> str:
@@ -177,6 +178,18 @@ def build_rows(results: dict) -> list[dict]:
                              f"its table alone: {a['table_bytes'] / 2**20:,.0f} MB", "",
                              "< 1 GB" if goal else "", rss["max"] < 2**30 if goal else None,
                              f"analysis_rss_{size}", rss["max"]))
+            cores = a.get("cores")
+            if cores and "speedup" in cores:
+                sp = cores["speedup"]
+                loads = cores.get("load_averages") or [0]
+                rows.append(_row("Analysis", f"that analysis ({a['events'] / 1e6:g}M) on two cores against one "
+                                             "(`taskset -c 0,1` / `-c 0`, alternated pairs; load average "
+                                             f"{min(loads):.1f}-{max(loads):.1f})",
+                                 f"2 cores {_rng(cores['two_cores_s'], _s)}", f"1 core {_rng(cores['one_core_s'], _s)}",
+                                 _ratio(sp) + " faster", ">= 1.6x", sp["median"] >= CORES_GOAL,
+                                 f"analysis_cores_{size}", sp["median"]))
+            elif cores:
+                rows.append(_err("Analysis", f"{size} events on 1 / 2 cores", cores, f"analysis_cores_{size}"))
         elif a:
             rows.append(_err("Analysis", f"{size} events", a, f"analysis_rate_{size}"))
     ms = results.get("mindspore", {})

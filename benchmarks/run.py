@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import run_child, summary  # noqa: E402
+from harness import paired_ratio, run_child, summary  # noqa: E402
 from report import build_rows, markdown, update_readme  # noqa: E402
 
 SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory", "db", "cluster", "memcost", "diff",
@@ -113,6 +113,7 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
                 log(f"analysis: {label} with the Python fallback (NPUPROF_PURE_PYTHON=1), pass {r + 1}/2")
                 fallback.append(run_child("bench_analysis", {"mode": "analyse", "run_dir": gen["run_dir"]},
                                           env={"NPUPROF_PURE_PYTHON": "1"}))
+        cores = _cores_passes(gen["run_dir"], reps[f"{label}_cores"]) if f"{label}_cores" in reps else None
         ok = [x for x in runs if "error" not in x]
         if not ok:
             results[f"analysis_{label}"] = runs[0]
@@ -137,8 +138,31 @@ def run_analysis(results: dict, work: Path, sizes: dict, reps: dict) -> None:
         if fallback_ok:
             res["python_events_per_s"] = summary([x["events_per_s"] for x in fallback_ok])
             res["python_cpu_seconds"] = summary([x["cpu_seconds"] + x["children_cpu_seconds"] for x in fallback_ok])
+        if cores is not None:
+            res["cores"] = cores
         results[f"analysis_{label}"] = res
         shutil.rmtree(work / label, ignore_errors=True)
+
+
+def _cores_passes(run_dir: str, reps: int) -> dict:
+    """The same analysis pinned to one core and to two (``taskset -c 0`` / ``-c 0,1``), alternated pass by
+    pass (the order swapped every other pair): seconds of each, and their paired ratio."""
+    if len(os.sched_getaffinity(0)) < 2:
+        return {"error": "one core only: no 1/2-core comparison"}
+    one, two, loads = [], [], []
+    for r in range(reps):
+        order = ([0], [0, 1]) if r % 2 == 0 else ([0, 1], [0])
+        for cpus in order:
+            log(f"analysis: 10M pinned to cores {cpus}, pair {r + 1}/{reps}")
+            x = run_child("bench_analysis", {"mode": "analyse", "run_dir": run_dir, "cpus": cpus})
+            if "error" in x:
+                return x
+            (one if len(cpus) == 1 else two).append(x)
+            loads.append(x["load_start"])
+    return {"one_core_s": summary([x["seconds"] for x in one]), "two_cores_s": summary([x["seconds"] for x in two]),
+            "speedup": paired_ratio([x["seconds"] for x in one], [x["seconds"] for x in two]),
+            "peak_rss_bytes": summary([x["peak_rss_bytes"] for x in one + two]),
+            "load_averages": loads}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
             # five 10M passes: a pass's kernel time swings 2-6 s with how much of the memory it touches the
             # VM's host has taken back meanwhile (14:13 run: 4.1, 6.2 and 7.6 s), so a median of three moved
             # with one pass
-            run_analysis(results, work / "analysis", sizes, {"1M": 2 if q else 3, "10M": 1 if q else 5})
+            # and three pairs pinned to one core / two cores: how much of the analysis uses the second core
+            run_analysis(results, work / "analysis", sizes, {"1M": 2 if q else 3, "10M": 1 if q else 5,
+                                                             "10M_cores": 1 if q else 3})
         if "db" in only:
             n_db = 100_000 if q else 10_000_000
             log(f"Ascend profiler database: writing {n_db:,} synthetic events")

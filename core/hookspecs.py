@@ -177,8 +177,16 @@ def npuprof_parse_run(run_dir: Path, context: "ParseContext") -> Optional["Event
 def npuprof_export(result: "AnalysisResult", target: "ExportTarget") -> Optional[list]:
     """Write outputs for an analysed run; return the paths written.
 
-    ``result`` holds the event table, the run's info and every analyzer's
-    table; read it, never change it. ``target.output_dir`` is the run's
+    The one seam for outputs: an exporter is a function of the
+    :class:`~npuprof.analysis.result.AnalysisResult` and a target folder.
+    The writer (:func:`npuprof.export.writer.write_outputs`) calls every
+    exporter at once, each on a thread of an executor it owns, while the
+    analyzers still run: ``result.events`` and ``result.info`` are there from
+    the start; reading ``result.tables`` waits until the analyzers are done
+    (and raises :class:`~npuprof.errors.ProfilerDataError` if they failed), so
+    an exporter that reads only the events writes beside them. ``result``
+    holds the event table, the run's info and every analyzer's table; read
+    it, never change it. ``target.output_dir`` is the run's
     ``ASCEND_PROFILER_OUTPUT`` folder (inside the run for npuprof's own runs,
     elsewhere for another tool's read-only run) and ``target.export_type``
     the kinds asked for (``target.text``, ``target.db``). Write to a temporary

@@ -14,6 +14,7 @@ from npuprof import recorder, rawstore
 from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTable
 from npuprof.export import textrows, trace_json
 from npuprof.export.writer import analyse_and_export
+from npuprof.plugins import trace_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import synth  # noqa: E402
@@ -234,7 +235,7 @@ def test_outputs_of_a_run_are_the_same_whether_its_records_hold_one_value_column
     if forked:
         monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk
         monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
-        monkeypatch.setattr(trace_json, "_only_daemon_threads", lambda: True)
+        monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)
 
     monkeypatch.setattr(synth.time, "time_ns", lambda: 1_700_000_000_000_000_000)
     compact = synth.make_run(tmp_path / "compact", 30_000, chunk_events=4_000)

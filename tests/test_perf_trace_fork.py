@@ -1,4 +1,4 @@
-"""trace_view.json rendered by a forked child while the parent analyses and writes the CSVs: the same bytes
+"""trace_view.json rendered by a forked child while the analyzers run and the CSVs are written: the same bytes
 as written in one process, whoever renders which chunks; the child's errors raised in the parent; nothing
 left behind when the trace is not taken."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from npuprof.export import textrows, trace_json
 from npuprof.fileio import WriteBehind
 from npuprof.export.writer import analyse_and_export
+from npuprof.plugins import trace_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from test_perf_trace import make_events  # noqa: E402
@@ -31,7 +32,6 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk: many chunks to share
     monkeypatch.setattr(WriteBehind, "WINDOW", 4096)   # written behind at every few blocks
     monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
-    monkeypatch.setattr(trace_json, "_only_daemon_threads", lambda: True)   # whatever other tests left running
 
 
 @pytest.mark.parametrize("help", [True, False])
@@ -76,31 +76,61 @@ def test_child_error_is_raised_here_and_leaves_no_file(tmp_path, small_chunks):
 def test_discard_stops_the_child_and_removes_its_file(tmp_path, small_chunks):
     events = make_events(20000)
     path = tmp_path / "out" / "trace_view.json"
-    assert trace_json.start_forked_trace(events, path)
-    assert trace_json.has_forked_trace(path, events) and not trace_json.has_forked_trace(path, make_events(10))
-    trace_json.discard_forked_traces()
+    job = trace_json.ForkedTrace(events, path, {})
+    job.discard()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(job.pid, os.WNOHANG)   # reaped
     assert not (tmp_path / "out").exists()
-    assert trace_json.take_forked_trace(path, events) is None
 
 
-def test_no_fork_below_the_threshold_when_asked_or_beside_a_live_thread(tmp_path, monkeypatch):
+def test_forked_only_above_the_threshold_and_where_the_caller_says_it_is_safe(tmp_path, monkeypatch):
+    started = []
+    real = trace_json.ForkedTrace
+    monkeypatch.setattr(trace_json, "ForkedTrace", lambda *a: started.append(1) or real(*a))
+    events = make_events(100)
+    one = _one_process(events, tmp_path)
+    assert trace_json.write_trace_beside(events, tmp_path / "a.json", may_fork=True).read_bytes() == one
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    assert trace_json.write_trace_beside(events, tmp_path / "b.json", may_fork=False).read_bytes() == one
+    assert started == []
+    assert trace_json.write_trace_beside(events, tmp_path / "c.json", may_fork=True).read_bytes() == one
+    assert started == [1]
+
+
+def test_fork_is_safe_beside_export_threads_only():
+    """An exporter may fork beside the writer's own threads (and the one waiting for them), never beside
+    a live thread of someone else's (its locks could be held at the fork)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from npuprof.export import writer
+
+    release = threading.Event()
+    user = threading.Thread(target=release.wait)   # not a daemon: its locks could be held at the fork
+    with ThreadPoolExecutor(2, thread_name_prefix=writer.EXPORT_THREAD_PREFIX) as pool:
+        waiting = pool.submit(release.wait)   # another exporter thread, busy
+        me = threading.get_ident()
+        with writer._exporting_lock:
+            writer._exporting.add(me)   # this thread waits for the exporters, as write_outputs does
+        try:
+            assert pool.submit(writer.fork_is_safe).result() is _no_other_threads()
+            user.start()
+            assert pool.submit(writer.fork_is_safe).result() is False
+        finally:
+            release.set()
+            user.join()
+            waiting.result()
+            with writer._exporting_lock:
+                writer._exporting.discard(me)
+
+
+def _no_other_threads() -> bool:
+    """True when no thread of another test is still alive (then the writer's threads alone are safe)."""
     import threading
 
-    events = make_events(100)
-    assert not trace_json.start_forked_trace(events, tmp_path / "t.json")
-    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
-    monkeypatch.setenv("NPUPROF_NO_FORK", "1")
-    assert not trace_json.start_forked_trace(events, tmp_path / "t.json")
-    monkeypatch.delenv("NPUPROF_NO_FORK")
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait)   # not a daemon: its locks could be held at the fork
-    worker.start()
-    try:
-        assert not trace_json.start_forked_trace(events, tmp_path / "t.json")
-    finally:
-        release.set()
-        worker.join()
-    assert list(tmp_path.iterdir()) == []
+    from npuprof.export import writer
+    return all(t is threading.main_thread() or t.daemon or t.name.startswith(writer.EXPORT_THREAD_PREFIX)
+               for t in threading.enumerate())
 
 
 def _digests(folder: Path) -> dict:
@@ -113,14 +143,13 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
     run = make_run(tmp_path / "runs", 30_000)
     monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # chunks decide the grouping of kinds: the same in both
     monkeypatch.setattr(WriteBehind, "WINDOW", 4096)
-    monkeypatch.setenv("NPUPROF_NO_FORK", "1")
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 10**12)   # rendered on the exporter's thread alone
     analyse_and_export(run)
     out = run / "ASCEND_PROFILER_OUTPUT"
     before = _digests(out)
     for p in out.iterdir():
         p.unlink()
-    monkeypatch.delenv("NPUPROF_NO_FORK")
-    monkeypatch.setattr(trace_json, "_only_daemon_threads", lambda: True)
+    monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
     monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
     started = []
     real = trace_json.ForkedTrace
@@ -128,8 +157,7 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
     (exported,) = analyse_and_export(run)
     assert started == [1]
     assert _digests(out) == before
-    assert exported.outputs[0] == out / "trace_view.json" and not exported.failures
-    assert not trace_json._forked
+    assert out / "trace_view.json" in exported.outputs and not exported.failures
 
 
 def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path, small_chunks, monkeypatch):
@@ -168,3 +196,17 @@ def test_append_file_in_the_kernel_or_by_reads_and_writes(tmp_path, monkeypatch,
     trace_json._append_file(src, dst, 15)
     assert dst.read_bytes() == b"head-" * 3 + bytes(range(256)) * 40000
     assert bool(calls) == (kernel_copy and hasattr(os, "copy_file_range"))   # the path the test names ran
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_this_thread_helps_the_child_only_where_a_second_core_is_there(tmp_path, small_chunks, monkeypatch, cores):
+    asked = []
+    real_finish = trace_json.ForkedTrace.finish
+    monkeypatch.setattr(trace_json.ForkedTrace, "finish", lambda self, help=True: asked.append(help)
+                        or real_finish(self, help))
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    monkeypatch.setattr(trace_json, "_cores", lambda: cores)
+    events = make_events(6000, seed=11)
+    path = trace_json.write_trace_beside(events, tmp_path / "out" / "trace_view.json", may_fork=True)
+    assert asked == [cores > 1]
+    assert path.read_bytes() == _one_process(events, tmp_path)

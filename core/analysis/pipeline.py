@@ -13,10 +13,11 @@ Example::
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
@@ -32,12 +33,13 @@ from .analyzers import ANALYZERS, assign_steps
 from ..readers.ascend_contract import tool_step_trace
 from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
+from .table import Table
 from .steps import select_steps
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
-__all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "analyse_path", "analyse_run", "find_runs", "is_run_dir",
-           "load_events", "load_run", "ANALYSIS_PHASES"]
+__all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "PendingTables", "RunAnalysis", "analyse_path", "analyse_run",
+           "find_runs", "is_run_dir", "load_events", "load_run", "start_analysis", "ANALYSIS_PHASES"]
 ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
 
 
@@ -177,25 +179,135 @@ def _recorded_nothing(info: RunInfo) -> bool:
     return own.get("events_written") == 0 and info.state == "stopped"
 
 
-@ordinary_pages()
-def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
-                force: bool = False, phases: Optional[PhaseCounter] = None,
-                on_loaded: Optional[Callable[[EventTable, RunInfo], None]] = None,
-                steps: Optional[Sequence[int]] = None) -> AnalysisResult:
-    """Parse and analyse one run; writes nothing.
+class PendingTables(dict):
+    """The analyzers' tables of a run whose analyzers still run (:class:`RunAnalysis`): every read
+    waits until they are done, and raises :class:`~npuprof.errors.ProfilerDataError` when the
+    analysis failed. So whatever reads an :class:`AnalysisResult` (an exporter) may start as soon as
+    the events are loaded: what needs only the events goes on beside the analyzers."""
 
-    ``progress(message, done, total)`` is told each phase as it starts
-    (parsing, each analyzer); ``force`` reads input files over the size limit;
-    ``on_loaded(events, info)`` is called once the events are parsed, before
-    the analyzers (the writer starts the trace there). ``steps`` (consecutive
-    step numbers) keeps the events that start within those ``ProfilerStep``
-    ranges (mindspore.profiler's ``step_list``).
+    def __init__(self, run_dir: Union[str, Path] = "analysis") -> None:
+        super().__init__()
+        self._run_dir = run_dir
+        self._settled = threading.Event()
+        self._error: Optional[BaseException] = None
+
+    def _publish(self, tables: dict, error: Optional[BaseException] = None) -> None:
+        dict.update(self, tables)
+        self._error = error
+        self._settled.set()
+
+    def wait(self) -> None:
+        """Return once the analyzers are done; raise if the analysis failed."""
+        self._settled.wait()
+        if self._error is not None:
+            raise ProfilerDataError(self._run_dir, f"analysis did not complete: {type(self._error).__name__}: "
+                                                f"{self._error}") from self._error
+
+    def __getitem__(self, key: str) -> Table:
+        self.wait()
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        self.wait()
+        return dict.__contains__(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        self.wait()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.wait()
+        return dict.__len__(self)
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self) if self._settled.is_set() else "PendingTables(<analysing>)"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.wait()
+        return dict.get(self, key, default)
+
+    def keys(self) -> Any:
+        self.wait()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.wait()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self.wait()
+        return dict.items(self)
+
+    def copy(self) -> dict:
+        self.wait()
+        return dict(dict.items(self))
+
+    def __reduce__(self) -> Any:   # pickled as the plain dict it becomes
+        return (dict, (self.copy(),))
+
+
+class RunAnalysis:
+    """One run loaded, its analyzers still to run: :func:`start_analysis`, then :meth:`finish`.
+
+    ``result`` exists from the start: its events, info, warnings and quality
+    as loaded; its ``tables`` a :class:`PendingTables` that a reader on
+    another thread waits on. :meth:`finish` runs the analyzers on this
+    thread and hands their tables over (then ``result.tables`` is a plain
+    dict and ``result.quality`` final).
 
     Example::
 
-        result = analyse_run("./prof/host_1_20250101000000000_ascend_ms")
-        print(result.tables["step_trace_time"].rows())
+        analysis = start_analysis("./prof/rank0_ascend_pt")
+        len(analysis.result.events)          # known already
+        result = analysis.finish()           # every table
     """
+
+    def __init__(self, result: AnalysisResult, read_tables: dict, phases: PhaseCounter, t0: float) -> None:
+        self.result = result
+        self._read_tables = read_tables
+        self._phases = phases
+        self._t0 = t0
+
+    def finish(self) -> AnalysisResult:
+        """Run every analyzer; the result, complete. Raised errors are also raised to whoever waits on
+        the pending tables."""
+        result, pending = self.result, self.result.tables
+        tables: dict[str, Table] = {}
+        try:
+            _analyse(result, tables, self._read_tables, self._phases)
+        except BaseException as e:
+            if isinstance(pending, PendingTables):
+                pending._publish({}, e)
+            raise
+        result.tables = tables
+        if isinstance(pending, PendingTables):
+            pending._publish(tables)
+        log.info("npuprof: analysed %s: %d events in %.2f s", result.run_dir, len(result.events),
+                 time.perf_counter() - self._t0)
+        return result
+
+
+def _analyse(result: AnalysisResult, tables: dict, read_tables: dict, phases: PhaseCounter) -> None:
+    run_dir, events, quality = result.run_dir, result.events, result.quality
+    for name, analyzer in ANALYZERS.items():
+        with phases.phase(f"{name} ({run_dir.name})"):
+            tables[name] = analyzer(events)
+    for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
+        if name in tables:
+            result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
+        else:
+            tables[name] = table
+    leave_unmeasured_empty(tables, quality)
+    if not result.info.writable and run_dir.is_dir() and "step_trace_time" in tables:
+        check_against_tool(tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
+
+
+@ordinary_pages()
+def start_analysis(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
+                   force: bool = False, phases: Optional[PhaseCounter] = None,
+                   steps: Optional[Sequence[int]] = None) -> RunAnalysis:
+    """Parse one run (the ``parsing`` phase); its analyzers run at :meth:`RunAnalysis.finish`.
+    Arguments as :func:`analyse_run`."""
     run_dir = Path(run_dir)
     phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
     t0 = time.perf_counter()
@@ -203,23 +315,29 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
         events, info, warnings, skipped, quality, read_tables = _load(run_dir)
     if steps is not None:
         events = select_steps(events, steps)
-    if on_loaded is not None:
-        on_loaded(events, info)
-    result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped,
-                            quality=quality)
-    for name, analyzer in ANALYZERS.items():
-        with phases.phase(f"{name} ({run_dir.name})"):
-            result.tables[name] = analyzer(events)
-    for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
-        if name in result.tables:
-            result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
-        else:
-            result.tables[name] = table
-    leave_unmeasured_empty(result.tables, quality)
-    if not info.writable and run_dir.is_dir() and "step_trace_time" in result.tables:
-        check_against_tool(result.tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
-    log.info("npuprof: analysed %s: %d events in %.2f s", run_dir, len(events), time.perf_counter() - t0)
-    return result
+    result = AnalysisResult(run_dir=run_dir, info=info, events=events, tables=PendingTables(run_dir), warnings=warnings,
+                            skipped=skipped, quality=quality)
+    return RunAnalysis(result, read_tables, phases, t0)
+
+
+@ordinary_pages()
+def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] = None, *,
+                force: bool = False, phases: Optional[PhaseCounter] = None,
+                steps: Optional[Sequence[int]] = None) -> AnalysisResult:
+    """Parse and analyse one run; writes nothing.
+
+    ``progress(message, done, total)`` is told each phase as it starts
+    (parsing, each analyzer); ``force`` reads input files over the size limit.
+    ``steps`` (consecutive step numbers) keeps the events that start within
+    those ``ProfilerStep`` ranges (mindspore.profiler's ``step_list``).
+    :func:`start_analysis` is the same in two halves (the events first).
+
+    Example::
+
+        result = analyse_run("./prof/host_1_20250101000000000_ascend_ms")
+        print(result.tables["step_trace_time"].rows())
+    """
+    return start_analysis(run_dir, progress, force=force, phases=phases, steps=steps).finish()
 
 
 def analyse_path(path: Union[str, Path], progress: Optional[ProgressCallback] = None, *,

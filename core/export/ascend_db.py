@@ -68,7 +68,7 @@ from ..events import EventKind, EventTable
 from ..readers.ascend_db import MODULES
 from ..readers.ascend_output import us_text_to_ns
 from ..runinfo import NPUPROF_VERSION, RunOrigin
-from .sqlite_db import INSERT_ROWS, building_db, create_table, insert_rows
+from .sqlite_db import INSERT_ROWS, StatementThread, building_db, create_table, insert_rows, statement_thread
 
 SCHEMA_VERSION = (1, 0, 0)
 INVALID = 4294967295          # the tools' "no value" for 32-bit ids (contextId, modelId, connectionId ...)
@@ -209,8 +209,8 @@ def ascend_db_name(result: AnalysisResult) -> str:
 def write_ascend_db(result: AnalysisResult, out_dir: Path) -> Path:
     """Write ``out_dir/ascend_{fw}_profiler_{rank}.db`` (temporary name, then renamed); its path."""
     path = Path(out_dir) / ascend_db_name(result)
-    with building_db(path) as con:
-        _AscendDbWriter(con, result).write()
+    with building_db(path) as con, statement_thread(con) as statements:
+        _AscendDbWriter(con, statements, result).write()
     return path
 
 
@@ -310,8 +310,8 @@ class _CommOps:
 
 
 class _AscendDbWriter:
-    def __init__(self, con: sqlite3.Connection, result: AnalysisResult) -> None:
-        self.con = con
+    def __init__(self, con: sqlite3.Connection, statements: StatementThread, result: AnalysisResult) -> None:
+        self.con = statements   # rows are stored on the statement thread while the next ones are built
         self.result = result
         self.ev: EventTable = result.events
         self.strings = _Strings(self.ev.strings, np.zeros(len(self.ev.strings), dtype=bool))

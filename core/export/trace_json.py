@@ -33,7 +33,6 @@ import os
 import pickle
 import signal
 import sys
-import threading
 import warnings
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Optional, Sequence
@@ -55,7 +54,7 @@ CATEGORY = {
 DEVICE_PID_BASE = 1 << 24   # synthetic pid for device d: DEVICE_PID_BASE + d
 CHUNK = 200_000
 BACKGROUND_MIN_EVENTS = 100_000   # larger traces are written from a second thread
-FORK_MIN_EVENTS = 1_000_000       # larger traces may be rendered by a forked child (see start_forked_trace)
+FORK_MIN_EVENTS = 1_000_000       # larger traces may be rendered by a forked child (see write_trace_beside)
 LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
 _MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
 FLOW_CAT = "ac2g"           # Kineto's CPU launch -> device flow category
@@ -766,55 +765,37 @@ def _append_file(src: Path, dst: Path, offset: int) -> None:
         os.close(fin)
 
 
-_forked: dict[Path, ForkedTrace] = {}
+def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
+                       help_after: Optional[Callable[[], Any]] = None, **settings: Any) -> Path:
+    """:func:`write_trace`, rendered by a forked child (:class:`ForkedTrace`) that shares the table
+    copy-on-write when the table has at least :data:`FORK_MIN_EVENTS` events, ``os.fork`` exists and
+    the caller says a fork is safe (``may_fork``: no live thread holds a lock the child would take; the
+    child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
 
+    Once ``help_after()`` returns (the process's other work done: the analyzers, say), this thread
+    renders part of the chunks the child has not reached (where the process may use two cores or
+    more), so the end of the trace takes two cores;
+    helping earlier would only take a core from that other work and cost a copy of its part. When
+    ``help_after`` raises, the child is stopped, its file removed and the error raised.
 
-def _only_daemon_threads() -> bool:
-    me = threading.current_thread()
-    return me is threading.main_thread() and all(t is me or t.daemon for t in threading.enumerate())
+    Example::
 
-
-def start_forked_trace(events: EventTable, path: Path, **settings: Any) -> bool:
-    """Start rendering ``events``' trace for ``path`` in a forked child
-    (:class:`ForkedTrace`); :func:`take_forked_trace` collects it.
-
-    Only for tables of at least :data:`FORK_MIN_EVENTS` events, where
-    ``os.fork`` exists, ``NPUPROF_NO_FORK`` is not set and every other
-    thread of the process is a daemon (a terminal progress bar's): a fork
-    copies only the calling thread, so the child must need no lock another
-    thread may hold (it renders with numpy, writes its own file, and its
-    stdout/stderr go to /dev/null). Returns whether a child was started.
+        write_trace_beside(result.events, out / "trace_view.json", may_fork=False, **trace_settings(result))
     """
-    if (len(events) < FORK_MIN_EVENTS or not hasattr(os, "fork") or os.environ.get("NPUPROF_NO_FORK")
-            or not _only_daemon_threads()):
-        return False
-    path = Path(path)
-    old = _forked.pop(path, None)
-    if old is not None:
-        old.discard()
-    _forked[path] = ForkedTrace(events, path, settings)
-    return True
-
-
-def has_forked_trace(path: Path, events: EventTable) -> bool:
-    """Whether a forked child renders the trace of this very table for ``path``."""
-    job = _forked.get(Path(path))
-    return job is not None and job.events is events
-
-
-def take_forked_trace(path: Path, events: EventTable) -> Optional[Path]:
-    """The trace a forked child rendered for ``path`` from this very table (its last chunks
-    rendered here), renamed in place; None when no child was started for them (write it here then)."""
-    job = _forked.pop(Path(path), None)
-    if job is None:
-        return None
-    if job.events is not events:
+    if not may_fork or len(events) < FORK_MIN_EVENTS or not hasattr(os, "fork"):
+        if help_after is not None:
+            help_after()
+        return write_trace(events, path, **settings)
+    job = ForkedTrace(events, Path(path), settings)
+    try:
+        if help_after is not None:
+            help_after()
+    except BaseException:
         job.discard()
-        return None
-    return job.finish()
+        raise
+    return job.finish(help=_cores() > 1)   # on one core helping only adds the copy of this thread's part
 
 
-def discard_forked_traces() -> None:
-    """Stop every child not collected (analysis or export failed before the trace was taken)."""
-    while _forked:
-        _forked.popitem()[1].discard()
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

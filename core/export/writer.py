@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
-from ..analysis.pipeline import ANALYSIS_PHASES, analyse_run, find_runs
+from ..analysis.pipeline import ANALYSIS_PHASES, RunAnalysis, find_runs, start_analysis
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError
@@ -35,7 +38,6 @@ from ..progress import PhaseCounter, ProgressCallback
 from ..quality import QualityIssue
 from ..runinfo import OUTPUT_DIR, RunOrigin, origin_of, read_run_info
 from ..validate import check_enum_list, check_output_path
-from .trace_json import discard_forked_traces, info_trace_settings, start_forked_trace
 
 log = logging.getLogger("npuprof")
 DEFAULT_OUTPUT = Path("npuprof_output")   # outputs of read-only runs when no output place is given
@@ -43,6 +45,10 @@ DEFAULT_OUTPUT = Path("npuprof_output")   # outputs of read-only runs when no ou
 ANALYSIS_RECORD = "npuprof_analysis.json"
 REANALYSIS_DIR = OUTPUT_DIR + "_reanalysis"   # where a re-analysis that read less than the last one writes
 ExportTypeLike = Union[ExportType, str]
+DONE_MARK = "analyse.done"
+EXPORT_THREAD_PREFIX = "npuprof-export"   # the writer's executor threads
+_exporting: set[int] = set()   # threads inside write_outputs now (waiting for their exporters, or analysing)
+_exporting_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -131,17 +137,19 @@ def _check_outside(place: Path, run_dir: Path, writable: bool) -> None:
 @ordinary_pages()
 def export_result(result: AnalysisResult, export_type: Optional[Sequence[ExportTypeLike]] = None,
                   output: Optional[Union[str, Path]] = None, analysed_root: Optional[Path] = None,
-                  phases: Optional[PhaseCounter] = None) -> ExportedRun:
-    """Write ``result``'s outputs through every exporter plugin.
+                  phases: Optional[PhaseCounter] = None, analysis: Optional[RunAnalysis] = None) -> ExportedRun:
+    """Write ``result``'s outputs through every exporter plugin (:func:`write_outputs`).
 
     ``export_type`` defaults to what the run asked for (its profiler_info),
-    else text. See the module docstring for where files go.
+    else text. See the module docstring for where files go. With
+    ``analysis`` (:func:`~npuprof.analysis.pipeline.start_analysis`, whose
+    result is ``result``) its analyzers run while the exporters write.
     """
     target = _export_target(result.run_dir, result.info, export_type, output, analysed_root)
     target, kept = _unless_degrading(target, len(result.events))
     if kept is not None:
         result.quality.add(kept)
-    written = write_outputs(result, target, phases)
+    written = write_outputs(result, target, phases, analysis)
     if not written.failures:
         record = {"events": len(result.events), "data_quality": result.quality.to_json()}
         written.paths.append(atomic_write(target.output_dir / ANALYSIS_RECORD, json.dumps(record, indent=1)))
@@ -183,31 +191,107 @@ def _export_target(run_dir: Path, info: Any, export_type: Optional[Sequence[Expo
     return ExportTarget(output_dir=root / OUTPUT_DIR, export_type=kinds)
 
 
-def write_outputs(result: AnalysisResult, target: ExportTarget,
-                  phases: Optional[PhaseCounter] = None) -> WrittenOutputs:
-    """Call every exporter plugin for ``target``, one at a time. A plugin that
-    raises is warned about by name and recorded in ``failures``; the others
-    still write (a profiled job keeps what can be kept, the CLI fails)."""
+def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional[PhaseCounter] = None,
+                  analysis: Optional[RunAnalysis] = None) -> WrittenOutputs:
+    """Call every exporter plugin for ``target`` at once, each on a thread of an executor this
+    function owns, and return what they wrote. A plugin that raises is warned about by name and
+    recorded in ``failures``; the others still write (a profiled job keeps what can be kept, the CLI
+    fails).
+
+    With ``analysis`` (whose ``result`` is ``result``, its tables pending) the analyzers run on this
+    thread meanwhile: an exporter that reads only the events (the trace) writes beside them, one that
+    reads a table waits for it (:class:`~npuprof.analysis.pipeline.PendingTables`). When the analysis
+    fails, what the exporters wrote is removed and its error raised.
+    """
     host = get_plugin_host()
+    names = exporter_names()
+    me = threading.get_ident()
+    with _exporting_lock:
+        _exporting.add(me)
+    analysis_error: Optional[BaseException] = None
+    outcomes: list[tuple[str, Any]] = []
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix=EXPORT_THREAD_PREFIX) as pool:
+            try:
+                jobs = [(name, pool.submit(_call_exporter, host, name, result, target)) for name in names]
+            except RuntimeError:   # the interpreter is exiting (a window saved at exit): no new threads
+                jobs = []
+            if analysis is not None:
+                try:
+                    analysis.finish()
+                except BaseException as e:   # raised once the exporters are done (they wait on its tables)
+                    analysis_error = e
+            if not jobs and names and analysis_error is None:   # one after another, here
+                jobs = [(name, _done(_call_exporter, host, name, result, target)) for name in names]
+            for name, job in jobs:
+                with phases.phase(f"writing {name} outputs ({result.run_dir.name})") if phases else nullcontext():
+                    try:
+                        outcomes.append((name, job.result()))
+                    except BaseException as e:   # ProfilerDataError/ConfigError: the user's to see
+                        outcomes.append((name, e))
+    finally:
+        with _exporting_lock:
+            _exporting.discard(me)
     written = WrittenOutputs()
-    for exporter in exporter_names():
-        if phases is None:
-            _call_exporter(host, exporter, result, target, written)
+    raised: Optional[BaseException] = analysis_error
+    for name, outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raised = raised or outcome
             continue
-        with phases.phase(f"writing {exporter} outputs ({result.run_dir.name})"):
-            _call_exporter(host, exporter, result, target, written)
+        paths, failures = outcome
+        written.paths += paths
+        written.failures += failures
+    if raised is not None:
+        if analysis_error is not None:   # no output of an analysis that did not complete
+            for path in written.paths:
+                path.unlink(missing_ok=True)
+        raise raised
+    if not written.failures:   # torch_npu's mark of a complete ASCEND_PROFILER_OUTPUT, written last
+        written.paths.append(atomic_write(target.output_dir / DONE_MARK, ""))
+    for failure in written.failures:
+        log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s", failure.exporter, result.run_dir,
+                    failure.error, extra={CARRIED_IN_RESULT: True})
     return written
 
 
-def _call_exporter(host: Any, exporter: str, result: AnalysisResult, target: ExportTarget,
-                   written: WrittenOutputs) -> None:
-    def failed(plugin: str, exc: BaseException) -> None:
-        log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s: %s", plugin, result.run_dir,
-                    type(exc).__name__, exc, extra={CARRIED_IN_RESULT: True})
-        written.failures.append(ExporterFailure(plugin, f"{type(exc).__name__}: {exc}"))
+def _done(fn: Callable[..., Any], *args: Any) -> Future:
+    """``fn(*args)`` run here, as a finished future."""
+    future: Future = Future()
+    try:
+        future.set_result(fn(*args))
+    except BaseException as e:
+        future.set_exception(e)
+    return future
 
-    for _, paths in host.call("npuprof_export", only=[exporter], on_error=failed, result=result, target=target):
-        written.paths += [Path(p) for p in paths]
+
+def _call_exporter(host: Any, exporter: str, result: AnalysisResult,
+                   target: ExportTarget) -> tuple[list[Path], list[ExporterFailure]]:
+    failures: list[ExporterFailure] = []
+
+    def failed(plugin: str, exc: BaseException) -> None:
+        failures.append(ExporterFailure(plugin, f"{type(exc).__name__}: {exc}"))
+
+    paths: list[Path] = []
+    for _, written in host.call("npuprof_export", only=[exporter], on_error=failed, result=result, target=target):
+        paths += [Path(p) for p in written]
+    return paths, failures
+
+
+def fork_is_safe() -> bool:
+    """True when every live thread but the calling one is a daemon, an exporter thread of
+    :func:`write_outputs` or a thread waiting for one: threads running npuprof's own export and
+    analysis code only, none holding a lock a forked child that renders a file would take. Another
+    thread (the user's, in a training process) may hold any lock: then no exporter forks.
+
+    Example::
+
+        fork_is_safe()   # True in `npuprof analyse`, on an exporter thread
+    """
+    me = threading.current_thread()
+    with _exporting_lock:
+        owners = set(_exporting)
+    return all(t is me or t.daemon or t.name.startswith(EXPORT_THREAD_PREFIX) or t.ident in owners
+               for t in threading.enumerate())
 
 
 def exporter_names() -> list[str]:
@@ -247,25 +331,9 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
     phases = PhaseCounter(progress, len(runs) * (ANALYSIS_PHASES + len(exporter_names())))
     out = []
     for run in runs:
-        try:
-            result = analyse_run(run, force=force, phases=phases, steps=steps,
-                                 on_loaded=lambda events, info, run=run: _start_trace(events, info, run, export_type,
-                                                                                      output, root))
-            out.append(export_result(result, export_type, output, root, phases))
-        finally:
-            discard_forked_traces()
+        analysis = start_analysis(run, force=force, phases=phases, steps=steps)
+        out.append(export_result(analysis.result, export_type, output, root, phases, analysis))
+        result = out[-1].result
         if log_quality and not result.quality.complete:
             log.warning("npuprof: %s: %s", run, "\n".join(result.quality.lines()))
     return out
-
-
-def _start_trace(events: Any, info: Any, run: Path, export_type: Optional[Sequence[ExportTypeLike]],
-                 output: Optional[Union[str, Path]], root: Path) -> None:
-    """Start trace_view.json of a large run in a forked child while the analyzers run
-    (:func:`~npuprof.export.trace_json.start_forked_trace`); the built-in exporter takes it."""
-    try:
-        target, _ = _unless_degrading(_export_target(run, info, export_type, output, root), len(events))
-        if target.text and "exporters" in exporter_names():
-            start_forked_trace(events, target.output_dir / "trace_view.json", **info_trace_settings(info))
-    except Exception as e:   # the exporter then writes the trace itself
-        log.debug("npuprof: trace not started early for %s: %s", run, e)

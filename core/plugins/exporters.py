@@ -1,15 +1,14 @@
-"""Built-in plugin: writes ``ASCEND_PROFILER_OUTPUT/`` for an analysed run.
+"""Built-in exporter plugin: the text tables of ``ASCEND_PROFILER_OUTPUT/``.
 
-text: trace_view.json (Kineto object form), kernel_details.csv,
-op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
-range_statistic.csv and host_usage.csv; with recorded shapes also
+kernel_details.csv, op_statistic.csv, api_statistic.csv, step_trace_time.csv,
+plus npuprof's range_statistic.csv and host_usage.csv; with recorded shapes also
 operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
 with memory data operator_memory.csv, memory_record.csv, npu_module_mem.csv
-(:mod:`npuprof.analysis.memory`);
-db: the Ascend profiler database ``ascend_{pytorch|mindspore}_profiler_{rank}.db``
-(:mod:`npuprof.export.ascend_db`) and its ``analysis.db`` / ``communication_analyzer.db``
-(:mod:`npuprof.export.analysis_db`).
-``analyse.done`` is written last, as torch_npu does.
+(:mod:`npuprof.analysis.memory`); the communication files. The trace is the
+``trace_view`` plugin's (:mod:`npuprof.plugins.trace_view`), the Ascend
+profiler database the ``database`` plugin's (:mod:`npuprof.plugins.database`):
+the writer runs the three at once (:func:`npuprof.export.writer.write_outputs`),
+and writes ``analyse.done`` after them.
 """
 from __future__ import annotations
 
@@ -18,12 +17,8 @@ from typing import Optional
 
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
-from ..export.analysis_db import write_analysis_db
-from ..export.ascend_db import write_ascend_db
 from ..export.communication_files import write_communication_files
-from ..export.trace_json import has_forked_trace, take_forked_trace, trace_settings, write_trace
 from ..export.writer import ExportTarget
-from ..fileio import atomic_write
 from ..hookspecs import hookimpl
 
 CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
@@ -34,27 +29,16 @@ ONLY_WITH_ROWS = SHAPE_TABLES + MEMORY_TABLES     # tables with no file at all w
 
 @hookimpl
 def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
+    if not target.text:
+        return None
     out_dir = target.output_dir
     written = []
-    if target.text:
-        trace = out_dir / "trace_view.json"
-        # analyse_and_export may have started it in a forked child while the analyzers ran: it is
-        # taken once the CSVs are written (this process then renders what the child has not reached)
-        forked = has_forked_trace(trace, result.events)
-        if not forked:
-            written.append(write_trace(result.events, trace, use_gzip=False, **trace_settings(result)))
-        for name in CSV_TABLES:
-            if name in result.tables:
-                written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
-        for name in ONLY_WITH_ROWS:
-            table = result.tables.get(name)
-            if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
-                written.append(out_dir / f"{name}.csv")
-        written += write_communication_files(result, out_dir)
-        if forked:
-            written.insert(0, take_forked_trace(trace, result.events))
-    if target.db:
-        written.append(write_ascend_db(result, out_dir))
-        written.append(write_analysis_db(result, out_dir))
-    written.append(atomic_write(out_dir / "analyse.done", ""))
+    for name in CSV_TABLES:
+        if name in result.tables:
+            written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
+    for name in ONLY_WITH_ROWS:
+        table = result.tables.get(name)
+        if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
+            written.append(out_dir / f"{name}.csv")
+    written += write_communication_files(result, out_dir)
     return written

@@ -34,6 +34,8 @@ DISABLE_AUTOLOAD_ENV = "NPUPROF_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PLUGINS = {
     "host": "npuprof.plugins.host",
     "exporters": "npuprof.plugins.exporters",
+    "trace_view": "npuprof.plugins.trace_view",
+    "database": "npuprof.plugins.database",
     "mindspore": "npuprof.integrations.mindspore.plugin",
     "tensorflow": "npuprof.integrations.tensorflow.plugin",
     "pyacl": "npuprof.integrations.pyacl.plugin",
