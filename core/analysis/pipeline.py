@@ -28,17 +28,22 @@ from ..quality import DataQuality, QualityIssue
 from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
-from .analyzers import ANALYZERS, assign_steps
 from ..readers.ascend_contract import tool_step_trace
+from .analyzer import registered_analyzers
 from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
+from .step_breakdown import assign_steps
 from .steps import select_steps
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
 __all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "analyse_path", "analyse_run", "find_runs", "is_run_dir",
-           "load_events", "load_run", "ANALYSIS_PHASES"]
-ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
+           "load_events", "load_run", "analysis_phases"]
+
+
+def analysis_phases() -> int:
+    """The progress phases of analysing one run: parsing, then each registered analyzer."""
+    return 1 + len(registered_analyzers())
 
 
 def is_run_dir(path: Path, named: bool = False) -> bool:
@@ -197,7 +202,8 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
         print(result.tables["step_trace_time"].rows())
     """
     run_dir = Path(run_dir)
-    phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
+    analyzers = registered_analyzers()
+    phases = phases or PhaseCounter(progress, 1 + len(analyzers))
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
         events, info, warnings, skipped, quality, read_tables = _load(run_dir)
@@ -207,9 +213,12 @@ def analyse_run(run_dir: Union[str, Path], progress: Optional[ProgressCallback] 
         on_loaded(events, info)
     result = AnalysisResult(run_dir=run_dir, info=info, events=events, warnings=warnings, skipped=skipped,
                             quality=quality)
-    for name, analyzer in ANALYZERS.items():
+    for registered in analyzers:
+        name = registered.analyzer.table
         with phases.phase(f"{name} ({run_dir.name})"):
-            result.tables[name] = analyzer(events)
+            table = registered.run(events, result.warnings)
+        if table is not None:
+            result.tables[name] = table
     for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
         if name in result.tables:
             result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
@@ -229,5 +238,5 @@ def analyse_path(path: Union[str, Path], progress: Optional[ProgressCallback] = 
     if not runs:
         raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or data any reader "
                                       "understands)")
-    phases = PhaseCounter(progress, len(runs) * ANALYSIS_PHASES)
+    phases = PhaseCounter(progress, len(runs) * analysis_phases())
     return [analyse_run(r, force=force, phases=phases) for r in runs]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from ..analysis.pipeline import ANALYSIS_PHASES, analyse_run, find_runs
+from ..analysis.pipeline import analyse_run, analysis_phases, find_runs
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError
@@ -244,7 +244,7 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
         except ProfilerDataError:
             writable = origin_of(run) is RunOrigin.NPUPROF
         _check_outside(output_root(run, writable, output, root), run, writable)
-    phases = PhaseCounter(progress, len(runs) * (ANALYSIS_PHASES + len(exporter_names())))
+    phases = PhaseCounter(progress, len(runs) * (analysis_phases() + len(exporter_names())))
     out = []
     for run in runs:
         try:
