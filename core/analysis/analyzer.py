@@ -145,3 +145,23 @@ def registered_analyzers(host: Optional["PluginHost"] = None) -> list[Registered
             owner[analyzer.table] = plugin
             out.append(RegisteredAnalyzer(analyzer, plugin, plugin in builtin))
     return out
+
+
+def csv_tables(tables: dict) -> list[tuple[str, "Table", bool]]:
+    """``(name, table, only_with_rows)`` of each analyzer table in ``tables`` that ``npuprof analyse``
+    writes as ``<name>.csv``: ``only_with_rows``, whether it is written only when it has rows (``csv="with_rows"``): those written always first,
+    then the others, each in the order the analyzers run.
+
+    Example::
+
+        for name, table, only_with_rows in csv_tables(result.tables):
+            print(name, len(table), only_with_rows)
+    """
+    kept = [(r.analyzer.table, tables[r.analyzer.table], r.analyzer.csv == "with_rows") for r in registered_analyzers()
+            if r.analyzer.csv != "never" and r.analyzer.table in tables]
+    return [k for k in kept if not k[2]] + [k for k in kept if k[2]]
+
+
+def only_with_rows(name: str) -> bool:
+    """True for a table whose file is written only when it has rows (no header-only file)."""
+    return any(r.analyzer.table == name and r.analyzer.csv == "with_rows" for r in registered_analyzers())

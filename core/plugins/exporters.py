@@ -5,7 +5,8 @@ op_statistic.csv, api_statistic.csv, step_trace_time.csv, plus npuprof's
 range_statistic.csv and host_usage.csv; with recorded shapes also
 operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
 with memory data operator_memory.csv, memory_record.csv, npu_module_mem.csv
-(:mod:`npuprof.analysis.memory`);
+(:mod:`npuprof.analysis.memory`); and the table of every other registered analyzer
+(``npuprof_analyzers``), as its ``csv`` declaration says;
 db: the Ascend profiler database ``ascend_{pytorch|mindspore}_profiler_{rank}.db``
 (:mod:`npuprof.export.ascend_db`) and its ``analysis.db`` / ``communication_analyzer.db``
 (:mod:`npuprof.export.analysis_db`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ..analysis.analyzer import csv_tables
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
 from ..export.analysis_db import write_analysis_db
@@ -25,11 +27,6 @@ from ..export.trace_json import has_forked_trace, take_forked_trace, trace_setti
 from ..export.writer import ExportTarget
 from ..fileio import atomic_write
 from ..hookspecs import hookimpl
-
-CSV_TABLES = ("kernel_details", "op_statistic", "api_statistic", "step_trace_time", "range_statistic", "host_usage")
-SHAPE_TABLES = ("operator_details", "op_shape_statistic")   # written only when shapes were recorded
-MEMORY_TABLES = ("operator_memory", "memory_record", "npu_module_mem")   # written only with memory data
-ONLY_WITH_ROWS = SHAPE_TABLES + MEMORY_TABLES     # tables with no file at all where they have no rows
 
 
 @hookimpl
@@ -43,13 +40,12 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
         forked = has_forked_trace(trace, result.events)
         if not forked:
             written.append(write_trace(result.events, trace, use_gzip=False, **trace_settings(result)))
-        for name in CSV_TABLES:
-            if name in result.tables:
-                written.append(write_csv(result.tables[name], out_dir / f"{name}.csv"))
-        for name in ONLY_WITH_ROWS:
-            table = result.tables.get(name)
-            if table is not None and write_if_rows(table, out_dir / f"{name}.csv"):
-                written.append(out_dir / f"{name}.csv")
+        for name, table, with_rows in csv_tables(result.tables):   # every registered analyzer's, as it declares
+            path = out_dir / f"{name}.csv"
+            if not with_rows:
+                written.append(write_csv(table, path))
+            elif write_if_rows(table, path):
+                written.append(path)
         written += write_communication_files(result, out_dir)
         if forked:
             written.insert(0, take_forked_trace(trace, result.events))
