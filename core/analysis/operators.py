@@ -143,14 +143,14 @@ class KernelDetailsTable(EventRowsTable):
             "Step ID": take_rows(ev["step"], idx),
             "Device_id": _device_ids(ev, idx),
             "Stream ID": _StreamIds(take_rows(ev["stream"], idx)),
-            "Name": CodesColumn(ev["name"][idx], ev.strings), "Type": CodesColumn(ev["type"][idx], ev.strings),
-            "Accelerator Core": CodesColumn(self.cores[0][lo:hi], self.cores[1]),
+            "Name": _Codes(ev["name"][idx], ev.strings), "Type": _Codes(ev["type"][idx], ev.strings),
+            "Accelerator Core": _Codes(self.cores[0][lo:hi], self.cores[1]),
             "Start Time(us)": _Fixed3(ev["ts"][idx], strip=False),
             "Duration(us)": _Fixed3(ev["dur"][idx], strip=True),
             "Wait Time(us)": _Fixed3(self.wait[lo:hi], strip=True)}
         which = self.texts.which[lo:hi]
         for col, (per_args, pool) in self.texts.columns.items():
-            out[col] = CodesColumn(per_args[which], pool)
+            out[col] = _Codes(per_args[which], pool)
         return out
 
 
@@ -221,7 +221,7 @@ def _kernel_texts(which: np.ndarray, parsed: list[dict]) -> tuple["_ArgsColumns"
     return _ArgsColumns(which, texts), wait_of
 
 
-class CodesColumn:
+class _Codes:
     """A string column as codes into a pool (rendered without per-row Python)."""
 
     __slots__ = ("codes", "pool")
@@ -358,8 +358,8 @@ class OperatorDetailsTable(EventRowsTable):
         self.events, self.index, self.shape_codes, self.shapes = events, rows, shape_codes, shapes
 
     def block(self, lo: int, hi: int) -> dict:
-        return {"Name": CodesColumn(self.events["name"][self.index[lo:hi]], self.events.strings),
-                "Input Shapes": CodesColumn(self.shape_codes[lo:hi], self.shapes)}
+        return {"Name": _Codes(self.events["name"][self.index[lo:hi]], self.events.strings),
+                "Input Shapes": _Codes(self.shape_codes[lo:hi], self.shapes)}
 
 
 def _shaped_rows(events: EventTable, *kinds: EventKind) -> tuple:
