@@ -255,8 +255,14 @@ class Profiler:
             self.step_num = n = n + 1
             self._step_t0 = now
             current = self._fixed_action   # no schedule: one window from start to stop
-            if current is None:
-                current = self._scheduled_action(n)
+            if current is None:   # _scheduled_action, inline: a call here costs as much as the rest
+                try:
+                    current = self._schedule(n)
+                    if current.__class__ is not ProfilerAction:
+                        current = ProfilerAction(int(current))
+                except Exception as e:
+                    self._fail_collection("schedule", e)
+                    current = ProfilerAction.NONE
             if current is not prev or current is _RECORD_AND_SAVE:
                 self._transition(prev, current)   # (X, X) has no ops but for RECORD_AND_SAVE
                 if prev is not _RECORD:
