@@ -149,16 +149,16 @@ def registered_analyzers(host: Optional["PluginHost"] = None) -> list[Registered
 
 def csv_tables(tables: dict) -> list[tuple[str, "Table", bool]]:
     """``(name, table, only_with_rows)`` of each analyzer table in ``tables`` that ``npuprof analyse``
-    writes as ``<name>.csv``: ``only_with_rows``, whether it is written only when it has rows (``csv="with_rows"``): those written always first,
-    then the others, each in the order the analyzers run.
+    writes as ``<name>.csv`` (``only_with_rows``: declared ``csv="with_rows"``, no header-only file):
+    those written always first, then the others, each in the order the analyzers run.
 
     Example::
 
         for name, table, only_with_rows in csv_tables(result.tables):
             print(name, len(table), only_with_rows)
     """
-    kept = [(r.analyzer.table, tables[r.analyzer.table], r.analyzer.csv == "with_rows") for r in registered_analyzers()
-            if r.analyzer.csv != "never" and r.analyzer.table in tables]
+    kept = [(r.analyzer.table, tables[r.analyzer.table], r.analyzer.csv == "with_rows")
+            for r in registered_analyzers() if r.analyzer.csv != "never" and r.analyzer.table in tables]
     return [k for k in kept if not k[2]] + [k for k in kept if k[2]]
 
 

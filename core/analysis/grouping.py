@@ -168,4 +168,3 @@ def duration_stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tup
             rest //= spans[j]
     order = np.argsort(-total, kind="stable")
     return keys[order], count[order], total[order], mn[order], mx[order], sq[order]
-

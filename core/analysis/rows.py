@@ -168,4 +168,3 @@ def mask_rows(mask: np.ndarray) -> np.ndarray:
     dtype = np.int32 if len(mask) < 2**31 else np.int64
     parts = [np.flatnonzero(mask[lo:lo + BLOCK]).astype(dtype) + dtype(lo) for lo in range(0, len(mask), BLOCK)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
