@@ -102,7 +102,7 @@ def analyse(params: dict) -> dict:
     trace = run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     del res
     if params.get("breakdown"):
-        from npuprof.analysis.analyzers import ANALYZERS
+        from npuprof.analysis.analyzer import registered_analyzers
         from npuprof.export.csvfiles import write_csv
         from npuprof.export.trace_json import write_trace
 
@@ -112,8 +112,8 @@ def analyse(params: dict) -> dict:
         phases["load_raw_and_sort"] = c.wall
         tables = {}
         with Clock() as c:
-            for name, fn in ANALYZERS.items():
-                tables[name] = fn(events)
+            for registered in registered_analyzers():
+                tables[registered.analyzer.table] = registered.analyzer.compute(events)
         phases["analyzers"] = c.wall
         tmp = run_dir / "bench_tmp"
         with Clock() as c:

@@ -176,6 +176,18 @@ def run(params: dict) -> dict:
                 prof.stop()
         return sample
 
+    def profiler_step() -> float:
+        # one window from start to stop: each step() ends a recorded step (Recorder.add_step)
+        prof = npuprof.Profiler(output_path=str(out / "npuprof_steps"), activities=["CPU"])
+        try:
+            step = prof.step
+            t0 = _perf()
+            for _ in range(n):
+                step()
+            return (_perf() - t0) / n
+        finally:
+            prof.stop()
+
     import npuprof.dynamic_profile as dp
 
     dp.init(out / "dynamic_cfg", poll_interval=3600)    # watching, no capture due: the idle path
@@ -188,6 +200,7 @@ def run(params: dict) -> dict:
     variants = {
         "clock_pair": lambda: _per_iter(loop_clock_pair, n),
         "dynamic_idle_step": lambda: _per_iter(dynamic_loop, n),
+        "profiler_step": profiler_step,
         "record_function": profiled(loop_record_function, "record_function"),
         "mstx_mark": profiled(loop_mstx_mark, "mstx_mark"),
         "record_function_idle": lambda: _per_iter(loop_record_function, n),

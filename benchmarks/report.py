@@ -87,6 +87,10 @@ def build_rows(results: dict) -> list[dict]:
             rows.append(_row("Annotations", "idle `dynamic_profile.step()` (config watched, no capture due)",
                              _rng(dyn, _ns), f"empty loop iteration {_rng(empty, _ns)}", f"+{_ns(over)}",
                              "< 1 µs over the bare loop", over < 1000, "dynamic_idle_step", over))
+        if "profiler_step" in ann:
+            ps = ann["profiler_step"]
+            rows.append(_row("Annotations", "`Profiler.step()` in a recording window (the step recorded)",
+                             _rng(ps, _ns), "", "", "", None, "profiler_step", ps["median"]))
         if "torch_record_function" in ann:
             tr = ann["torch_record_function"]
             rows.append(_row("Annotations", "`record_function` vs `torch.profiler.record_function`, enter+exit "

@@ -183,7 +183,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .export.tool_layout import tool_layout
     from .export.trace_json import trace_settings, write_trace
     from .export.writer import output_root
-    from .plugins.exporters import ONLY_WITH_ROWS
+    from .analysis.analyzer import only_with_rows
 
     if args.what in ("ascend", "db"):
         if args.in_place:
@@ -216,7 +216,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                               **trace_settings(res)))
         else:
             for name, table in res.tables.items():
-                if name in ONLY_WITH_ROWS and not len(table):    # as analyse (and torch_npu): no header-only file
+                if not len(table) and only_with_rows(name):    # as analyse (and torch_npu): no header-only file
                     continue
                 target = place / "summary" / f"{name}.{args.format}"
                 print(write_csv(table, target) if args.format == "csv" else write_json(table, target))
@@ -245,10 +245,16 @@ def _export_ascend(args: argparse.Namespace) -> int:
     return _report_problems(results)
 
 
-# op_shape_statistic: torch's key_averages(group_by_input_shape=True); empty (not shown) without shapes
-# aa_core_metrics, frequency: what an SS928/SS927 JOB's msprof.pyc measured (shown when the run has them)
-SHOW_TABLES = ("step_trace_time", "op_statistic", "op_shape_statistic", "api_statistic", "range_statistic",
-               "host_usage", "aa_core_metrics", "frequency")
+def show_tables(result: object) -> list[str]:
+    """The tables ``npuprof show`` prints for ``result``, in order: every registered analyzer's
+    summary table (op_shape_statistic: empty, so not shown, without shapes), then the tables a
+    reader handed over (aa_core_metrics, frequency: what an SS928/SS927 JOB's msprof.pyc measured)."""
+    from .analysis.analyzer import registered_analyzers
+
+    analyzers = registered_analyzers()
+    made = {r.analyzer.table for r in analyzers}
+    return [r.analyzer.table for r in analyzers if r.analyzer.summary] + \
+        [name for name in result.tables if name not in made]  # type: ignore[attr-defined]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -259,10 +265,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     console = _table_console(args.width)
     results = _read(args.dir)
     for res in results:
-        own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, SHOW_TABLES)
+        names = show_tables(res)
+        own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, names)
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
         _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
-        for name in SHOW_TABLES:
+        for name in names:
             table = own.get(name) if own else res.tables.get(name)
             if table is not None:
                 _print_table(console, table, args.limit)
@@ -430,16 +437,24 @@ class _VersionAction(argparse.Action):
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    from .analysis.analyzer import registered_analyzers
     from .plugins.manager import get_plugin_host
 
-    records = get_plugin_host().describe()
+    host = get_plugin_host()
+    records = host.describe()
+    analyzers = registered_analyzers(host)
     if args.json:
-        print(json.dumps([r.__dict__ for r in records], indent=2))
+        tables = {r.name: [a.analyzer.table for a in analyzers if a.plugin == r.name] for r in records}
+        print(json.dumps([{**r.__dict__, "analyzers": tables[r.name]} for r in records], indent=2))
         return EXIT_OK
     for r in records:
         state = "loaded" if r.loaded else (r.error or "not loaded")
         kind = "built-in" if r.builtin else "third-party"
         print(f"{r.name:<12} {kind:<11} {state:<14} {r.module}  hooks: {', '.join(r.hooks) or '-'}")
+    print("\nanalyzers (table, plugin, needs):")
+    for a in analyzers:
+        print(f"  {a.analyzer.table:<20} {a.plugin:<12} {a.analyzer.needs.describe()}"
+              + (f"  - {a.analyzer.title}" if a.analyzer.title else ""))
     return EXIT_OK
 
 

@@ -7,8 +7,8 @@ Invariants:
   default action with the right exit status); SIGINT only chains (KeyboardInterrupt reaches the user's
   ``with`` block, which stops the profiler);
 * npuprof's handler never runs npuprof code on top of npuprof code of the same thread: a signal arriving
-  inside a profiler operation is handled when the operation returns (the profiler keeps it in
-  ``_deferred``), one arriving while the thread holds a :class:`~npuprof.sigsafe.SignalSafeLock` (a
+  inside a profiler operation is handled when the operation returns (the profiler holds it back:
+  ``_defer_signal``), one arriving while the thread holds a :class:`~npuprof.sigsafe.SignalSafeLock` (a
   recording thread flushing its own events) is re-delivered a moment later, up to
   :data:`MAX_SIGNAL_DELAY_S`;
 * handlers are installed only from the main thread, only over handlers installed from Python, and never
@@ -42,11 +42,12 @@ _postponed_since: dict = {}
 class Stoppable(Protocol):
     """What the handlers need of a profiler."""
 
-    _started: bool
+    started: bool
     _owner_pid: int
-    _deferred: list
 
     def stop(self) -> None: ...
+
+    def _defer_signal(self, signum: int, frame: Any, previous: Any) -> bool: ...
 
     def _in_operation_here(self) -> bool: ...
 
@@ -58,7 +59,7 @@ def register_atexit(prof: Stoppable) -> None:
 
 def _stop_at_exit(ref: "weakref.ref[Any]") -> None:
     prof = ref()
-    if prof is not None and prof._started and os.getpid() == prof._owner_pid:
+    if prof is not None and prof.started and os.getpid() == prof._owner_pid:
         log.warning("npuprof: profiler still running at interpreter exit; stopping it and saving the window")
         try:
             prof.stop()
@@ -107,8 +108,7 @@ def make_signal_handler(previous: Any, running: Callable[[], Optional[Stoppable]
     def handler(signum: int, frame: Any) -> None:
         prof = running()
         if prof is not None and os.getpid() == prof._owner_pid and prof._in_operation_here():
-            if not prof._deferred:
-                prof._deferred.append((signum, frame, previous))
+            if prof._defer_signal(signum, frame, previous):
                 return
             # a second signal while the first is held back: act at once
         elif (held_here() or (signum == signal.SIGINT and _in_weakref_callback(frame))) and _postpone(signum):
@@ -123,7 +123,7 @@ def make_signal_handler(previous: Any, running: Callable[[], Optional[Stoppable]
 
 def handle_signal(prof: Optional[Stoppable], signum: int, frame: Any, previous: Any) -> None:
     """Stop ``prof`` on SIGTERM, then run ``previous`` (or the default action)."""
-    if signum == signal.SIGTERM and prof is not None and prof._started and os.getpid() == prof._owner_pid:
+    if signum == signal.SIGTERM and prof is not None and prof.started and os.getpid() == prof._owner_pid:
         try:
             prof.stop()
         except Exception as e:

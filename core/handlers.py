@@ -65,7 +65,7 @@ def tensorboard_trace_handler(dir_name: Optional[Union[str, "os.PathLike[str]"]]
         if run_async:
             proc = subprocess.Popen([sys.executable, "-m", "npuprof", "analyse", str(run_dir), "--quiet"])
             _children.append(proc)
-            prof._pending_async.append(proc)
+            prof._async_exports.append(proc)
             return
         prof._export_window(run_dir)
 

@@ -37,6 +37,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
+    from .analysis.analyzer import Analyzer
     from .analysis.result import AnalysisResult
     from .config import ProfilerConfig
     from .events import EventTable
@@ -259,4 +260,36 @@ def npuprof_advice_rules() -> Optional[list]:
         def npuprof_advice_rules():
             return [Rule("many_ranges", "Many user ranges", _many_ranges,
                          Needs(tables={"range_statistic": ("Name",)}))]
+    """
+
+
+@hookspec
+def npuprof_analyzers() -> Optional[list["Analyzer"]]:
+    """Return the :class:`~npuprof.analysis.analyzer.Analyzer` objects this plugin adds.
+
+    An analyzer is a pure function from the run's event table to one
+    :class:`~npuprof.analysis.table.Table`, declared with the table it makes
+    (a name unique among all plugins: a second analyzer of a taken name is
+    reported and left out; its columns; ``summary``: printed by ``npuprof
+    show``; ``csv``: when ``npuprof analyse`` writes ``<table>.csv``) and what
+    it needs (:class:`~npuprof.analysis.analyzer.AnalyzerNeeds`: event kinds,
+    event columns, what must be collected). Called once per analysed run;
+    every analyzer runs on every run, its table joins
+    ``AnalysisResult.tables`` and ``show``, ``export summary`` and
+    ``npuprof plugins`` list it, with no core edit.
+
+    Example::
+
+        from npuprof.analysis.analyzer import Analyzer, AnalyzerNeeds
+        from npuprof.analysis.table import Table
+        from npuprof.events import EventKind
+
+        def range_names(events):
+            ranges = events.of_kind(EventKind.RANGE)
+            return Table("range_names", ["Name"], {"Name": ranges.column_strings("name")})
+
+        @hookimpl
+        def npuprof_analyzers():
+            return [Analyzer("range_names", ("Name",), range_names,
+                             AnalyzerNeeds(events=(EventKind.RANGE,), columns=("name",)), summary=True)]
     """

@@ -34,6 +34,7 @@ from .fileio import atomic_write, secure_mkdir
 from .forkguard import on_fork_in_child
 from .handlers import handler_settings
 from .hostsys import HostSampler
+from .lifecycle import FAILED, LIFECYCLE, STARTED, Event, State
 from .plugins.manager import get_plugin_host
 from .private_api import new_rlock, rlock_is_owned
 from .rawstore import RAW_DIR, RawWriter
@@ -42,6 +43,7 @@ from .schedule import TRANSITIONS, Op, always_record
 from .types import (ActivityLike, AicMetricsLike, ExportTypeLike, HostSystemLike, PathLike, ProfilerLevelLike,
                     ScheduleFn, TraceHandler)
 from .session import ClockAnchor, CollectionSession
+from .sigsafe import SignalSafeLock
 
 if TYPE_CHECKING:   # the analysis modules are imported when first used, not by `import npuprof`
     from .analysis.averages import KeyAverages
@@ -55,6 +57,9 @@ _running: Optional["Profiler"] = None
 _running_lock = threading.Lock()
 MAX_METADATA_BYTES = 100 << 20
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+_RECORD, _RECORD_AND_SAVE = ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE
+_RUNNING, _HALTED = State.RUNNING, State.HALTED
+_STOP_REQUEST = "stop"    # in Profiler._waiting: stop() was asked for from inside an operation
 _STEP_HOOK_ARGS = ("session", "step_num")
 _perf = time.perf_counter_ns
 _getpid = os.getpid
@@ -70,7 +75,7 @@ def running_profiler() -> Optional["Profiler"]:
             prof.add_metadata("phase", "eval")
     """
     prof = _running
-    return prof if prof is not None and prof._started else None
+    return prof if prof is not None and prof.started else None
 
 
 class Profiler:
@@ -142,9 +147,8 @@ class Profiler:
         self.saved_runs: list[Path] = []
         self.results: list = []
         self._exported: dict = {}   # run dir -> ExportedRun
-        self._started = False
-        self._stepped = False
-        self._failed = False
+        self._state = State.CREATED        # see npuprof.lifecycle; changed by _fire only
+        self._state_lock = SignalSafeLock()   # a failure is reported from the recording threads too
         self._warned: set = set()
         self._window = 0
         self._step_t0 = 0
@@ -153,19 +157,34 @@ class Profiler:
         self._recorder: Optional[_rec.Recorder] = None
         self._sampler: Optional[HostSampler] = None
         self._clock = ClockAnchor.now()
-        self._pending_async: list = []
+        self._async_exports: list = []    # `npuprof analyse` processes of tensorboard_trace_handler(async)
         self._op_lock = new_rlock()   # held by the thread inside an operation (see rlock_is_owned)
-        self._deferred: list = []          # signals that arrived during an operation
+        # what waits for the outermost operation to end: a stop() asked for from inside one
+        # (_STOP_REQUEST), a signal that arrived meanwhile ((signum, frame, previous handler))
+        self._waiting: list = []
         self._owner_pid = os.getpid()
         self._atexit_registered = False
-        self._halted_window = -1
-        self._stop_pending = False
         self._first_step = 0
         self._trigger_info: Optional[dict] = None
         if self.config.start_profile:
             self.start()
 
     # -- public API -------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        """Where the profiler is (:class:`npuprof.lifecycle.State`)."""
+        return self._state
+
+    @property
+    def started(self) -> bool:
+        """True between start() and stop() (also after a collection failure: stop() is still to come)."""
+        return self._state in STARTED
+
+    @property
+    def failed(self) -> bool:
+        """True once collection failed (kept after stop(): a restart opens no new window)."""
+        return self._state in FAILED
+
     def start(self) -> None:
         """Begin: apply ``schedule(0)``; raises if another Profiler runs.
 
@@ -182,7 +201,7 @@ class Profiler:
 
     def _start(self) -> None:
         global _running
-        if self._started:
+        if self.started:
             log.warning("npuprof: profiler already started; start() ignored")
             return
         if os.getpid() != self._owner_pid:
@@ -190,17 +209,17 @@ class Profiler:
                                      "create a new Profiler in the child")
         with _running_lock:
             other = _running
-            if other is not None and other is not self and other._started:
+            if other is not None and other is not self and other.started:
                 raise ProfilerStateError(
                     f"another npuprof Profiler is already running in this process (output_path "
                     f"{other.config.output_path}); stop it before starting a new one")
             self._acquire_dir_lock()
             _running = self
-        self._started = True
+        self._fire(Event.START)
         log_fallback_once(log)   # one line, once per process, where a compiled module is not in use
         self._install_exit_handlers()
         self.step_num = self._first_step
-        self._transition(ProfilerAction.NONE, self._next_action(self.step_num))
+        self._transition(ProfilerAction.NONE, self._scheduled_action(self.step_num))
         # the first step begins once collection runs (as torch enters ProfilerStep#N after its transition):
         # opening the window, the collection threads and the frameworks' profilers starting stay out of it
         self._step_t0 = time.perf_counter_ns()
@@ -210,8 +229,8 @@ class Profiler:
         # The hot path of a profiled loop. It runs between two of the user's steps, whose
         # framework work has evicted npuprof's code and data from the CPU caches, so each
         # Python call, C call and attribute it touches costs misses (~1 µs per call measured
-        # after a TensorFlow step, against ~50 ns warm): the common step, where the schedule
-        # keeps its action, is this one function; the rare cases branch out.
+        # after a TensorFlow step, against ~50 ns warm): the common step, where the profiler
+        # runs and the schedule keeps its action, is this one function; the rare cases branch out.
         if _running is not self and (self.excluded or _getpid() != self._owner_pid):
             # A rank left out, or a forked child's copy of the parent's profiler: inert. While
             # started, this profiler is _running, which the at-fork hook clears in a child, so
@@ -222,39 +241,28 @@ class Profiler:
             self._reentered("step")
             return
         with lock:   # an operation (see _run_operation), and the outermost one: checked above
-            if not self._started:
-                self._warn_once("step-stopped", "npuprof: profiler is stopped, step() takes no effect")
+            if self._state is not _RUNNING and not self._step_off_course():
                 return
-            self._stepped = True
-            if self._failed:
-                self._halt_after_failure()
             now = _perf()
-            n = self.step_num
-            prev = self.action
-            s = self.current_session
+            n, prev, s = self.step_num, self.action, self.current_session
             if s is not None:
-                live = s.window != self._halted_window
+                live = self._state is not _HALTED
                 rec = self._recorder
                 if live and prev in _RECORDING and rec is not None and rec.failed is None:
                     rec.add_step(n, self._step_t0, now)   # the step that ends now (as _close_step)
                     s.steps.append(n)
-                n += 1
-                s.step_num = n
+                s.step_num = n + 1
                 if live:
                     hooks = self._step_hooks
-                    if hooks is None:
-                        hooks = self._load_step_hooks()
-                    for plugin_name, hook in hooks:
+                    for plugin_name, hook in hooks if hooks is not None else self._load_step_hooks():
                         try:
-                            hook(s, n)
+                            hook(s, n + 1)
                         except Exception as e:
                             self._plugin_failed(plugin_name, e)
-            else:
-                n += 1
-            self.step_num = n
+            self.step_num = n = n + 1
             self._step_t0 = now
             current = self._fixed_action   # no schedule: one window from start to stop
-            if current is None:
+            if current is None:   # _scheduled_action, inline: a call here costs as much as the rest
                 try:
                     current = self._schedule(n)
                     if current.__class__ is not ProfilerAction:
@@ -262,14 +270,33 @@ class Profiler:
                 except Exception as e:
                     self._fail_collection("schedule", e)
                     current = ProfilerAction.NONE
-            if current is not prev or current is ProfilerAction.RECORD_AND_SAVE:
+            if current is not prev or current is _RECORD_AND_SAVE:
                 self._transition(prev, current)   # (X, X) has no ops but for RECORD_AND_SAVE
-                if prev is not ProfilerAction.RECORD:
+                if prev is not _RECORD:
                     # opening a window (or saving one and opening the next) is no part of the next step;
                     # within one window (RECORD -> RECORD_AND_SAVE) the steps stay contiguous
                     self._step_t0 = _perf()
-        if self._stop_pending or self._deferred:
+        if self._waiting:
             self._after_operation()
+
+    def _step_off_course(self) -> bool:
+        """step() outside RUNNING: False (with a warning) when stopped; after a failure, stop the
+        failed window's collectors now (once) and go on with the step."""
+        if self._state not in STARTED:
+            self._warn_once("step-stopped", "npuprof: profiler is stopped, step() takes no effect")
+            return False
+        if self._state is State.FAILED:
+            self._halt_after_failure()
+        return True
+
+    def _scheduled_action(self, step: int) -> ProfilerAction:
+        """``schedule(step)``; NONE (and collection stopped) when the user's schedule fails."""
+        try:
+            current = self._schedule(step)
+            return current if current.__class__ is ProfilerAction else ProfilerAction(int(current))
+        except Exception as e:
+            self._fail_collection("schedule", e)
+            return ProfilerAction.NONE
 
     def stop(self) -> None:
         """Leave the profiler: a recording window is saved (marked partial if
@@ -278,16 +305,17 @@ class Profiler:
             return   # a forked child's copy of the parent's profiler: inert
         if self._in_operation_here():
             # called from on_trace_ready or a plugin hook, mid-transition: stop once it is done
-            self._stop_pending = True
+            if _STOP_REQUEST not in self._waiting:
+                self._waiting.insert(0, _STOP_REQUEST)
             return
         self._run_operation(self._stop)
 
     def _stop(self) -> None:
         global _running
-        if not self._started:
+        if not self.started:
             return
         try:
-            if self.config.schedule is not None and not self._stepped:
+            if self.config.schedule is not None and self.step_num == self._first_step:
                 log.warning("npuprof: the profiler has a schedule but step() was never called; "
                             "call prof.step() once per training step")
             if self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE):
@@ -300,7 +328,7 @@ class Profiler:
                             "nothing and is discarded", self.step_num)
             self._transition(self.action, None)
         finally:
-            self._started = False
+            self._fire(Event.STOP)
             self._release_dir_lock()
             with _running_lock:
                 if _running is self:
@@ -311,7 +339,7 @@ class Profiler:
 
         Returns the :class:`~npuprof.analysis.result.AnalysisResult` list.
         """
-        if self._started:
+        if self.started:
             self.stop()
         return [self._export_window(run_dir, export_type, **kwargs) for run_dir in self.saved_runs
                 if run_dir not in self._exported]
@@ -458,13 +486,13 @@ class Profiler:
         self._store_metadata(key, parsed)
 
     def __enter__(self) -> "Profiler":
-        if not self._started:
+        if not self.started:
             self.start()
         return self
 
     def __exit__(self, *exc: Any) -> Literal[False]:
         self.stop()
-        for proc in self._pending_async:
+        for proc in self._async_exports:
             proc.wait()
         return False
 
@@ -487,20 +515,10 @@ class Profiler:
         if self._metadata:
             atomic_write(run_dir / "profiler_metadata.json", json.dumps(self._metadata, indent=4))
 
-    def _next_action(self, step: int) -> ProfilerAction:
-        try:
-            action = self._schedule(step)
-            return ProfilerAction(int(action))
-        except Exception as e:
-            self._fail_collection("schedule", e)
-            return ProfilerAction.NONE
-
     def _close_step(self, now: int) -> None:
         rec = self._recorder
-        halted = self.current_session is not None and self.current_session.window == self._halted_window
-        if rec is not None and rec.failed is None and not halted and \
-                self.action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) and \
-                (self.config.schedule is not None or self._stepped):
+        if rec is not None and rec.failed is None and self._state is not _HALTED and self.action in _RECORDING and \
+                (self.config.schedule is not None or self.step_num != self._first_step):
             rec.add_step(self.step_num, self._step_t0, now)
             if self.current_session is not None:
                 self.current_session.steps.append(self.step_num)
@@ -509,7 +527,7 @@ class Profiler:
         ops = TRANSITIONS[(prev, current)]
         interrupted: Optional[BaseException] = None
         for op in ops:
-            if (self._failed or self._stop_pending) and op in (Op.PREPARE, Op.START):
+            if op in (Op.PREPARE, Op.START) and (self.failed or _STOP_REQUEST in self._waiting):
                 continue
             try:
                 self._apply(op, prev, current)
@@ -609,7 +627,7 @@ class Profiler:
 
     def _stop_recording(self) -> None:
         s = self.current_session
-        if s is not None and s.window != self._halted_window:
+        if s is not None and self._state is not _HALTED:
             self._call("npuprof_stop", session=s)
         if self._sampler is not None:
             self._sampler.stop()
@@ -623,14 +641,12 @@ class Profiler:
         """After a write failure: stop every collector of the window now (the
         sampler, the backends) rather than at the window's end; the window is
         still saved with what reached the disk."""
-        s = self.current_session
-        if s is None or s.window == self._halted_window:
-            return
-        try:
-            self._stop_recording()
-        except Exception as e:
-            log.info("npuprof: stopping collectors after a failure: %s: %s", type(e).__name__, e)
-        self._halted_window = s.window
+        if self.current_session is not None:
+            try:
+                self._stop_recording()
+            except Exception as e:
+                log.info("npuprof: stopping collectors after a failure: %s: %s", type(e).__name__, e)
+        self._fire(Event.HALT)
 
     def _save_window(self) -> None:
         s = self.current_session
@@ -702,7 +718,7 @@ class Profiler:
         # (not joined: this may be its own thread); backends are stopped at the next step().
         self._report_failure(f"npuprof: writing profiling data failed ({error}); collection stopped, "
                              "data written so far is kept and analysable; training goes on")
-        self._failed = True
+        self._fire(Event.FAIL)
         sampler = self._sampler
         if sampler is not None:
             sampler._stop.set()
@@ -710,7 +726,7 @@ class Profiler:
     def _fail_collection(self, where: str, error: BaseException) -> None:
         self._report_failure(f"npuprof: profiling failed in {where} ({type(error).__name__}: {error}); "
                              "collection stopped, data written so far is kept; training goes on")
-        self._failed = True
+        self._fire(Event.FAIL)
         if self._recorder is not None:
             try:
                 self._recorder.stop()
@@ -742,19 +758,33 @@ class Profiler:
         outer = not rlock_is_owned(lock)
         with lock:
             operation()
-        if outer and (self._stop_pending or self._deferred):
+        if outer and self._waiting:
             self._after_operation()
 
     def _after_operation(self) -> None:
-        """What waited for the outermost operation: a stop() asked for from a
-        hook, then a signal that arrived meanwhile."""
-        if self._stop_pending:
-            self._stop_pending = False
+        """What waited for the outermost operation (``_waiting``): a stop() asked for from a
+        hook, then a signal that arrived meanwhile (handled on the main thread only)."""
+        if _STOP_REQUEST in self._waiting:
+            self._waiting.remove(_STOP_REQUEST)
             self.stop()
-        if self._deferred and threading.current_thread() is threading.main_thread():
-            signum, frame, previous = self._deferred.pop(0)
-            self._deferred.clear()
+        signals = [w for w in self._waiting if w is not _STOP_REQUEST]
+        if signals and threading.current_thread() is threading.main_thread():
+            signum, frame, previous = signals[0]
+            self._waiting.clear()
             handle_signal(self, signum, frame, previous)
+
+    def _defer_signal(self, signum: int, frame: Any, previous: Any) -> bool:
+        """Hold a signal that arrived inside an operation until it ends; False when one is held
+        already (the second is acted on at once)."""
+        if any(w is not _STOP_REQUEST for w in self._waiting):
+            return False
+        self._waiting.append((signum, frame, previous))
+        return True
+
+    def _fire(self, event: Event) -> None:
+        """Move to the state :data:`npuprof.lifecycle.LIFECYCLE` gives for ``event``."""
+        with self._state_lock:
+            self._state = LIFECYCLE[(self._state, event)]
 
     def _in_operation_here(self) -> bool:
         return rlock_is_owned(self._op_lock)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from npuprof.analysis.analyzers import assign_steps, step_trace
+from npuprof.analysis.step_breakdown import assign_steps, step_trace
 from npuprof.cli import main
 from npuprof.events import EventKind, EventTable
 

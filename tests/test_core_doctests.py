@@ -72,7 +72,7 @@ def examples() -> dict:
 
 
 def test_the_walk_reaches_core_and_every_integration(examples):
-    assert "npuprof.analysis.analyzers" in MODULES
+    assert "npuprof.analysis.operators" in MODULES
     for pkg in FRAMEWORK_PACKAGES:
         assert any(m.startswith(pkg.__name__ + ".") for m in MODULES), pkg.__name__
     assert set(examples) == set(WITH_EXAMPLES) and len(WITH_EXAMPLES) >= 20

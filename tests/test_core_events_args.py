@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 import npuprof.events as events_mod
-from npuprof.analysis.analyzers import ANALYZERS, input_shapes_text
+from npuprof.analysis.analyzer import registered_analyzers
+from npuprof.analysis.operators import input_shapes_text
+
+ANALYZERS = {r.analyzer.table: r.analyzer.compute for r in registered_analyzers()}
 from npuprof.events import EventKind, EventTable, parse_args_text
 
 

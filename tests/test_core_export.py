@@ -11,7 +11,8 @@ import pytest
 
 from npuprof import Profiler, analyse, record_function, schedule
 from npuprof.events import EventKind, EventTable
-from npuprof.analysis.analyzers import op_statistic, step_trace, assign_steps
+from npuprof.analysis.operators import op_statistic
+from npuprof.analysis.step_breakdown import assign_steps, step_trace
 
 CSV_HEADERS = {
     "step_trace_time.csv": ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication",

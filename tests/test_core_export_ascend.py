@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from npuprof import Profiler, record_function, schedule
-from npuprof.analysis.analyzers import assign_steps, step_trace, step_windows
+from npuprof.analysis.step_breakdown import assign_steps, step_trace, step_windows
 from npuprof.analysis.pipeline import analyse_path
 from npuprof.cli import main
 from npuprof.events import EventKind, EventTable
@@ -141,7 +141,7 @@ def test_overlap_analysis_sums_to_step_trace_time(traces):
                          ("Communication(Not Overlapped)", "Communication(Not Overlapped)"), ("Free", "Free")):
         assert got[name] == pytest.approx(sum(r[column] for r in st), abs=1e-6), name
     # the advisor's E2E is last end - first start of these events: from the first step window's start to the
-    # last one's end (a step with device work is measured over its activity, see analyzers.step_windows)
+    # last one's end (a step with device work is measured over its activity, see step_breakdown.step_windows)
     ends = [e for s in spans.values() for _, e in s]
     starts = [s for v in spans.values() for s, _ in v]
     _, win_starts, win_ends = step_windows(events)

@@ -21,7 +21,7 @@ LAYERS = {
     "npuprof.pages": 0, "npuprof.libc": 0, "npuprof.private_api": 0,
     # data model
     "npuprof.events": 1, "npuprof.rawstore": 1, "npuprof.runinfo": 1, "npuprof.config": 1,
-    "npuprof.schedule": 1, "npuprof.quality": 1, "npuprof.traceflows": 1, "npuprof.hookspecs": 1, "npuprof.handlers": 1,
+    "npuprof.schedule": 1, "npuprof.lifecycle": 1, "npuprof.quality": 1, "npuprof.traceflows": 1, "npuprof.hookspecs": 1, "npuprof.handlers": 1,
     # collection
     "npuprof.recorder": 2, "npuprof._hotpath": 2, "npuprof.session": 2, "npuprof.hostsys": 2,
     "npuprof.plugins.manager": 2, "npuprof.dirlock": 2, "npuprof.exitguard": 2, "npuprof.forkguard": 2,

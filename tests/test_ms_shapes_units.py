@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import npuprof
-from npuprof.analysis.analyzers import input_shapes_text, op_shape_statistic, operator_details
+from npuprof.analysis.operators import input_shapes_text, op_shape_statistic, operator_details
 from npuprof.events import EventKind, EventTable
 from npuprof.integrations.mindspore import parser
 from npuprof.integrations.mindspore.framework_files import read_framework_dir

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuprof.analysis import analyzers as A
+from npuprof import events as EV
+from npuprof.analysis import host_statistics as HS, operators as OPS, rows as ROWS, step_breakdown as SB, steps as ST
 from npuprof.analysis import grouping
 from npuprof.analysis.grouping import group_by, small_unique
 from npuprof.events import EventKind, EventTable
@@ -33,7 +34,7 @@ def random_events(n=2000, seed=0, sorted_ts=True, kinds=None):
         pid=7, tid=rng.choice([11, 12, 13], n), device=dev, stream=np.where(dev >= 0, rng.integers(0, 4, n), -1),
         value=rng.random(n) * 100, name=[f"n{i}, \"q\"" for i in rng.integers(0, 9, n)],
         type=[f"T{i}" for i in rng.integers(0, 5, n)])
-    return A.assign_steps(EventTable.concat([steps, other]).sorted())
+    return SB.assign_steps(EventTable.concat([steps, other]).sorted())
 
 
 def naive_groups(events, rows, cols):
@@ -77,9 +78,9 @@ def test_small_unique(values, block):
 @pytest.mark.parametrize("sorted_ts", [True, False])
 @pytest.mark.parametrize("dense", [True, False])
 def test_statistics_match_naive(monkeypatch, sorted_ts, dense):
-    monkeypatch.setattr(A, "BLOCK", 101)
+    monkeypatch.setattr(grouping, "BLOCK", 101)
     if not dense:
-        monkeypatch.setattr(A, "DENSE_STATS", 0)
+        monkeypatch.setattr(grouping, "DENSE_STATS", 0)
     ev = random_events(sorted_ts=sorted_ts)
     s = ev.strings
     # device kernels (there are some): their core type is what their args name, here nothing ("N/A")
@@ -88,16 +89,16 @@ def test_statistics_match_naive(monkeypatch, sorted_ts, dense):
                                            round(max(d) / 1e3, 3))
             for k, d in naive_groups(ev, rows, ("type", "device")).items()}
     got = {(r["OP Type"], r["Core Type"], r["Device_id"]): (r["Count"], r["Total Time(us)"], r["Min Time(us)"],
-                                                            r["Max Time(us)"]) for r in A.op_statistic(ev).records()}
+                                                            r["Max Time(us)"]) for r in OPS.op_statistic(ev).records()}
     assert got == want
-    totals = [r["Total Time(us)"] for r in A.op_statistic(ev).records()]
+    totals = [r["Total Time(us)"] for r in OPS.op_statistic(ev).records()]
     assert totals == sorted(totals, reverse=True)
     rows = np.flatnonzero(ev["kind"] == int(EventKind.API))
     naive = naive_groups(ev, rows, ("type", "name", "device"))
-    got = {(r["Level"], r["API Name"]): (r["Count"], r["Variance"]) for r in A.api_statistic(ev).records()}
+    got = {(r["Level"], r["API Name"]): (r["Count"], r["Variance"]) for r in HS.api_statistic(ev).records()}
     assert got == {(s[k[0]], s[k[1]]): (len(d), round(float(np.var(np.array(d) / 1e3)), 3)) for k, d in naive.items()}
     rows = np.flatnonzero(ev["kind"] == int(EventKind.RANGE))
-    got = {(r["Name"], r["Domain"]): r["Count"] for r in A.range_statistic(ev).records()}
+    got = {(r["Name"], r["Domain"]): r["Count"] for r in HS.range_statistic(ev).records()}
     assert got == {(s[k[0]], s[k[1]] or "default"): len(d) for k, d in naive_groups(ev, rows, ("name", "type")).items()}
 
 
@@ -108,16 +109,16 @@ def test_step_assignment_and_step_trace_match_naive(monkeypatch, sorted_ts, bloc
         from npuprof.analysis import intervals
 
         monkeypatch.setattr(intervals, "BLOCK", block)
-        monkeypatch.setattr(A, "BLOCK", block)
+        monkeypatch.setattr(SB, "BLOCK", block)
     ev = random_events(sorted_ts=sorted_ts)
-    numbers, starts, ends = A.step_spans(ev)
+    numbers, starts, ends = ST.step_spans(ev)
     for i in range(len(ev)):
         t = int(ev["ts"][i])
         inside = [int(n) for n, a, b in zip(numbers, starts, ends) if a <= t < b]
         assert int(ev["step"][i]) == (inside[-1] if inside else -1)
     comp = ev["kind"] == int(EventKind.KERNEL)
     comm = ev["kind"] == int(EventKind.COMM)
-    rows = A.step_trace(ev).records()
+    rows = SB.step_trace(ev).records()
 
     def covered(mask, a, b):
         out = set()
@@ -150,11 +151,12 @@ def test_step_assignment_and_step_trace_match_naive(monkeypatch, sorted_ts, bloc
 @pytest.mark.parametrize("block", [None, 97])
 def test_kernel_details_rows_and_wait_times(monkeypatch, sorted_ts, few_queues, block):
     if not few_queues:
-        monkeypatch.setattr(A, "FEW_QUEUES", 0)   # the radix-sort path
+        monkeypatch.setattr(OPS, "FEW_QUEUES", 0)   # the radix-sort path
     if block:
-        monkeypatch.setattr(A, "BLOCK", block)    # queue state carried across blocks
+        monkeypatch.setattr(OPS, "BLOCK", block)    # queue state carried across blocks
+        monkeypatch.setattr(ROWS, "BLOCK", block)
     ev = random_events(sorted_ts=sorted_ts)
-    table = A.kernel_details(ev)
+    table = OPS.kernel_details(ev)
     kern = [i for i in range(len(ev)) if ev["kind"][i] == EventKind.KERNEL]
     kern.sort(key=lambda i: int(ev["ts"][i]))
     assert len(table) == len(kern)
@@ -178,7 +180,7 @@ def test_kernel_details_csv_equals_csv_module(monkeypatch):
     monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 0)
     monkeypatch.setattr(csvfiles, "BLOCK_ROWS", 97)
     ev = random_events(5000, seed=3, kinds=[EventKind.OP, EventKind.RANGE])
-    table = A.kernel_details(ev)
+    table = OPS.kernel_details(ev)
     fast = io.BytesIO()
     csvfiles.write_csv_to(fast, table)
     ref = io.StringIO()
@@ -191,7 +193,7 @@ def test_kernel_details_csv_equals_csv_module(monkeypatch):
 
 
 def test_small_tables_keep_csv_module_output():
-    t = A.op_statistic(random_events())
+    t = OPS.op_statistic(random_events())
     ref = io.StringIO()
     csv.writer(ref, lineterminator="\n").writerows([t.columns] + t.rows())
     out = io.BytesIO()
@@ -269,8 +271,8 @@ def test_kernel_details_gets_the_tensor_columns_its_kernels_carry(monkeypatch):
     monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 0)
     monkeypatch.setattr(csvfiles, "BLOCK_ROWS", 97)
     ev, texts, _ = _with_tensor_args(random_events(5000, seed=4))
-    table = A.kernel_details(ev)
-    assert table.columns[-6:] == list(A.KERNEL_TENSOR_COLUMNS)
+    table = OPS.kernel_details(ev)
+    assert table.columns[-6:] == list(EV.KERNEL_TENSOR_COLUMNS)
     kern = sorted((i for i in range(len(ev)) if ev["kind"][i] == EventKind.KERNEL), key=lambda i: int(ev["ts"][i]))
     rows = table.rows()
     for i, row in zip(kern, rows):
@@ -279,7 +281,7 @@ def test_kernel_details_gets_the_tensor_columns_its_kernels_carry(monkeypatch):
             obj = _json.loads(text) if text else {}
         except ValueError:
             obj = {}
-        assert row[-6:] == [obj.get(c, "N/A") for c in A.KERNEL_TENSOR_COLUMNS]
+        assert row[-6:] == [obj.get(c, "N/A") for c in EV.KERNEL_TENSOR_COLUMNS]
     fast = io.BytesIO()
     csvfiles.write_csv_to(fast, table)
     ref = io.StringIO()
@@ -288,8 +290,8 @@ def test_kernel_details_gets_the_tensor_columns_its_kernels_carry(monkeypatch):
 
 
 def test_kernel_details_without_tensor_fields_keeps_its_columns():
-    table = A.kernel_details(random_events(3000, seed=6))
-    assert table.columns == A.KERNEL_DETAILS_COLUMNS
+    table = OPS.kernel_details(random_events(3000, seed=6))
+    assert table.columns == OPS.KERNEL_DETAILS_COLUMNS
 
 
 def test_assign_steps_sorted_path_equals_the_general_path():
@@ -309,5 +311,5 @@ def test_assign_steps_sorted_path_equals_the_general_path():
         ev = EventTable.from_records(ts=all_ts[order], dur=all_dur[order], kind=np.array(kinds)[order],
                                      name=[names[i] for i in order.tolist()])
         shuffled = ev.select(rng.permutation(len(ev)))          # unsorted: the general path
-        general = A.assign_steps(shuffled).sorted()
-        assert A.assign_steps(ev)["step"].tolist() == general["step"].tolist()
+        general = SB.assign_steps(shuffled).sorted()
+        assert SB.assign_steps(ev)["step"].tolist() == general["step"].tolist()

@@ -2,6 +2,7 @@
 rows in without changing them."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from npuprof import pages
-from npuprof.analysis import analyzers, pipeline
+from npuprof.analysis import pipeline
+from npuprof.plugins import analyzers as builtin_analyzers
 from npuprof.export import writer
 from npuprof.pages import ordinary_pages, populate
 
@@ -73,13 +75,15 @@ def test_loading_analysing_and_writing_run_without_the_advice(tmp_path, advice_o
 
     monkeypatch.setattr(pipeline, "assign_steps", assign)
     monkeypatch.setattr(writer, "write_outputs", write)
-    real_step_times = analyzers.ANALYZERS["step_trace_time"]
+    real_step_times = builtin_analyzers.STEP_TRACE_TIME.compute
 
     def step_times(events):
         seen["analyse"] = advised()
         return real_step_times(events)
 
-    monkeypatch.setitem(analyzers.ANALYZERS, "step_trace_time", step_times)
+    monkeypatch.setattr(builtin_analyzers, "BUILTIN_ANALYZERS", tuple(
+        dataclasses.replace(a, compute=step_times) if a.table == "step_trace_time" else a
+        for a in builtin_analyzers.BUILTIN_ANALYZERS))
     run = make_run(tmp_path / "runs", 2_000)
 
     writer.analyse_and_export(run)

@@ -103,7 +103,7 @@ def test_a_kernel_table_with_stream_ids_is_rendered_vectorised_and_equal_to_the_
 
     import numpy as np
 
-    from npuprof.analysis.analyzers import ANALYZERS
+    from npuprof.analysis.operators import kernel_details
     from npuprof.events import EventKind, EventTable
     from npuprof.export import csvfiles
 
@@ -112,7 +112,7 @@ def test_a_kernel_table_with_stream_ids_is_rendered_vectorised_and_equal_to_the_
     events = EventTable.from_records(ts=np.arange(n) * 1000, dur=rng.integers(1, 5000, n), kind=EventKind.KERNEL,
                                      name=[f"k{i % 7}" for i in range(n)], type="MatMul", device=0,
                                      stream=rng.choice([-1, 3, 12, 70000], n))
-    table = ANALYZERS["kernel_details"](events)
+    table = kernel_details(events)
     block = table.block(0, len(table))
     assert csvfiles._render_block(table.columns, block, len(table), {}) is not None   # no fallback
     out = io.BytesIO()

@@ -26,7 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from realdata import realdata, tree_digest
 
-from npuprof.analysis.analyzers import comm_op_mask, comm_task_mask, op_statistic, step_trace
+from npuprof.analysis.operators import op_statistic
+from npuprof.analysis.rows import comm_op_mask, comm_task_mask
+from npuprof.analysis.step_breakdown import step_trace
 from npuprof.analysis.pipeline import find_runs, load_events
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind

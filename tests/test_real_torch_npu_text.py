@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 from realdata import Bounds, compare_json, realdata, tree_digest
 
-from npuprof.analysis.analyzers import ANALYZERS, step_spans
+from npuprof.analysis.analyzer import registered_analyzers
+from npuprof.analysis.steps import step_spans
+
+ANALYZERS = {r.analyzer.table: r.analyzer.compute for r in registered_analyzers()}
 from npuprof.analysis.pipeline import load_events
 from npuprof.analysis.communication import (comm_events, communication_json, communication_matrix_json,
                                             op_instance_names)

@@ -233,7 +233,7 @@ def test_stop_or_step_from_inside_on_trace_ready_is_safe(tmp_path, caplog):
         for _ in range(10):
             mstx.mark("m")
             prof.step()
-    assert calls == [1] and prof.step_num == 2 and not prof._started
+    assert calls == [1] and prof.step_num == 2 and not prof.started
     assert active_recorder() is None
     runs = sorted((tmp_path / "out").glob("*_ascend_*"))
     assert runs == prof.saved_runs                       # no extra window was opened

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuprof.analysis.analyzers import ANALYZERS
+from npuprof.analysis.operators import kernel_details
 from npuprof.compiled import compiled_status
 from npuprof.export import csvfiles, textrows, trace_json
 from npuprof.export.textrows import Pool, RowBuilder
@@ -99,7 +99,7 @@ def test_trace_and_csv_files_are_byte_identical(monkeypatch, chunk):
         monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)
     monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 1)
     events = make_events(4000, seed=3).sorted()
-    kernels = ANALYZERS["kernel_details"](events)
+    kernels = kernel_details(events)
     outputs = {}
     for name, compiled in (("compiled", textrows._compiled), ("cells", None)):
         monkeypatch.setattr(textrows, "_compiled", compiled)

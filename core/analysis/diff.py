@@ -32,7 +32,7 @@ Example::
     >>> from pathlib import Path
     >>> from npuprof.events import EventTable, EventKind
     >>> from npuprof.runinfo import RunInfo
-    >>> from npuprof.analysis.analyzers import assign_steps
+    >>> from npuprof.analysis.step_breakdown import assign_steps
     >>> def run(slow):
     ...     ts, dur, kind, name = [], [], [], []
     ...     for s in range(6):
@@ -60,7 +60,8 @@ import numpy as np
 
 from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
-from .analyzers import comm_op_mask, comm_task_mask, step_trace
+from .rows import comm_op_mask, comm_task_mask
+from .step_breakdown import step_trace
 from .diffnames import BASE_ONLY, NEW_ONLY, match_names, normalise_name
 from .diffstats import Change, step_change
 from .result import AnalysisResult

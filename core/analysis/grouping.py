@@ -18,9 +18,12 @@ from typing import Optional
 
 import numpy as np
 
+from ..events import EventTable, _is_constant
+
 DENSE_LIMIT = 1 << 24   # composite key spaces up to this size use bincount
 SMALL_DISTINCT = 32     # small_unique gives up (falls back to a sort) past this many values per block
 BLOCK = 1 << 20
+DENSE_STATS = 1 << 21     # duration_stats: composite key spaces up to this size are aggregated block by block
 
 
 @dataclass
@@ -106,3 +109,62 @@ def small_unique(values: np.ndarray, mask: Optional[np.ndarray] = None) -> np.nd
         if len(block):
             found.update(np.unique(block).tolist())
     return np.array(sorted(found), dtype=values.dtype)
+
+
+def duration_stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tuple:
+    """Groups of the masked rows by ``key_cols``, ordered by total duration (desc, stable).
+
+    ``key_cols`` are event column names or full-length integer arrays.
+    Returns keys, count, total, min, max, sum of squares of ``dur``. When the
+    composite key space is small the sums are accumulated block by block
+    (memory: a few block-sized arrays); otherwise all rows are grouped at once.
+    """
+    cols = [events[c] if isinstance(c, str) else c for c in key_cols]
+    lows, spans = [], []
+    for c in cols:
+        if _is_constant(c):   # one value: no need to gather the masked rows
+            lows.append(int(c[0]))
+            spans.append(1)
+            continue
+        sel = c[mask]
+        lows.append(int(sel.min()))
+        spans.append(int(sel.max()) - lows[-1] + 1)
+        del sel
+    space = int(np.prod(spans, dtype=object))
+    if space > DENSE_STATS:
+        rows = np.flatnonzero(mask)
+        g = group_by(*(c[rows] for c in cols))
+        d = events["dur"][rows].astype(np.float64)
+        total, sq, mn, mx, count, keys = g.sum(d), g.sum(d * d), g.min(d), g.max(d), g.count, g.keys
+    else:
+        count = np.zeros(space, np.int64)
+        total = np.zeros(space)
+        sq = np.zeros(space)
+        mn = np.full(space, np.inf)
+        mx = np.full(space, -np.inf)
+        dur = events["dur"]
+        for lo in range(0, len(mask), BLOCK):
+            rows = np.flatnonzero(mask[lo:lo + BLOCK])   # once: each column below is a take, not a mask scan
+            if not len(rows):
+                continue
+            key = np.zeros(len(rows), dtype=np.int64)
+            for c, low, span in zip(cols, lows, spans):
+                if span > 1:
+                    key *= span
+                    key += c[lo:lo + BLOCK].take(rows)
+                    key -= low
+            d = dur[lo:lo + BLOCK].take(rows).astype(np.float64)
+            count += np.bincount(key, minlength=space)
+            total += np.bincount(key, weights=d, minlength=space)
+            sq += np.bincount(key, weights=d * d, minlength=space)
+            np.minimum.at(mn, key, d)
+            np.maximum.at(mx, key, d)
+        present = np.flatnonzero(count)
+        count, total, sq, mn, mx = count[present], total[present], sq[present], mn[present], mx[present]
+        keys = np.empty((len(present), len(cols)), dtype=np.int64)
+        rest = present.copy()
+        for j in range(len(cols) - 1, -1, -1):
+            keys[:, j] = rest % spans[j] + lows[j]
+            rest //= spans[j]
+    order = np.argsort(-total, kind="stable")
+    return keys[order], count[order], total[order], mn[order], mx[order], sq[order]

@@ -48,6 +48,7 @@ from ..clock import ns_to_us_text
 from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
 from ..readers.ascend_output import us_text_to_ns
+from .analyzer import Analyzer, AnalyzerNeeds
 from .steps import step_spans
 from .table import Table
 
@@ -447,3 +448,20 @@ def memory_of_device(events: EventTable, device: Optional[str]) -> EventTable:
     wanted = dev < 0 if m.group(1) == "cpu" else (dev >= 0 if m.group(2) is None else dev == int(m.group(2)))
     memory = np.isin(events["kind"], np.array([int(EventKind.MEMORY), int(EventKind.COUNTER)], np.uint8))
     return events.select(~memory | wanted)
+
+
+OPERATOR_MEMORY = Analyzer(
+    "operator_memory", tuple(OPERATOR_MEMORY_COLUMNS), operator_memory,
+    AnalyzerNeeds(events=(EventKind.MEMORY,), columns=("ts", "dur", "kind", "type", "name", "value", "args"),
+                  collected=("profile_memory=True",)),
+    title="one row per allocation, in allocation order")
+MEMORY_RECORD = Analyzer(
+    "memory_record", tuple(MEMORY_RECORD_COLUMNS), memory_record,
+    AnalyzerNeeds(events=(EventKind.COUNTER,), columns=("ts", "kind", "type", "name", "value", "args"),
+                  collected=("profile_memory=True",)),
+    title="the memory series: one row per component, device and instant")
+NPU_MODULE_MEM = Analyzer(
+    "npu_module_mem", tuple(NPU_MODULE_MEM_COLUMNS), npu_module_mem,
+    AnalyzerNeeds(events=(EventKind.COUNTER,), columns=("ts", "kind", "type", "name", "value", "args"),
+                  collected=("profile_memory=True",)),
+    title="memory reserved per NPU module")

@@ -29,18 +29,23 @@ from ..quality import DataQuality, QualityIssue
 from ..rawstore import RAW_DIR
 from ..runinfo import OUTPUT_DIR, RunInfo, is_npuprof_output, origin_of, read_run_info
 from ..session import ParseContext
-from .analyzers import ANALYZERS, assign_steps
 from ..readers.ascend_contract import tool_step_trace
+from .analyzer import registered_analyzers
 from .contract import check_against_tool, check_run_contract, leave_unmeasured_empty
 from .result import AnalysisResult
 from .table import Table
+from .step_breakdown import assign_steps
 from .steps import select_steps
 
 log = logging.getLogger("npuprof")
 MAX_DEPTH = 8   # how deep below the given folder runs are looked for
 __all__ = ["OUTPUT_DIR", "AnalysisResult", "LoadedRun", "PendingTables", "RunAnalysis", "analyse_path", "analyse_run",
-           "find_runs", "is_run_dir", "load_events", "load_run", "start_analysis", "ANALYSIS_PHASES"]
-ANALYSIS_PHASES = 1 + len(ANALYZERS)   # parse, then each analyzer
+           "find_runs", "is_run_dir", "load_events", "load_run", "start_analysis", "analysis_phases"]
+
+
+def analysis_phases() -> int:
+    """The progress phases of analysing one run: parsing, then each registered analyzer."""
+    return 1 + len(registered_analyzers())
 
 
 def is_run_dir(path: Path, named: bool = False) -> bool:
@@ -289,9 +294,12 @@ class RunAnalysis:
 
 def _analyse(result: AnalysisResult, tables: dict, read_tables: dict, phases: PhaseCounter) -> None:
     run_dir, events, quality = result.run_dir, result.events, result.quality
-    for name, analyzer in ANALYZERS.items():
+    for registered in registered_analyzers():
+        name = registered.analyzer.table
         with phases.phase(f"{name} ({run_dir.name})"):
-            tables[name] = analyzer(events)
+            table = registered.run(events, result.warnings)
+        if table is not None:
+            tables[name] = table
     for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
         if name in tables:
             result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
@@ -309,7 +317,7 @@ def start_analysis(run_dir: Union[str, Path], progress: Optional[ProgressCallbac
     """Parse one run (the ``parsing`` phase); its analyzers run at :meth:`RunAnalysis.finish`.
     Arguments as :func:`analyse_run`."""
     run_dir = Path(run_dir)
-    phases = phases or PhaseCounter(progress, ANALYSIS_PHASES)
+    phases = phases or PhaseCounter(progress, analysis_phases())
     t0 = time.perf_counter()
     with phases.phase(f"parsing {run_dir.name}"), forced_reading(force):
         events, info, warnings, skipped, quality, read_tables = _load(run_dir)
@@ -347,5 +355,5 @@ def analyse_path(path: Union[str, Path], progress: Optional[ProgressCallback] = 
     if not runs:
         raise ProfilerDataError(path, "holds no profiling run (no profiler_info_*.json or data any reader "
                                       "understands)")
-    phases = PhaseCounter(progress, len(runs) * ANALYSIS_PHASES)
+    phases = PhaseCounter(progress, len(runs) * analysis_phases())
     return [analyse_run(r, force=force, phases=phases) for r in runs]

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..analysis.analyzers import STEP_TRACE_COLUMNS
+from ..analysis.step_breakdown import STEP_TRACE_COLUMNS
 from ..analysis.table import Table
 from .communication import cluster_communication_matrix
 

@@ -39,7 +39,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.analyzers import STEP_TRACE_COLUMNS
+from ..analysis.step_breakdown import STEP_TRACE_COLUMNS
 from ..analysis.communication import TOTAL_OP, ordinal_keys
 from ..errors import ProfilerDataError
 from ..fileio import check_input_file

@@ -22,7 +22,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..analysis.analyzers import STEP_TRACE_COLUMNS, op_statistic, step_trace
+from ..analysis.operators import op_statistic
+from ..analysis.step_breakdown import STEP_TRACE_COLUMNS, step_trace
 from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_run
 from ..quality import DataQuality, QualityIssue

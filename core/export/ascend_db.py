@@ -61,7 +61,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.analyzers import STEP_RE, comm_task_mask
+from ..analysis.rows import comm_task_mask
+from ..analysis.steps import STEP_RE
 from ..analysis.memory import memory_samples
 from ..analysis.result import AnalysisResult
 from ..events import EventKind, EventTable

@@ -76,7 +76,7 @@ def filter_events(events: EventTable, steps: Optional[Iterable[int]] = None, min
         wanted = np.asarray(sorted(set(steps)), dtype=np.int32)
         in_step = np.isin(events["step"], wanted)
         if (kind == int(EventKind.STEP)).any():
-            from ..analysis.analyzers import step_spans
+            from ..analysis.steps import step_spans
 
             numbers, starts, ends = step_spans(events)
             sel = np.isin(numbers, wanted)

@@ -44,7 +44,8 @@ from typing import IO
 
 import numpy as np
 
-from ..analysis.analyzers import comm_op_mask, computing_mask, step_windows
+from ..analysis.rows import comm_op_mask, computing_mask
+from ..analysis.step_breakdown import step_windows
 from ..analysis.intervals import union
 from .textrows import RowBuilder
 from ..events import EventKind, EventTable

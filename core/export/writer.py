@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
-from ..analysis.pipeline import ANALYSIS_PHASES, RunAnalysis, find_runs, start_analysis
+from ..analysis.pipeline import RunAnalysis, analysis_phases, find_runs, start_analysis
 from ..analysis.result import AnalysisResult
 from ..enums import ExportType
 from ..errors import CARRIED_IN_RESULT, ProfilerConfigError, ProfilerDataError
@@ -328,7 +328,7 @@ def analyse_and_export(path: Union[str, Path], export_type: Optional[Sequence[Ex
         except ProfilerDataError:
             writable = origin_of(run) is RunOrigin.NPUPROF
         _check_outside(output_root(run, writable, output, root), run, writable)
-    phases = PhaseCounter(progress, len(runs) * (ANALYSIS_PHASES + len(exporter_names())))
+    phases = PhaseCounter(progress, len(runs) * (analysis_phases() + len(exporter_names())))
     out = []
     for run in runs:
         analysis = start_analysis(run, force=force, phases=phases, steps=steps)

@@ -136,7 +136,7 @@ class _Plane:
 
 def _with_step_numbers(events: EventTable) -> EventTable:
     """STEP events carry their own number in ``step`` (ProfilerStep#N)."""
-    from ..analysis.analyzers import STEP_RE
+    from ..analysis.steps import STEP_RE
 
     is_step = events["kind"] == int(EventKind.STEP)
     if not is_step.any():

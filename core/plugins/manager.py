@@ -33,6 +33,7 @@ DISABLE_AUTOLOAD_ENV = "NPUPROF_DISABLE_PLUGIN_AUTOLOAD"
 # Built-ins, used when the package metadata is unavailable (e.g. running from a source tree).
 BUILTIN_PLUGINS = {
     "host": "npuprof.plugins.host",
+    "analyzers": "npuprof.plugins.analyzers",
     "exporters": "npuprof.plugins.exporters",
     "trace_view": "npuprof.plugins.trace_view",
     "database": "npuprof.plugins.database",

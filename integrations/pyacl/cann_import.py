@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
-from npuprof.analysis.analyzers import KERNEL_TENSOR_COLUMNS
+from npuprof.events import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file

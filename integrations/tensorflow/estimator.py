@@ -139,7 +139,7 @@ class _ProfilingHookMixin(ProfilerDriver):
         self._runs = 0
 
     def after_create_session(self, session: Any, coord: Any) -> None:
-        if self.profiler is not None and getattr(self.profiler, "_started", False):
+        if self.profiler is not None and getattr(self.profiler, "started", False):
             return  # MonitoredSession re-created its session after an error: keep the window
         offset = 0
         if self._global_step is not None:

@@ -183,7 +183,7 @@ class SessionProfiling:
 
     def _start(self) -> None:
         other = running_profiler()
-        if other is not None and getattr(other, "_started", False):
+        if other is not None and getattr(other, "started", False):
             if getattr(other, "npuprof_steps_from_sessions", False):
                 # The launcher's job-wide profiler: profiled sess.run calls are its steps.
                 self.shared = other

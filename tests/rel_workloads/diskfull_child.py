@@ -63,7 +63,7 @@ def main() -> None:
                 flag = 1 if (before is not None and before is after) else 0 if before is after else 2
                 emit(f"E {i} {t0} {t1} {flag}")
                 i += 1
-            if prof._failed and not failed_seen:
+            if prof.failed and not failed_seen:
                 failed_seen = True
                 emit(f"F {now()}")
             prof.step()
