@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npuprof-installed
 
-.PHONY: demo test test-fast test-loaded bench interop venv system-deps tf215 clean
+.PHONY: demo test test-fast test-loaded test-aarch64 bench bench-aarch64 interop venv system-deps tf215 clean
 
 $(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ LOADED_RUNS ?= 1
 LOADED_TESTS ?=
 test-loaded: $(STAMP) system-deps tf215
 	$(PY) scripts/run_loaded.py --busy 2 --runs $(LOADED_RUNS) -- $(PY) -m pytest -ra $(LOADED_TESTS)
+
+# aarch64 under qemu-user at 4 KiB and 64 KiB pages (scripts/aarch64/check.py): Debian's arm64 Python 3.11
+# and the registry's aarch64 wheels (cached in ~/.cache/npuprof-aarch64), npuprof installed there by its own
+# pip with the C modules cross-built; outputs compared byte for byte with this machine's. About 30 min.
+AARCH64_PAGES ?= 4096,65536
+test-aarch64: $(STAMP) system-deps
+	$(PY) scripts/aarch64/check.py --pages $(AARCH64_PAGES)
+
+# The annotations and analysis rows of the bench on aarch64 under qemu: ratios (compiled/fallback) and
+# output bytes, not speed (qemu-user is 5-20x slower than the hardware). Results in build/aarch64/bench.
+bench-aarch64: $(STAMP) system-deps
+	$(PY) scripts/aarch64/check.py --bench
 
 # The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
 interop: $(STAMP)
