@@ -1,7 +1,7 @@
 """npuprof on aarch64 under qemu-user, with 4 KiB and 64 KiB pages (``make test-aarch64``).
 
 1. ``setup.sh``: Debian's arm64 CPython 3.11 and the registry's manylinux aarch64 wheels, cached.
-2. Install: the arm64 interpreter's own ``pip install .`` (setup.py, the C modules cross-built by
+2. Install: the arm64 interpreter's own ``pip install .`` of the tracked files (setup.py, the C modules cross-built by
    ``aarch64-linux-gnu-gcc``, which is the compiler that interpreter's sysconfig names) into
    build/aarch64/install; fails unless both compiled modules were built and load there.
 3. Outputs: one synthetic run analysed to every output through the CLI (scripts/aarch64/outputs.py),
@@ -100,15 +100,22 @@ def setup(host_python: str) -> Arm64:
 def install(arm: Arm64) -> None:
     target = BUILD / "install"
     shutil.rmtree(target, ignore_errors=True)
-    shutil.rmtree(ROOT / "build" / "temp.linux-aarch64-cpython-311", ignore_errors=True)
-    shutil.rmtree(ROOT / "build" / "lib.linux-aarch64-cpython-311", ignore_errors=True)
+    # pip installs from a copy of the tracked files (as from an sdist): setuptools' build/ and egg-info
+    # stay out of the checkout, and runs side by side do not share them
+    source = BUILD / "src"
+    shutil.rmtree(source, ignore_errors=True)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     env = arm.env(4096, arm.cache / "tools")
     # the compiler sysconfig names (aarch64-linux-gnu-gcc) runs natively; it finds the arm64 libc and
     # Python headers in the root
     env["CPPFLAGS"] = f"--sysroot={arm.root} -I{arm.root}/usr/include/python3.11"
     env["LDFLAGS"] = f"--sysroot={arm.root}"
     done = step([arm.python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                 "--no-cache-dir", "--root-user-action=ignore", "--target", target, "."], env=env)
+                 "--no-cache-dir", "--root-user-action=ignore", "--target", target, "."], env=env, cwd=source)
     if done.returncode != 0:
         raise SystemExit("aarch64: pip install . failed")
     probe = ("import platform, mmap, npuprof; from npuprof import recorder; from npuprof.export import textrows;"
@@ -177,11 +184,15 @@ def main() -> int:
     ap.add_argument("--pages", default="4096,65536", help="page sizes for qemu (-p), comma-separated")
     ap.add_argument("--smoke", action="store_true", help="the CI subset, 64 KiB pages unless --pages")
     ap.add_argument("--tests", default="", help="test ids to run instead of the list (comma-separated)")
+    ap.add_argument("--build", type=Path, help="folder for the install, outputs and bench results "
+                    "(default build/aarch64)")
     ap.add_argument("--host-python", default=sys.executable, help="the x86 interpreter with npuprof installed")
     ap.add_argument("--skip-outputs", action="store_true", help="no output comparison")
     ap.add_argument("--bench", action="store_true", help="the bench's annotations and analysis rows instead of "
                     "the tests (64 KiB pages unless --pages)")
     args = ap.parse_args()
+    global BUILD
+    BUILD = (args.build or BUILD).resolve()
     one = (args.smoke or args.bench) and args.pages == ap.get_default("pages")
     pages = [int(p) for p in ("65536" if one else args.pages).split(",")]
     names = args.tests.split(",") if args.tests else SMOKE_TESTS if args.smoke else FULL_TESTS

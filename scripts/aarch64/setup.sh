@@ -68,7 +68,8 @@ chmod +x "$ROOT/bin/pyw"
 
 # -- wheels ---------------------------------------------------------------------------------------------
 # the versions the host's environment has, so both run the same numpy, orjson, ... (byte-identical outputs)
-RUN_WHEELS=(numpy orjson pluggy rich markdown-it-py mdurl pygments)
+# the extras analysis uses without a framework: pyarrow (Parquet tables of the report), msgspec (trace reading)
+RUN_WHEELS=(numpy orjson pluggy rich markdown-it-py mdurl pygments pyarrow msgspec)
 TEST_WHEELS=(pytest iniconfig packaging hypothesis sortedcontainers pytest-timeout)
 TOOL_WHEELS=(pip setuptools wheel)
 pins=$("$HOST_PY" "$HERE/pins.py" "${RUN_WHEELS[@]}" "${TEST_WHEELS[@]}")
