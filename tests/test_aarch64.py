@@ -91,7 +91,8 @@ def test_install_record_analyse_and_parity_on_aarch64_with_64k_pages(tmp_path):
     """The CI subset of ``make test-aarch64``: the arm64 interpreter's ``pip install .`` builds both C
     modules, they load at 64 KiB pages, every output of one synthetic run is byte-identical to this
     machine's, and the parity tests (which record with both implementations) pass there."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "aarch64" / "check.py"), "--smoke"],
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "aarch64" / "check.py"), "--smoke",
+                           "--build", str(tmp_path / "aarch64")],
                           cwd=ROOT, capture_output=True, text=True, timeout=3000)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert "aarch64 65536 True True" in done.stdout
