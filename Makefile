@@ -51,7 +51,7 @@ test-aarch64: $(STAMP) system-deps
 	$(PY) scripts/aarch64/check.py --pages $(AARCH64_PAGES)
 
 # The annotations and analysis rows of the bench on aarch64 under qemu: ratios (compiled/fallback) and
-# output bytes, not speed (qemu-user is 5-20x slower than the hardware). Results in build/aarch64/bench.
+# output bytes, not speed (qemu-user is 5-20x slower than the hardware). Results in build/aarch64/bench-65536.
 bench-aarch64: $(STAMP) system-deps
 	$(PY) scripts/aarch64/check.py --bench
 
