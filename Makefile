@@ -45,7 +45,8 @@ test-loaded: $(STAMP) system-deps tf215
 
 # aarch64 under qemu-user at 4 KiB and 64 KiB pages (scripts/aarch64/check.py): Debian's arm64 Python 3.11
 # and the registry's aarch64 wheels (cached in ~/.cache/npuprof-aarch64), npuprof installed there by its own
-# pip with the C modules cross-built; outputs compared byte for byte with this machine's. About 30 min.
+# pip with the C modules cross-built; outputs compared byte for byte with this machine's. Slow: qemu-user runs
+# Python 5-20x slower (on a shared 2-core VM, 4-10 min per page size for the outputs alone, more for the tests).
 AARCH64_PAGES ?= 4096,65536
 test-aarch64: $(STAMP) system-deps
 	$(PY) scripts/aarch64/check.py --pages $(AARCH64_PAGES)
