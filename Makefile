@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.npuprof-installed
 
-.PHONY: demo test test-fast test-loaded test-pythons test-pure dist bench interop venv system-deps tf215 clean
+.PHONY: demo test test-fast test-loaded test-pythons test-pure test-aarch64 dist bench bench-aarch64 interop venv system-deps tf215 clean
 
 $(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,19 @@ test-pure: $(STAMP)
 # installed into a fresh venv and smoke-tested by tests/test_dist.py.
 dist: $(STAMP)
 	$(PY) scripts/dist.py --out dist
+
+# aarch64 under qemu-user at 4 KiB and 64 KiB pages (scripts/aarch64/check.py): Debian's arm64 Python 3.11
+# and the registry's aarch64 wheels (cached in ~/.cache/npuprof-aarch64), npuprof installed there by its own
+# pip with the C modules cross-built; outputs compared byte for byte with this machine's. Slow: qemu-user runs
+# Python 5-20x slower (on a shared 2-core VM, 4-10 min per page size for the outputs alone, more for the tests).
+AARCH64_PAGES ?= 4096,65536
+test-aarch64: $(STAMP) system-deps
+	$(PY) scripts/aarch64/check.py --pages $(AARCH64_PAGES)
+
+# The annotations and analysis rows of the bench on aarch64 under qemu: ratios (compiled/fallback) and
+# output bytes, not speed (qemu-user is 5-20x slower than the hardware). Results in build/aarch64/bench-65536.
+bench-aarch64: $(STAMP) system-deps
+	$(PY) scripts/aarch64/check.py --bench
 
 # The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
 interop: $(STAMP)

@@ -21,7 +21,11 @@ faults in a range of an array without changing its content
 (``MADV_POPULATE_WRITE``, Linux 5.14+), so a helper thread can take the
 faults of rows the loader will fill next (``rawstore.read_raw_dir``). Where
 the call is missing or refused it does nothing: the rows then fault in as
-they are written, as before.
+they are written, as before. The first call checks once, on a small mapping of
+its own, that the advice really faults pages in (``mincore``): an emulator
+such as qemu-user accepts advice it does not emulate and does nothing, and
+there too populate declines. The page size is the one the process runs with
+(4 KiB, or 64 KiB on many aarch64 kernels).
 
 Example::
 
@@ -75,6 +79,9 @@ def populate(array: np.ndarray, lo: int, hi: int) -> bool:
         libc_function("madvise", "c_void_p", "c_size_t", "c_int")
     if madvise is None or array.ndim != 1 or not array.flags.c_contiguous or array.strides[0] == 0:
         return False
+    if not _honoured(madvise):
+        _refused = True
+        return False
     lo, hi = max(0, lo), min(len(array), hi)
     if hi <= lo:
         return True
@@ -88,3 +95,36 @@ def populate(array: np.ndarray, lo: int, hi: int) -> bool:
 
 
 _refused = False   # the kernel refused once (too old, or not allowed): not asked again
+_checked = False   # _honoured's answer was True once: not checked again
+
+
+def _honoured(madvise: Callable[[int, int, int], int]) -> bool:
+    """Whether ``MADV_POPULATE_WRITE`` faults pages in here, checked once on a fresh mapping of a
+    few pages: resident after the call (``mincore``). False where the call fails or succeeds without
+    effect; True where ``mincore`` is missing or fails (the call's own result is all there is)."""
+    global _checked
+    if _checked:
+        return True
+    import ctypes
+
+    mincore = libc_function("mincore", "c_void_p", "c_size_t", "c_char_p")
+    pages = 4
+    probe = mmap.mmap(-1, pages * _PAGE)
+    try:
+        view = ctypes.c_char.from_buffer(probe)
+        try:
+            address = ctypes.addressof(view)
+            if madvise(address, pages * _PAGE, MADV_POPULATE_WRITE) != 0:
+                return False
+            # one entry per page of the smallest size there is (4 KiB), however large this process's
+            # pages are: an emulator may answer in the host's smaller pages
+            residency = ctypes.create_string_buffer(pages * _PAGE // 4096 + 1)
+            if mincore is None or mincore(address, pages * _PAGE, residency) != 0:
+                _checked = True
+                return True
+            _checked = all(entry & 1 for entry in residency.raw[:pages])
+            return _checked
+        finally:
+            del view
+    finally:
+        probe.close()

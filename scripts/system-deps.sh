@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the end-to-end tests use (sshd for remote
-# collection, chromium for the HTML report), when missing and when
+# collection, chromium for the HTML report, qemu-user-static and the aarch64
+# cross compiler for the aarch64 runs), when missing and when
 # we may (root with apt). Prints what it did; never fails the build on its own:
 # the tests that need a package say clearly what is missing.
 set -u
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server openssh-client)
 command -v chromium >/dev/null || need+=(chromium)
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
 if [ ${#need[@]} -eq 0 ]; then
   echo "system-deps: nothing to install"
   exit 0

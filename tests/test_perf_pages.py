@@ -113,7 +113,8 @@ def test_populate_faults_pages_in_and_changes_no_content():
     fresh[: n // 4] = np.arange(n // 4)
     before = _rss_bytes()
     if not populate(fresh, 0, n):
-        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14+)")
+        pytest.skip("populate declined: no MADV_POPULATE_WRITE here (Linux 5.14+), or the advice is accepted "
+                    "and ignored (qemu-user)")
     grown = _rss_bytes() - before
     assert grown > (48 << 20) * 0.9                  # the untouched three quarters are resident now
     assert np.array_equal(fresh[: n // 4], np.arange(n // 4))
@@ -152,3 +153,25 @@ def test_reading_raw_data_faults_in_the_rows_ahead_and_reads_the_same(tmp_path, 
     assert asked, "no rows were faulted in ahead"
     # never past the rows the segments read so far can hold at the rate seen (all segments alike here)
     assert max(hi for _, hi in asked) <= len(expected)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MADV_POPULATE_WRITE is Linux's")
+def test_advice_accepted_but_ignored_is_declined_and_not_asked_again(monkeypatch):
+    """qemu-user answers 0 to madvise advice it does not emulate and faults nothing in: populate checks
+    once (mincore on a mapping of its own) and declines as on a kernel without the call."""
+    real = pages.libc_function
+    calls = []
+
+    def ignoring_madvise(address, length, advice):
+        calls.append(advice)
+        return 0
+
+    monkeypatch.setattr(pages, "libc_function", lambda name, *a, **k: ignoring_madvise if name == "madvise"
+                        else real(name, *a, **k))
+    monkeypatch.setattr(pages, "_refused", False)
+    monkeypatch.setattr(pages, "_checked", False)
+    column = np.zeros(1 << 16)
+    assert populate(column, 0, 1 << 16) is False
+    assert calls == [pages.MADV_POPULATE_WRITE]          # the check only, on its own mapping
+    assert populate(column, 0, 1 << 16) is False and len(calls) == 1
+    assert not column.any()
