@@ -20,7 +20,9 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +36,15 @@ from ..fileio import secure_mkdir
 from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
-from .jobs import Job, choose_job, unplaced_runs
+from .jobs import Job, scan_jobs, unrecognised_runs
+from .merge import ClusterMerge
 from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
-from .tables import busy_times, cluster_tables
+from .tables import cluster_tables
 from .timeline import write_merged, write_rank_trace
 from .tooltables import OWN_RUN, TOOL_FILES, tool_summary
-from .worker import RankTask, rank_events, summarise_rank
+from .worker import RankTask, rank_events, summarise_packed, unpack_summary
 
 log = logging.getLogger("npuprof")
 OUTPUT_NAME = "npuprof_cluster"
@@ -112,11 +115,13 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
                     rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
                     progress: Optional[Callable[[str], None]] = None, job: Optional[str] = None,
-                    tool_tables: bool = False) -> ClusterResult:
+                    tool_tables: bool = False, rank_series: bool = True) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts. ``tool_tables``: summarise another tool's ranks from
     that tool's own summary files where they are all there (see :mod:`.tooltables`; such summaries carry
-    no memory, host series or event count, which the HTML report shows: it leaves this False)."""
+    no memory, host series or event count, which the HTML report shows: it leaves this False).
+    ``rank_series``: summarise each parsed rank's memory timeline and host counter series too (the HTML
+    report's; no cluster table reads them, so ``npuprof cluster`` leaves them out of what its workers send)."""
     t0 = time.perf_counter()
     rank_sel = parse_rank_list("ranks", ranks)
     tl_sel = parse_rank_list("timeline_ranks", timeline_ranks) if timeline_ranks is not None else None
@@ -127,44 +132,65 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     root = Path(path)
     if not root.is_dir():
         raise ProfilerDataError(root, "does not exist or is not a directory")
-    run_dirs = run_dirs_under(root)
-    the_job = choose_job(root, run_dirs, job)      # never two jobs merged into one set of ranks
-    unplaced = unplaced_runs(root, run_dirs)       # before this analysis writes anything under root
-    found = discover_ranks(path, rank_sel, run_dirs=the_job.runs)
-    if tl_sel is not None:
-        missing = sorted(set(tl_sel) - set(found))
-        if missing:
-            raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
-    out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
-    tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs))
-             for r, dirs in found.items()]
-    say = progress or (lambda msg: None)
-    fast: dict = {}
-    parsed: dict = {}
-    unused: dict = {}
-    for t in tasks:
-        if tool_tables:
-            from_tables, why = tool_summary(t)
-            if from_tables is not None:
-                fast[t.rank] = from_tables
-                continue
-        else:
-            why = "tool tables not used (recompute)"
-        parsed[t.rank] = why
-        if tool_tables and why != OWN_RUN and _has_tool_tables(t):    # another tool's tables, there but unusable
-            unused[t.rank] = why
-        log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
-    if fast:
-        say(f"{ranks_phrase(list(fast))}: summaries from the tool's own tables "
-            f"({', '.join(TOOL_FILES)}; --recompute parses their events)")
-    rest = [t for t in tasks if t.rank not in fast]
     requested = Executor(backend, scheduler=scheduler, workers=workers)     # checks the arguments; starts nothing
-    needs_workers = bool(rest) or rank_traces or bool(tl_sel)
-    with (requested if needs_workers else Executor("serial")) as ex:
+    timings = DriverTimings()
+    with contextlib.ExitStack() as stack:
+        ex: Optional[Executor] = None
+        if not tool_tables:     # every rank is parsed: the workers start while the ranks are found
+            ex = stack.enter_context(requested)
+        run_dirs = run_dirs_under(root)
+        scan = scan_jobs(root, run_dirs)
+        the_job = scan.choose(job)        # never two jobs merged into one set of ranks
+        found = discover_ranks(path, rank_sel, run_dirs=the_job.runs)
+        if tl_sel is not None:
+            missing = sorted(set(tl_sel) - set(found))
+            if missing:
+                raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
+        out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
+        tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), series=rank_series)
+                 for r, dirs in found.items()]
+        say = progress or (lambda msg: None)
+        fast: dict = {}
+        parsed: dict = {}
+        unused: dict = {}
+        for t in tasks:
+            if tool_tables:
+                from_tables, why = tool_summary(t)
+                if from_tables is not None:
+                    fast[t.rank] = from_tables
+                    continue
+            else:
+                why = "tool tables not used (recompute)"
+            parsed[t.rank] = why
+            if tool_tables and why != OWN_RUN and _has_tool_tables(t):    # another tool's tables, there but unusable
+                unused[t.rank] = why
+            log.info("npuprof cluster: rank %d: parsing its events (%s)", t.rank, why)
+        if fast:
+            say(f"{ranks_phrase(list(fast))}: summaries from the tool's own tables "
+                f"({', '.join(TOOL_FILES)}; --recompute parses their events)")
+        rest = [t for t in tasks if t.rank not in fast]
+        needs_workers = bool(rest) or rank_traces or bool(tl_sel)
+        if ex is None:
+            ex = stack.enter_context(requested if needs_workers else Executor("serial"))
+        timings.found = time.perf_counter() - t0
+        merge = ClusterMerge()
+        for s in fast.values():
+            merge.add(s)
         if rest:
             say(f"summarising {len(rest)} ranks' events on {ex.description}")
-        summaries = sorted(list(fast.values()) + ex.map(summarise_rank, rest), key=lambda s: s.rank)
-        slow = detect_slow_ranks(busy_times(summaries))
+        unplaced: Optional[list] = None
+        for done, (_, packed) in enumerate(ex.as_completed(summarise_packed, rest), 1):
+            if unplaced is None:     # while the other ranks run; before this analysis writes anything under root
+                unplaced = list(scan.unplaced) + unrecognised_runs(root, run_dirs)
+                timings.first_rank = time.perf_counter() - t0
+            merge.add(unpack_summary(packed))
+            timings.received_bytes += len(packed)
+            say(f"rank {merge.last_rank} summarised ({done}/{len(rest)})")
+        timings.last_rank = time.perf_counter() - t0
+        if unplaced is None:
+            unplaced = list(scan.unplaced) + unrecognised_runs(root, run_dirs)
+        summaries = merge.summaries()
+        slow = detect_slow_ranks(merge.busy)
         alignment = align_ranks(summaries, align)
         tables = cluster_tables(summaries, slow, alignment)
         communication = cluster_communication(summaries)
@@ -179,6 +205,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         if matrix:
             files.append(write_json(matrix, out_dir / "cluster_communication_matrix.json"))
         world = max([s.world_size for s in summaries] + [len(summaries)])
+        timings.written = time.perf_counter() - t0
         traces: list = []
         if rank_traces:
             say("writing per-rank traces")
@@ -201,10 +228,33 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                            seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),
                            parsed=parsed, unused_tool_tables=unused, unplaced=unplaced)
     summary = result.summary()
+    summary["driver"] = timings.to_json(len(rest), time.perf_counter() - t0)
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
     # the backend and timing differ between runs; keep them out of the comparable tables
     result.files.append(write_json(summary, out_dir / CLUSTER_SUMMARY))
     return result
+
+
+@dataclass
+class DriverTimings:
+    """Where the driver (this process) spent the wall time of one analysis: seconds from the start to the
+    ranks found (job scan, discovery, tool tables), to the first and the last rank's summary received,
+    to the tables written; and the bytes of summaries received. Its serial part is what is not spent
+    waiting for the workers: ``found`` + the time after the last summary + its own CPU in between."""
+
+    found: float = 0.0
+    first_rank: float = 0.0
+    last_rank: float = 0.0
+    written: float = 0.0
+    received_bytes: int = 0
+
+    def to_json(self, ranks: int, total: float) -> dict:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"ranks_parsed": ranks, "found_s": round(self.found, 3), "first_rank_s": round(self.first_rank, 3),
+                "last_rank_s": round(self.last_rank, 3), "tables_written_s": round(self.written, 3),
+                "total_s": round(total, 3), "after_last_rank_s": round(self.written - self.last_rank, 3),
+                "summary_bytes": self.received_bytes,
+                "process_cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
 
 
 def _has_tool_tables(task: RankTask) -> bool:

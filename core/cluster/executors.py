@@ -1,15 +1,24 @@
 """Where per-rank work runs: in-process, a local process pool, or Dask.
 
-Every backend maps the same picklable function over the same tasks and
-returns results in task order, so the driver code after the map is one code
-path. Dask is an optional dependency (``pip install npuprof[cluster]``):
-``scheduler="tcp://host:8786"`` uses an existing cluster, ``None`` starts a
-local Dask cluster for the call.
+Every backend maps the same picklable function over the same tasks, either
+in task order (:meth:`Executor.map`) or as each task finishes
+(:meth:`Executor.as_completed`, so the driver merges a rank while the others
+still run), so the driver code is one code path. Dask is an optional
+dependency (``pip install npuprof[cluster]``): ``scheduler="tcp://host:8786"``
+uses an existing cluster, ``None`` starts a local Dask cluster for the call.
+
+The process pool forks its workers from a fork server that imported the
+workers' modules once (:mod:`.workerprep`): a worker starts clean (no thread
+or lock of the caller inherited, as with spawn) and ready, and the import is
+paid once, not once per worker. The fork server starts when the executor is
+entered, so its imports run while the driver still looks for the ranks.
 
 Example::
 
     with Executor("dask") as ex:
         summaries = ex.map(summarise_rank, tasks)
+        for i, summary in ex.as_completed(summarise_rank, tasks):
+            ...
 """
 from __future__ import annotations
 
@@ -17,7 +26,8 @@ import logging
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Optional, Sequence
+from concurrent.futures import as_completed as futures_completed
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..errors import ProfilerConfigError
 
@@ -51,9 +61,7 @@ class Executor:
 
     def __enter__(self) -> "Executor":
         if self.backend == "process":
-            # spawn: workers start clean (no inherited threads or locks), as Dask's do
-            self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_worker_context())
             self.description = f"process pool ({self.workers} workers)"
         elif self.backend == "dask":
             try:
@@ -82,6 +90,27 @@ class Executor:
         futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
         return self._client.gather(futures)
 
+    def as_completed(self, func: Callable[[Any], Any], tasks: Sequence[Any], *extra: Any) -> Iterator[tuple[int, Any]]:
+        """``(i, func(tasks[i], *extra))`` for every task, in the order the tasks finish."""
+        if not tasks:
+            return
+        if self.backend == "serial":
+            for i, t in enumerate(tasks):
+                yield i, func(t, *extra)
+            return
+        if self.backend == "process":
+            index = {self._pool.submit(func, t, *extra): i for i, t in enumerate(tasks)}
+            for fut in futures_completed(index):
+                yield index[fut], fut.result()
+            return
+        from distributed import as_completed as dask_completed
+
+        futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut, result in dask_completed(futures, with_results=True):
+            yield index[fut.key], result
+            fut.release()
+
     def __exit__(self, *exc: Any) -> bool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -90,3 +119,16 @@ class Executor:
         if self._cluster is not None:
             self._cluster.close()
         return False
+
+
+def _worker_context() -> Any:
+    """The start method of pool workers: a fork server that imported :mod:`.workerprep` (where the platform
+    has one), else spawn. Starts the fork server now, so that its imports overlap the caller's work."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([f"{__package__}.workerprep"])
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return ctx

@@ -36,7 +36,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                           workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
                           min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
                           formats=formats, progress=_progress(args.quiet), job=args.job,
-                          tool_tables=not args.recompute)
+                          tool_tables=not args.recompute, rank_series=False)
     quality = res.quality
     if args.json:
         print(json.dumps(res.summary(), indent=2))
