@@ -33,6 +33,7 @@ from ..quality import DataQuality, QualityIssue
 from ..runinfo import CLUSTER_SUMMARY, OUTPUT_DIR
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
+from ..progress import ProgressCallback
 from .alignment import align_ranks
 from .executors import Executor
 from .outputs import FORMATS, write_json, write_tables
@@ -97,15 +98,16 @@ class ClusterResult:
                 "data_quality": self.quality.to_json()}
 
 
-def default_place(root: Path) -> Path:
+def default_place(root: Path, runs: Optional[list] = None) -> Path:
     """Where a job's cluster outputs go when no output is given: ``root`` itself for npuprof's own runs; for
     another tool's job (its folders are read-only input) ``./npuprof_output/<root name>``, as the per-run
-    outputs of such runs."""
+    outputs of such runs. ``runs``: the runs under ``root`` (:func:`~npuprof.analysis.pipeline.find_runs`),
+    when the caller has them."""
     from ..analysis.pipeline import find_runs
     from ..export.writer import DEFAULT_OUTPUT
     from ..runinfo import RunOrigin, origin_of
 
-    if all(origin_of(d) is RunOrigin.NPUPROF for d in find_runs(root)):
+    if all(origin_of(d) is RunOrigin.NPUPROF for d in (find_runs(root) if runs is None else runs)):
         return root
     return DEFAULT_OUTPUT / root.resolve().name
 
@@ -115,13 +117,16 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     timeline_ranks: Any = None, steps: Any = None, min_dur: Any = 0, use_gzip: bool = False,
                     rank_traces: bool = False, align: str = "auto", formats: tuple = FORMATS,
                     progress: Optional[Callable[[str], None]] = None, job: Optional[str] = None,
-                    tool_tables: bool = False, rank_series: bool = True) -> ClusterResult:
+                    tool_tables: bool = False, rank_series: bool = True,
+                    progress_bar: Optional[ProgressCallback] = None) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts. ``tool_tables``: summarise another tool's ranks from
     that tool's own summary files where they are all there (see :mod:`.tooltables`; such summaries carry
     no memory, host series or event count, which the HTML report shows: it leaves this False).
     ``rank_series``: summarise each parsed rank's memory timeline and host counter series too (the HTML
-    report's; no cluster table reads them, so ``npuprof cluster`` leaves them out of what its workers send)."""
+    report's; no cluster table reads them, so ``npuprof cluster`` leaves them out of what its workers send).
+    ``progress``: a line per phase; ``progress_bar`` (:func:`npuprof.progress.terminal_progress`): called
+    ``(message, ranks done, ranks to parse)`` as each rank's summary arrives, on every backend."""
     t0 = time.perf_counter()
     rank_sel = parse_rank_list("ranks", ranks)
     tl_sel = parse_rank_list("timeline_ranks", timeline_ranks) if timeline_ranks is not None else None
@@ -146,7 +151,6 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             missing = sorted(set(tl_sel) - set(found))
             if missing:
                 raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
-        out_dir = Path(output) if output is not None else default_place(root) / OUTPUT_NAME
         tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), series=rank_series)
                  for r, dirs in found.items()]
         say = progress or (lambda msg: None)
@@ -172,23 +176,27 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         needs_workers = bool(rest) or rank_traces or bool(tl_sel)
         if ex is None:
             ex = stack.enter_context(requested if needs_workers else Executor("serial"))
-        timings.found = time.perf_counter() - t0
+        timings.mark("found", t0)
         merge = ClusterMerge()
         for s in fast.values():
             merge.add(s)
         if rest:
             say(f"summarising {len(rest)} ranks' events on {ex.description}")
-        unplaced: Optional[list] = None
+            if progress_bar is not None:
+                progress_bar(f"summarising ranks on {ex.description}", 0, len(rest))
+        folder: Optional[FolderRuns] = None
         for done, (_, packed) in enumerate(ex.as_completed(summarise_packed, rest), 1):
-            if unplaced is None:     # while the other ranks run; before this analysis writes anything under root
-                unplaced = list(scan.unplaced) + unrecognised_runs(root, run_dirs)
-                timings.first_rank = time.perf_counter() - t0
+            if folder is None:     # while the other ranks run; before this analysis writes anything under root
+                timings.mark("first_rank", t0)
+                folder = FolderRuns.of(root, run_dirs, scan, output)
             merge.add(unpack_summary(packed))
             timings.received_bytes += len(packed)
-            say(f"rank {merge.last_rank} summarised ({done}/{len(rest)})")
-        timings.last_rank = time.perf_counter() - t0
-        if unplaced is None:
-            unplaced = list(scan.unplaced) + unrecognised_runs(root, run_dirs)
+            if progress_bar is not None:
+                progress_bar(f"rank {merge.last_rank} summarised", done, len(rest))
+        timings.mark("last_rank", t0)
+        if folder is None:
+            folder = FolderRuns.of(root, run_dirs, scan, output)
+        unplaced, out_dir = folder.unplaced, folder.out_dir
         summaries = merge.summaries()
         slow = detect_slow_ranks(merge.busy)
         alignment = align_ranks(summaries, align)
@@ -205,7 +213,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         if matrix:
             files.append(write_json(matrix, out_dir / "cluster_communication_matrix.json"))
         world = max([s.world_size for s in summaries] + [len(summaries)])
-        timings.written = time.perf_counter() - t0
+        timings.mark("written", t0)
         traces: list = []
         if rank_traces:
             say("writing per-rank traces")
@@ -235,26 +243,57 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     return result
 
 
+@dataclass(frozen=True)
+class FolderRuns:
+    """What the reader plugins say of the folder analysed (its one walk): the runs no job takes, and where
+    the outputs go when no output was given."""
+
+    unplaced: list
+    out_dir: Path
+
+    @classmethod
+    def of(cls, root: Path, run_dirs: list, scan: Any, output: Any) -> "FolderRuns":
+        from ..analysis.pipeline import find_runs
+
+        try:
+            runs = find_runs(root)
+        except ProfilerDataError:
+            runs = []
+        out_dir = Path(output) if output is not None else default_place(root, runs) / OUTPUT_NAME
+        return cls(list(scan.unplaced) + unrecognised_runs(root, run_dirs, runs), out_dir)
+
+
 @dataclass
 class DriverTimings:
-    """Where the driver (this process) spent the wall time of one analysis: seconds from the start to the
-    ranks found (job scan, discovery, tool tables), to the first and the last rank's summary received,
-    to the tables written; and the bytes of summaries received. Its serial part is what is not spent
-    waiting for the workers: ``found`` + the time after the last summary + its own CPU in between."""
+    """Where the driver (this process) spent one analysis: wall seconds from the start to the ranks found
+    (job scan, discovery, tool tables), to the first and the last rank's summary received, to the tables
+    written; its CPU seconds (all its threads) at those points; the bytes of summaries received. Its serial
+    part is what does not overlap the workers: up to ``found``, and after the last summary."""
 
     found: float = 0.0
     first_rank: float = 0.0
     last_rank: float = 0.0
     written: float = 0.0
+    cpu_found: float = 0.0
+    cpu_last_rank: float = 0.0
+    cpu_written: float = 0.0
     received_bytes: int = 0
+
+    def mark(self, phase: str, t0: float) -> None:
+        """Record the wall and CPU time at the end of ``phase`` (found, last_rank, written)."""
+        setattr(self, phase, time.perf_counter() - t0)
+        if phase != "first_rank":
+            setattr(self, f"cpu_{phase}", time.process_time())
 
     def to_json(self, ranks: int, total: float) -> dict:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return {"ranks_parsed": ranks, "found_s": round(self.found, 3), "first_rank_s": round(self.first_rank, 3),
-                "last_rank_s": round(self.last_rank, 3), "tables_written_s": round(self.written, 3),
-                "total_s": round(total, 3), "after_last_rank_s": round(self.written - self.last_rank, 3),
-                "summary_bytes": self.received_bytes,
-                "process_cpu_s": round(usage.ru_utime + usage.ru_stime, 3)}
+        r = lambda x: round(x, 3)       # noqa: E731
+        return {"ranks_parsed": ranks, "found_s": r(self.found), "first_rank_s": r(self.first_rank),
+                "last_rank_s": r(self.last_rank), "tables_written_s": r(self.written), "total_s": r(total),
+                "after_last_rank_s": r(self.written - self.last_rank),
+                "cpu_to_found_s": r(self.cpu_found), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
+                "cpu_after_last_rank_s": r(self.cpu_written - self.cpu_last_rank),
+                "summary_bytes": self.received_bytes, "process_cpu_s": r(usage.ru_utime + usage.ru_stime)}
 
 
 def _has_tool_tables(task: RankTask) -> bool:

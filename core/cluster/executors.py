@@ -7,11 +7,11 @@ still run), so the driver code is one code path. Dask is an optional
 dependency (``pip install npuprof[cluster]``): ``scheduler="tcp://host:8786"``
 uses an existing cluster, ``None`` starts a local Dask cluster for the call.
 
-The process pool forks its workers from a fork server that imported the
-workers' modules once (:mod:`.workerprep`): a worker starts clean (no thread
-or lock of the caller inherited, as with spawn) and ready, and the import is
-paid once, not once per worker. The fork server starts when the executor is
-entered, so its imports run while the driver still looks for the ranks.
+The process pool's workers start ready, the workers' modules imported once
+(:mod:`.workerprep`), not once per worker: forked from this process when it
+runs no other thread (they start at once, when the executor is entered),
+else from a fork server (clean: no thread or lock of the caller inherited)
+whose imports run while the driver still looks for the ranks.
 
 Example::
 
@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as futures_completed
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -57,11 +59,15 @@ class Executor:
         self._pool: Any = None
         self._client: Any = None
         self._cluster: Any = None
+        self._dask_config: Any = None
         self.description = backend
 
     def __enter__(self) -> "Executor":
         if self.backend == "process":
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_worker_context())
+            ctx = _worker_context()
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            if ctx.get_start_method() == "fork":
+                self._pool.submit(int)      # forks every worker now, before this process starts any thread
             self.description = f"process pool ({self.workers} workers)"
         elif self.backend == "dask":
             try:
@@ -73,6 +79,12 @@ class Executor:
                 self._client = Client(self.scheduler)
                 self.description = f"dask scheduler {self.scheduler}"
             else:
+                import dask
+
+                # the local workers fork from the same fork server as the process pool's, which has Dask
+                # and the workers' modules imported: each starts ready, as a pool worker does
+                self._dask_config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+                _worker_context(("distributed",))
                 self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
                                              dashboard_address=None, silence_logs=logging.ERROR)
                 self._client = Client(self._cluster)
@@ -118,16 +130,30 @@ class Executor:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+        if self._dask_config is not None:
+            self._dask_config.__exit__(None, None, None)
         return False
 
 
-def _worker_context() -> Any:
-    """The start method of pool workers: a fork server that imported :mod:`.workerprep` (where the platform
-    has one), else spawn. Starts the fork server now, so that its imports overlap the caller's work."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+def _worker_context(also: tuple = ()) -> Any:
+    """The start method of pool workers.
+
+    * fork, on Linux when this process runs no other thread (nothing a thread holds is copied half-done):
+      the workers start at once, with everything this process imported; :mod:`.workerprep` is imported
+      here first, once, instead of in every worker;
+    * else a fork server that imported :mod:`.workerprep` and the modules ``also``, started now so that its
+      imports overlap the caller's work (a fork server already running is used as it is);
+    * else (no fork server on the platform) spawn.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if not also and sys.platform.startswith("linux") and threading.active_count() == 1 and "fork" in methods:
+        from . import workerprep  # noqa: F401
+
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in methods:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([f"{__package__}.workerprep"])
+    ctx.set_forkserver_preload([*also, f"{__package__}.workerprep"])
     from multiprocessing import forkserver
 
     forkserver.ensure_running()

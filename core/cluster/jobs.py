@@ -192,9 +192,13 @@ def scan_jobs(root: Path, run_dirs: Sequence[Path]) -> JobScan:
             i = parent[i]
         return i
 
+    by_group: dict[str, int] = {}      # rule 1 by lookup: runs naming one group are one job
+    for i, f in enumerate(facts):
+        for g in f.groups:
+            parent[find(i)] = find(by_group.setdefault(g, i))
     for i in range(len(facts)):
         for j in range(i + 1, len(facts)):
-            if _same_job(facts[i], facts[j]):
+            if find(i) != find(j) and _same_job(facts[i], facts[j]):    # a pair already joined: nothing to ask
                 parent[find(i)] = find(j)
     members: dict[int, list[RunFacts]] = {}
     for i, f in enumerate(facts):
@@ -217,17 +221,20 @@ def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
     return list(scan_jobs(root, run_dirs).jobs)
 
 
-def unrecognised_runs(root: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, str]]:
+def unrecognised_runs(root: Path, run_dirs: Sequence[Path], found: Optional[Sequence[Path]] = None
+                      ) -> list[tuple[Path, str]]:
     """The runs under ``root`` some reader understands that are not among ``run_dirs`` (no profiler_info:
-    their rank and job unknown). The only part of the job scan that asks the reader plugins, so cluster
-    analysis runs it while the workers summarise the ranks."""
-    from ..analysis.pipeline import find_runs
+    their rank and job unknown). ``found``: :func:`~npuprof.analysis.pipeline.find_runs` of ``root``, when
+    the caller has it. The only part of the job scan that asks the reader plugins, so cluster analysis runs
+    it while the workers summarise the ranks."""
+    if found is None:
+        from ..analysis.pipeline import find_runs
 
+        try:
+            found = find_runs(root)
+        except ProfilerDataError:
+            found = []
     listed = {Path(d).resolve() for d in run_dirs}
-    try:
-        found = find_runs(root)
-    except ProfilerDataError:
-        found = []
     return [(Path(d), "no profiler_info: its rank and job are unknown") for d in found
             if Path(d).resolve() not in listed and not (Path(d).is_dir() and Path(d).resolve() == root.resolve())]
 

@@ -18,7 +18,7 @@ inverse on every summary :func:`~.worker.summarise_rank` returns.
 Example::
 
     blob = pack(summarise_rank(task))        # in the worker
-    summary = unpack(blob)                   # in the driver
+    summary = unpack(blob, RankSummary)      # in the driver
 """
 from __future__ import annotations
 
@@ -59,10 +59,8 @@ def pack(summary: Any) -> bytes:
     return b"".join(parts)
 
 
-def unpack(blob: bytes, cls: Any = None) -> Any:
-    """The summary :func:`pack` made (``cls``: the summary class, default :class:`~.worker.RankSummary`)."""
-    if cls is None:
-        from .worker import RankSummary as cls
+def unpack(blob: bytes, cls: Any) -> Any:
+    """The summary :func:`pack` made, as a ``cls`` (:class:`~.worker.RankSummary`)."""
     if blob[:len(MAGIC)] != MAGIC:
         raise ValueError("not a packed rank summary")
     pos = len(MAGIC)
