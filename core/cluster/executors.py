@@ -60,6 +60,7 @@ class Executor:
         self._client: Any = None
         self._cluster: Any = None
         self._dask_config: Any = None
+        self._quiet_dask: list = []
         self.description = backend
 
     def __enter__(self) -> "Executor":
@@ -70,21 +71,29 @@ class Executor:
                 self._pool.submit(int)      # forks every worker now, before this process starts any thread
             self.description = f"process pool ({self.workers} workers)"
         elif self.backend == "dask":
-            try:
-                from distributed import Client, LocalCluster
-            except ImportError:
+            import importlib.util
+
+            if importlib.util.find_spec("distributed") is None:
                 raise ProfilerConfigError("backend", "dask", "'process' or 'serial' (Dask is not installed)",
-                                          hint="pip install 'npuprof[cluster]'") from None
+                                          hint="pip install 'npuprof[cluster]'")
+            if not self.scheduler:
+                import dask
+
+                # the local workers fork from a fork server that has Dask and the workers' modules imported
+                # (each starts ready, as a pool worker does); it starts first, so that its imports run while
+                # this process imports Dask's client side
+                self._dask_config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+                _worker_context(("distributed",))
+            from distributed import Client, LocalCluster
+
             if self.scheduler:
                 self._client = Client(self.scheduler)
                 self.description = f"dask scheduler {self.scheduler}"
             else:
-                import dask
-
-                # the local workers fork from the same fork server as the process pool's, which has Dask
-                # and the workers' modules imported: each starts ready, as a pool worker does
-                self._dask_config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-                _worker_context(("distributed",))
+                # the local cluster's own progress messages stay out of npuprof's output (its errors do not)
+                self._quiet_dask = [(lg, lg.level) for lg in map(logging.getLogger, ("distributed", "dask"))]
+                for lg, _ in self._quiet_dask:
+                    lg.setLevel(logging.ERROR)
                 self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
                                              dashboard_address=None, silence_logs=logging.ERROR)
                 self._client = Client(self._cluster)
@@ -132,6 +141,8 @@ class Executor:
             self._cluster.close()
         if self._dask_config is not None:
             self._dask_config.__exit__(None, None, None)
+        for lg, level in self._quiet_dask:
+            lg.setLevel(level)
         return False
 
 
