@@ -35,6 +35,7 @@ from ..errors import ProfilerConfigError
 
 log = logging.getLogger("npuprof")
 BACKENDS = ("process", "dask", "serial")
+_MP_METHOD = "distributed.worker.multiprocessing-method"
 
 
 def default_workers() -> int:
@@ -59,7 +60,7 @@ class Executor:
         self._pool: Any = None
         self._client: Any = None
         self._cluster: Any = None
-        self._dask_config: Any = None
+        self._dask_method: Optional[tuple] = None     # (the start method Dask had, None if unset)
         self._quiet_dask: list = []
         self.description = backend
 
@@ -82,7 +83,8 @@ class Executor:
                 # the local workers fork from a fork server that has Dask and the workers' modules imported
                 # (each starts ready, as a pool worker does); it starts first, so that its imports run while
                 # this process imports Dask's client side
-                self._dask_config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+                self._dask_method = (dask.config.get(_MP_METHOD, None),)
+                dask.config.set({_MP_METHOD: "forkserver"})     # set before Dask's defaults load: kept over them
                 _worker_context(("distributed",))
             from distributed import Client, LocalCluster
 
@@ -94,9 +96,13 @@ class Executor:
                 self._quiet_dask = [(lg, lg.level) for lg in map(logging.getLogger, ("distributed", "dask"))]
                 for lg, _ in self._quiet_dask:
                     lg.setLevel(logging.ERROR)
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                             dashboard_address=None, silence_logs=logging.ERROR)
-                self._client = Client(self._cluster)
+                try:
+                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                                 dashboard_address=None, silence_logs=logging.ERROR)
+                    self._client = Client(self._cluster)
+                except BaseException:
+                    self.__exit__(None, None, None)
+                    raise
                 self.description = f"local dask cluster ({self.workers} workers)"
         return self
 
@@ -139,11 +145,23 @@ class Executor:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
-        if self._dask_config is not None:
-            self._dask_config.__exit__(None, None, None)
+        if self._dask_method is not None:
+            _restore_dask_method(self._dask_method[0])
         for lg, level in self._quiet_dask:
             lg.setLevel(level)
         return False
+
+
+def _restore_dask_method(before: Optional[str]) -> None:
+    """Dask's worker start method as it was before a local cluster (its default where it was unset). Not
+    ``dask.config.set`` as a context: undoing that would also drop the defaults Dask loaded meanwhile."""
+    import dask
+
+    if before is None:
+        before = next((v for d in reversed(dask.config.defaults)
+                       if (v := dask.config.get(_MP_METHOD, None, config=d)) is not None), None)
+    if before is not None:
+        dask.config.set({_MP_METHOD: before})
 
 
 def _worker_context(also: tuple = ()) -> Any:
