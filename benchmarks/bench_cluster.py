@@ -26,8 +26,9 @@ are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--
 alternated run by run, the 1-minute load average recorded with each run (the machine may be shared);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them), from the driver's own
-accounting in ``cluster_summary.json`` (``driver``: its CPU seconds before the first rank is handed out and
-after the last summary arrives, wall seconds of the same, bytes of summaries received).
+accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
+rank handed out and after the last summary arrives - the interpreter's start-up and imports before it
+reported apart, being the same for every job -, wall seconds of the same, bytes of summaries received).
 
 Peak memory of a process *tree* (both tools start worker processes: npuprof a spawn pool,
 msprof-analyze a forked multiprocessing pool): a thread samples every ``period`` s (20 ms) the sum of
@@ -376,7 +377,7 @@ def scaling(job: Path, work: Path, reps: int) -> dict:
         out[name] = {"seconds": summary(samples[name]), "cpu_seconds": _mem(rs, "cpu_seconds"),
                      "load1": [round(r["load1"], 2) for r in rs],
                      "driver_serial_cpu_s": summary([r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
-                                                     for r in rs]),
+                                                     for r in rs]),     # start-up (imports) included
                      "first_rank_s": summary([r["driver"]["first_rank_s"] for r in rs]),
                      "after_last_rank_s": summary([r["driver"]["after_last_rank_s"] for r in rs])}
     out["workers_2_vs_1"] = paired_ratio(samples["process_1"], samples["process_2"])    # speedup, > 1 is faster
@@ -400,9 +401,10 @@ def serial_per_rank(src_job: Path, work: Path, sizes: tuple) -> dict:
                 subprocess.run(["cp", "-al", str(full / f"rank{r}_ascend_pt"), str(job)], check=True)
         r = _recompute(job, work / f"out{n}", work / f"serial{n}.log", 2)
         d = r["driver"]
-        serial_cpu = d["cpu_to_found_s"] + d["cpu_after_last_rank_s"]
+        serial_cpu = d["cpu_found_s"] + d["cpu_after_last_rank_s"]     # the analysis's, start-up apart
         out[str(n)] = {"ranks": n, "seconds": round(r["seconds"], 3), "load1": round(r["load1"], 2),
                        "driver": d, "serial_cpu_ms_per_rank": round(1e3 * serial_cpu / n, 2),
+                       "startup_cpu_s": d["cpu_before_s"],
                        "serial_wall_ms_per_rank": round(1e3 * (d["found_s"] + d["after_last_rank_s"]) / n, 2),
                        "driver_cpu_ms_per_rank": round(1e3 * d["process_cpu_s"] / n, 2),
                        "summary_bytes_per_rank": d["summary_bytes"] // n}

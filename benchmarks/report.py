@@ -414,9 +414,11 @@ def cluster_scaling_rows(cl: dict) -> list[dict]:
     if spr:
         sizes = sorted(spr.values(), key=lambda r: r["ranks"])
         per = [r["serial_cpu_ms_per_rank"] for r in sizes]
+        start = max(r.get("startup_cpu_s", 0) for r in sizes)
         rows.append(_row("Analysis", "`npuprof cluster --recompute --workers 2`: the driver's serial CPU per rank "
-                                     "(before the first rank is handed out + after the last summary arrives, "
-                                     "interpreter start included), " + ", ".join(f"{r['ranks']}" for r in sizes)
+                                     "(from the analysis's start to the first rank handed out + after the last "
+                                     f"summary arrives; the process's start-up before it, <= {start:.2f} CPU s, "
+                                     "apart), " + ", ".join(f"{r['ranks']}" for r in sizes)
                          + " ranks generated as make_job does",
                          ", ".join(f"{r['ranks']}: {r['serial_cpu_ms_per_rank']:.1f} ms" for r in sizes),
                          "wall: " + ", ".join(f"{r['serial_wall_ms_per_rank']:.1f} ms (load {r['load1']:.1f})"

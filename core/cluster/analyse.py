@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +188,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             if folder is None:     # while the other ranks run; before this analysis writes anything under root
                 timings.mark("first_rank", t0)
                 folder = FolderRuns.of(root, run_dirs, scan, output)
+                _import_writers(tuple(formats))
             merge.add(unpack_summary(packed))
             timings.received_bytes += len(packed)
             if progress_bar is not None:
@@ -274,26 +274,40 @@ class DriverTimings:
     first_rank: float = 0.0
     last_rank: float = 0.0
     written: float = 0.0
+    cpu_start: float = field(default_factory=time.process_time)    # the process's start-up (imports) before
     cpu_found: float = 0.0
     cpu_last_rank: float = 0.0
     cpu_written: float = 0.0
     received_bytes: int = 0
 
     def mark(self, phase: str, t0: float) -> None:
-        """Record the wall and CPU time at the end of ``phase`` (found, last_rank, written)."""
+        """Record the wall time at the end of ``phase`` (found, first_rank, last_rank, written) and, but for
+        first_rank, this process's CPU time."""
         setattr(self, phase, time.perf_counter() - t0)
         if phase != "first_rank":
             setattr(self, f"cpu_{phase}", time.process_time())
 
     def to_json(self, ranks: int, total: float) -> dict:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
         r = lambda x: round(x, 3)       # noqa: E731
         return {"ranks_parsed": ranks, "found_s": r(self.found), "first_rank_s": r(self.first_rank),
                 "last_rank_s": r(self.last_rank), "tables_written_s": r(self.written), "total_s": r(total),
                 "after_last_rank_s": r(self.written - self.last_rank),
-                "cpu_to_found_s": r(self.cpu_found), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
+                "cpu_before_s": r(self.cpu_start), "cpu_to_found_s": r(self.cpu_found),
+                "cpu_found_s": r(self.cpu_found - self.cpu_start), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
                 "cpu_after_last_rank_s": r(self.cpu_written - self.cpu_last_rank),
-                "summary_bytes": self.received_bytes, "process_cpu_s": r(usage.ru_utime + usage.ru_stime)}
+                "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time())}
+
+
+def _import_writers(formats: tuple) -> None:
+    """Import what the steps after the last rank use (pyarrow's Parquet writer, numpy's masked arrays that
+    ``np.median`` loads on first use: a tenth of a second each), while the workers still parse ranks."""
+    import numpy.ma  # noqa: F401
+
+    if "parquet" in formats:
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            pass        # write_tables says so, naming the parameter
 
 
 def _has_tool_tables(task: RankTask) -> bool:
