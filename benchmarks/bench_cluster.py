@@ -48,6 +48,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -381,6 +382,17 @@ def scaling(job: Path, work: Path, reps: int) -> dict:
                      "first_rank_s": summary([r["driver"]["first_rank_s"] for r in rs]),
                      "after_last_rank_s": summary([r["driver"]["after_last_rank_s"] for r in rs])}
     out["workers_2_vs_1"] = paired_ratio(samples["process_1"], samples["process_2"])    # speedup, > 1 is faster
+    # the same from CPU seconds, which a shared machine's load does not stretch as it stretches wall time:
+    # serial S = the driver's CPU before the first rank is handed out and after the last summary (start-up
+    # included), parallel P = the rest of the process tree's CPU (the workers); on 2 free cores
+    # T(1) = S + P1, T(2) = S + P2 / 2
+    serial = statistics.median(r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
+                               for r in runs["process_1"] + runs["process_2"])
+    par = {k: statistics.median(r["cpu_seconds"] - r["driver"]["process_cpu_s"] for r in runs[k])
+           for k in ("process_1", "process_2")}
+    out["cpu_model"] = {"serial_cpu_s": round(serial, 3), "workers_cpu_s_1": round(par["process_1"], 3),
+                        "workers_cpu_s_2": round(par["process_2"], 3),
+                        "workers_2_vs_1": round((serial + par["process_1"]) / (serial + par["process_2"] / 2), 3)}
     out["dask_vs_process_2"] = paired_ratio(samples["dask_2"], samples["process_2"])    # < 1.25 is the goal
     return out
 

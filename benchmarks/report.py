@@ -399,9 +399,12 @@ def cluster_scaling_rows(cl: dict) -> list[dict]:
         job = f"{sc['ranks']}-rank copy of the real job ({sc['bytes'] / 2**20:.0f} MB), whole processes, " \
               f"alternated {sc['reps']}x, 1-min load average at each run's start"
         sp = sc["workers_2_vs_1"]
+        cm = sc.get("cpu_model", {})
+        model = (f"; from CPU seconds (serial {cm['serial_cpu_s']:.2f} s, workers {cm['workers_cpu_s_1']:.2f} s): "
+                 f"{cm['workers_2_vs_1']:.2f}x on 2 free cores") if cm else ""
         rows.append(_row("Analysis", f"`npuprof cluster --recompute`, process pool 2 workers vs 1, {job}",
                          f"2 workers {_rng(p2['seconds'], _s)} ({load(p2)})",
-                         f"1 worker {_rng(p1['seconds'], _s)} ({load(p1)})", _ratio(sp) + " faster",
+                         f"1 worker {_rng(p1['seconds'], _s)} ({load(p1)})", _ratio(sp) + " faster" + model,
                          ">= 1.8x on 2 cores", sp["median"] >= 1.8, "cluster_recompute_workers", sp["median"]))
         dr = sc["dask_vs_process_2"]
         rows.append(_row("Analysis", f"`npuprof cluster --recompute --backend dask` (local Dask cluster) vs the "
