@@ -42,9 +42,6 @@ class _LazyBar:
         if self._bar is not None:
             self._bar(message, done, total)
 
-    def close(self) -> None:
-        self._stack.close()
-
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
@@ -60,7 +57,6 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                               min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
                               formats=formats, progress=_progress(args.quiet), job=args.job,
                               tool_tables=not args.recompute, rank_series=False, progress_bar=bar)
-        bar.close()
     quality = res.quality
     if args.json:
         print(json.dumps(res.summary(), indent=2))
