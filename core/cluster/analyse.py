@@ -205,13 +205,15 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         communication = cluster_communication(summaries)
         secure_mkdir(out_dir)
         say("writing tables")
-        files = write_tables(tables, out_dir, tuple(formats))
+        # cluster_communication.json and cluster_communication_matrix.json are msprof-analyze's files of those
+        # names (they replaced the tables' JSON records, which are not encoded only to be overwritten)
+        files_json = {"cluster_communication": communication, "cluster_communication_matrix": matrix}
+        files = write_tables(tables, out_dir, tuple(formats), json_elsewhere=tuple(k for k, v in files_json.items() if v))
         files.append(write_json(slow, out_dir / "slow_ranks.json"))
         files.append(write_json({"method": align, **alignment}, out_dir / "clock_alignment.json"))
-        if communication:
-            files.append(write_json(communication, out_dir / "cluster_communication.json"))
-        if matrix:
-            files.append(write_json(matrix, out_dir / "cluster_communication_matrix.json"))
+        for name, doc in files_json.items():
+            if doc:
+                files.append(write_json(doc, out_dir / f"{name}.json"))
         world = max([s.world_size for s in summaries] + [len(summaries)])
         timings.mark("written", t0)
         traces: list = []
