@@ -1,17 +1,20 @@
 """``npuprof cluster``: analyse every rank of a job, on a process pool or Dask.
 
-Steps: find the ranks' run directories -> map :func:`summarise_rank` over the
-ranks on the chosen executor -> detect slow ranks, align clocks, build the
-cluster tables (driver, pure functions) -> write CSV/JSON/Parquet -> optional
+Steps: find the ranks' run directories (the process pool's workers start
+meanwhile) -> hand every rank to the chosen executor
+(:func:`~.worker.summarise_packed`), merging each rank's packed summary as it
+arrives (:mod:`.merge`) -> detect slow ranks, align clocks, build the cluster
+tables (driver, pure functions) -> write CSV/JSON/Parquet -> optional
 per-rank traces (written by the workers) and a merged timeline of chosen
 ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
 (:mod:`.tooltables`); the other ranks go to the executor as before.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
-with Dask the workers must see the input and output paths (shared storage).
-Workers are spawned processes: call this under ``if __name__ == "__main__":``
-in a script (or use ``backend="serial"``).
+with Dask the workers must see the input paths (shared storage); the tables are
+written by the driver. Workers are other processes (forked, or started by a fork
+server that imports the main module): call this under
+``if __name__ == "__main__":`` in a script (or use ``backend="serial"``).
 
 Example::
 

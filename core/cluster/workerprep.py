@@ -1,7 +1,7 @@
-"""Imported once by the process pool's fork server before it forks the workers: what every rank's
-summary needs (the worker module, the readers, the plugins that recognise and parse runs) is loaded
-there once, so each worker starts ready instead of importing it again (a spawned worker spent about a
-second on that, per worker, before its first rank).
+"""Imported once before pool workers are forked (by the driver, or by the fork server): what every
+rank's summary needs (the worker module, the readers, the plugins that recognise and parse runs) is
+loaded there once, so each worker starts ready instead of importing it again (a spawned worker spent
+about a second on that, per worker, before its first rank).
 
 Example::
 
