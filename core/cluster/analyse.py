@@ -11,8 +11,8 @@ a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
 (:mod:`.tooltables`); the other ranks go to the executor as before.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
-with Dask the workers must see the input paths (shared storage); the tables are
-written by the driver. Workers are other processes (forked, or started by a fork
+with Dask the workers must see the input paths (shared storage; the output path
+too for per-rank traces, which they write); the tables are written by the driver. Workers are other processes (forked, or started by a fork
 server that imports the main module): call this under
 ``if __name__ == "__main__":`` in a script (or use ``backend="serial"``).
 
