@@ -20,6 +20,16 @@ Each tool runs on its own copy of the job in a temporary directory (msprof-analy
 every run. Both are timed as whole processes (interpreter start, imports, every output), alternating
 run by run in balanced orders (``harness.interleave``); one untimed run of each comes first.
 
+Scaling of ``npuprof cluster JOB --recompute`` (every rank's events parsed, as npuprof's own runs always
+are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--workers 1`` against
+``--workers 2`` of the process pool, and the local Dask cluster against the process pool at equal workers,
+alternated run by run, the 1-minute load average recorded with each run (the machine may be shared);
+then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
+``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them), from the driver's own
+accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
+rank handed out and after the last summary arrives - the interpreter's start-up and imports before it
+reported apart, being the same for every job -, wall seconds of the same, bytes of summaries received).
+
 Peak memory of a process *tree* (both tools start worker processes: npuprof a spawn pool,
 msprof-analyze a forked multiprocessing pool): a thread samples every ``period`` s (20 ms) the sum of
 PSS (``/proc/<pid>/smaps_rollup``: each page shared by k processes counted 1/k) over the tool's process
@@ -38,6 +48,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -329,6 +340,92 @@ def measure(job: Path, root: Path, reps: int, msprof: bool, comm_check: bool) ->
     return res
 
 
+def _recompute(job: Path, out: Path, log: Path, workers: int, backend: str = "process") -> dict:
+    """One ``npuprof cluster JOB --recompute`` as a whole process: run_tree's figures, the load average
+    when it started, and the driver's own accounting."""
+    shutil.rmtree(out, ignore_errors=True)
+    load = os.getloadavg()[0]
+    res = run_tree([sys.executable, "-m", "npuprof", "cluster", str(job), "-o", str(out), "--recompute", "--quiet",
+                    "--workers", str(workers), "--backend", backend], cwd=job.parent, log=log,
+                   env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    res["load1"] = load
+    res["driver"] = json.loads((out / "cluster_summary.json").read_text())["driver"]
+    shutil.rmtree(out, ignore_errors=True)
+    return res
+
+
+def scaling(job: Path, work: Path, reps: int) -> dict:
+    """Process pool ``--workers 1`` / ``--workers 2`` and local Dask ``--workers 2``, alternated."""
+    runs: dict[str, list] = {"process_1": [], "process_2": [], "dask_2": []}
+    work.mkdir(parents=True, exist_ok=True)
+
+    def variant(name: str, workers: int, backend: str):
+        def go() -> float:
+            r = _recompute(job, work / f"out_{name}", work / f"{name}.log", workers, backend)
+            runs[name].append(r)
+            return r["seconds"]
+        return go
+
+    variants = {"process_1": variant("process_1", 1, "process"), "process_2": variant("process_2", 2, "process"),
+                "dask_2": variant("dask_2", 2, "dask")}
+    for v in variants.values():     # untimed first run of each
+        v()
+    for k in runs:
+        runs[k].clear()
+    samples = interleave(variants, reps)
+    out: dict = {"ranks": job_bytes(job)["ranks"], "bytes": job_bytes(job)["bytes"], "reps": reps}
+    for name, rs in runs.items():
+        out[name] = {"seconds": summary(samples[name]), "cpu_seconds": _mem(rs, "cpu_seconds"),
+                     "load1": [round(r["load1"], 2) for r in rs],
+                     "driver_serial_cpu_s": summary([r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
+                                                     for r in rs]),     # start-up (imports) included
+                     "first_rank_s": summary([r["driver"]["first_rank_s"] for r in rs]),
+                     "after_last_rank_s": summary([r["driver"]["after_last_rank_s"] for r in rs])}
+    out["workers_2_vs_1"] = paired_ratio(samples["process_1"], samples["process_2"])    # speedup, > 1 is faster
+    # the same from CPU seconds, which a shared machine's load does not stretch as it stretches wall time:
+    # serial S = the driver's CPU before the first rank is handed out and after the last summary (start-up
+    # included), parallel P = the rest of the process tree's CPU (the workers); on 2 free cores
+    # T(1) = S + P1, T(2) = S + P2 / 2
+    serial = statistics.median(r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
+                               for r in runs["process_1"] + runs["process_2"])
+    par = {k: statistics.median(r["cpu_seconds"] - r["driver"]["process_cpu_s"] for r in runs[k])
+           for k in ("process_1", "process_2")}
+    out["cpu_model"] = {"serial_cpu_s": round(serial, 3), "workers_cpu_s_1": round(par["process_1"], 3),
+                        "workers_cpu_s_2": round(par["process_2"], 3),
+                        "workers_2_vs_1": round((serial + par["process_1"]) / (serial + par["process_2"] / 2), 3)}
+    out["dask_vs_process_2"] = paired_ratio(samples["dask_2"], samples["process_2"])    # < 1.25 is the goal
+    return out
+
+
+def serial_per_rank(src_job: Path, work: Path, sizes: tuple) -> dict:
+    """The driver's serial part per rank for jobs of ``sizes`` ranks (``--workers 2``, one run each)."""
+    top = max(sizes)
+    work.mkdir(parents=True, exist_ok=True)
+    full = work / f"gen{top}"
+    make_job(src_job, full, copies=top // 2)
+    out: dict = {}
+    for n in sorted(sizes):
+        job = full
+        if n != top:
+            job = work / f"gen{n}"
+            job.mkdir()
+            for r in range(n):
+                subprocess.run(["cp", "-al", str(full / f"rank{r}_ascend_pt"), str(job)], check=True)
+        r = _recompute(job, work / f"out{n}", work / f"serial{n}.log", 2)
+        d = r["driver"]
+        serial_cpu = d["cpu_found_s"] + d["cpu_after_last_rank_s"]     # the analysis's, start-up apart
+        out[str(n)] = {"ranks": n, "seconds": round(r["seconds"], 3), "load1": round(r["load1"], 2),
+                       "driver": d, "serial_cpu_ms_per_rank": round(1e3 * serial_cpu / n, 2),
+                       "startup_cpu_s": d["cpu_before_s"],
+                       "serial_wall_ms_per_rank": round(1e3 * (d["found_s"] + d["after_last_rank_s"]) / n, 2),
+                       "driver_cpu_ms_per_rank": round(1e3 * d["process_cpu_s"] / n, 2),
+                       "summary_bytes_per_rank": d["summary_bytes"] // n}
+        if n != top:
+            shutil.rmtree(job, ignore_errors=True)
+    shutil.rmtree(full, ignore_errors=True)
+    return out
+
+
 def msprof_version() -> str:
     try:
         out = subprocess.run([str(MSPROF.parent / "python"), "-c",
@@ -360,6 +457,14 @@ def run(params: dict) -> dict:
         res["gen"] = {"ranks": gen["ranks"], "copies": copies, "bytes": gen["bytes"],
                       "shift_us_range": [min(gen["shift_us"].values()), max(gen["shift_us"].values())]}
         res["scaled"] = measure(work / "gen64", work / "scaled", reps_64, msprof, comm_check=True)
+        shutil.rmtree(work / "gen64", ignore_errors=True)
+        scale_copies = int(params.get("scale_copies", 16))
+        make_job(job, work / "genscale", copies=scale_copies)
+        res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
+        shutil.rmtree(work / "genscale", ignore_errors=True)
+        sizes = tuple(int(x) for x in params.get("serial_sizes", (32, 64, 128, 256)))
+        if sizes:
+            res["serial_per_rank"] = serial_per_rank(job, work / "serial", sizes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return res

@@ -412,6 +412,49 @@ def cluster_rows(cl: dict) -> list[dict]:
         rows.append(_row("Analysis", name, ours, theirs,
                          _ratio(sp) + (" faster" if sp["median"] >= 1 else " the speed (npuprof slower)"),
                          ">= 3x faster at equal tables", met, f"cluster_vs_msprof_{key}", sp["median"]))
+    return rows + cluster_scaling_rows(cl)
+
+
+def cluster_scaling_rows(cl: dict) -> list[dict]:
+    """``npuprof cluster --recompute``: 1 vs 2 workers, Dask vs the process pool, and the driver's serial
+    part per rank from 32 to 256 ranks (benchmarks/bench_cluster.py ``scaling``, ``serial_per_rank``)."""
+    sc, rows = cl.get("scaling"), []
+    if sc:
+        load = lambda r: "load " + "/".join(f"{x:.1f}" for x in r["load1"])   # noqa: E731
+        p1, p2, d2 = sc["process_1"], sc["process_2"], sc["dask_2"]
+        job = f"{sc['ranks']}-rank copy of the real job ({sc['bytes'] / 2**20:.0f} MB), whole processes, " \
+              f"alternated {sc['reps']}x, 1-min load average at each run's start"
+        sp = sc["workers_2_vs_1"]
+        cm = sc.get("cpu_model", {})
+        model = (f"; from CPU seconds (serial {cm['serial_cpu_s']:.2f} s, workers {cm['workers_cpu_s_1']:.2f} s): "
+                 f"{cm['workers_2_vs_1']:.2f}x on 2 free cores") if cm else ""
+        rows.append(_row("Analysis", f"`npuprof cluster --recompute`, process pool 2 workers vs 1, {job}",
+                         f"2 workers {_rng(p2['seconds'], _s)} ({load(p2)})",
+                         f"1 worker {_rng(p1['seconds'], _s)} ({load(p1)})", _ratio(sp) + " faster" + model,
+                         ">= 1.8x on 2 cores", sp["median"] >= 1.8, "cluster_recompute_workers", sp["median"]))
+        dr = sc["dask_vs_process_2"]
+        rows.append(_row("Analysis", f"`npuprof cluster --recompute --backend dask` (local Dask cluster) vs the "
+                                     f"process pool, 2 workers each, {job}",
+                         f"Dask {_rng(d2['seconds'], _s)} ({load(d2)})",
+                         f"process pool {_rng(p2['seconds'], _s)} ({load(p2)})", _ratio(dr) + " the time",
+                         "<= 1.25x the process pool's time", dr["median"] <= 1.25, "cluster_dask_vs_process",
+                         dr["median"]))
+    spr = cl.get("serial_per_rank")
+    if spr:
+        sizes = sorted(spr.values(), key=lambda r: r["ranks"])
+        per = [r["serial_cpu_ms_per_rank"] for r in sizes]
+        start = max(r.get("startup_cpu_s", 0) for r in sizes)
+        rows.append(_row("Analysis", "`npuprof cluster --recompute --workers 2`: the driver's serial CPU per rank "
+                                     "(from the analysis's start to the first rank handed out + after the last "
+                                     f"summary arrives; the process's start-up before it, <= {start:.2f} CPU s, "
+                                     "apart), " + ", ".join(f"{r['ranks']}" for r in sizes)
+                         + " ranks generated as make_job does",
+                         ", ".join(f"{r['ranks']}: {r['serial_cpu_ms_per_rank']:.1f} ms" for r in sizes),
+                         "wall: " + ", ".join(f"{r['serial_wall_ms_per_rank']:.1f} ms (load {r['load1']:.1f})"
+                                              for r in sizes),
+                         f"{per[-1] / per[0]:.2f}x from {sizes[0]['ranks']} to {sizes[-1]['ranks']} ranks",
+                         "flat or falling per rank", per[-1] <= per[0] * 1.1, "cluster_serial_per_rank",
+                         per[-1] / per[0]))
     return rows
 
 

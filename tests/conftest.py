@@ -11,6 +11,7 @@ makes the next run fail with ENOSPC (it did, once).
 """
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import signal
 import tempfile
@@ -22,6 +23,9 @@ import pytest
 @pytest.fixture(scope="session", autouse=True)
 def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = str(tmp_path_factory.mktemp("tmpdir"))
+    # multiprocessing's own temp dir (a fork server's socket) outlives the session: made before the switch,
+    # it is not under basetemp, which is gone when multiprocessing removes it at exit
+    multiprocessing.util.get_temp_dir()
     saved_env, saved_module = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = tmp, tmp
     yield tmp

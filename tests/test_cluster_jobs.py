@@ -68,3 +68,24 @@ def test_a_cluster_output_inside_the_job_is_not_a_job(tmp_path):
     (job,) = group_jobs(tmp_path / "job", run_dirs_under(tmp_path / "job"))
     assert job.ranks == (0, 1, 2, 3) and len(job.runs) == 4
     assert main(["cluster", str(tmp_path / "job"), "--quiet", "--backend", "serial"]) == 0
+
+
+def test_runs_no_job_takes_are_reported_from_the_one_scan(tmp_path):
+    """A run whose profiler_info cannot be read is named, with why, by the same reading of each run's facts
+    that groups the jobs; the job is analysed without it and the result says it is partial."""
+    from npuprof.cluster import cluster_analyse
+    from npuprof.cluster.jobs import scan_jobs
+
+    root = tmp_path / "job"
+    make_job(root, ranks=4, steps=2, slow_ranks=(), per_host=4)
+    broken = root / "node9-rank9_1_20240101000000000_ascend_ms"
+    broken.mkdir()
+    (broken / "profiler_info_9.json").write_text("{not json")
+    scan = scan_jobs(root, run_dirs_under(root))
+    assert [j.ranks for j in scan.jobs] == [(0, 1, 2, 3)]
+    assert [(p, why.split(" (")[0]) for p, why in scan.unplaced] == [(broken, "its profiler_info cannot be read")]
+    res = cluster_analyse(root, output=tmp_path / "out", backend="serial")
+    assert [s.rank for s in res.summaries] == [0, 1, 2, 3]
+    assert any(i.subject == str(broken) and i.problem.startswith("not analysed: its profiler_info cannot be read")
+               for i in res.quality.issues), res.quality.issues
+    assert res.quality.exit_code == 3

@@ -99,13 +99,23 @@ def align_ranks(summaries: list, mode: str = "auto") -> dict:
                     "matched_ops": len(data[ref][0]), "consistent": True}
         pending = [r for r in with_ops if r != ref]
         key_sets = {r: set(data[r][0]) for r in with_ops}
+        # each pending rank's best reference so far: (shared collectives, the earliest aligned rank sharing
+        # that many), updated as ranks are aligned (each pair's overlap counted once, not once per round)
+        best_for: dict = {b: (0, None) for b in pending}
+
+        def consider(a: int) -> None:
+            for b in pending:
+                n = len(key_sets[a] & key_sets[b])
+                if n > best_for[b][0]:
+                    best_for[b] = (n, a)
+
+        consider(ref)
         while pending:
             best: Optional[tuple] = None
             for b in pending:
-                for a in aligned:
-                    n = len(key_sets[a] & key_sets[b])
-                    if n and (best is None or n > best[0]):
-                        best = (n, a, b)
+                n, a = best_for[b]
+                if n and (best is None or n > best[0]):
+                    best = (n, a, b)
             if best is None:
                 break
             _, a, b = best
@@ -118,6 +128,8 @@ def align_ranks(summaries: list, mode: str = "auto") -> dict:
                       "reference": a, "matched_ops": n, "consistent": ok,
                       "end_residual_ns": residual}
             pending.remove(b)
+            del best_for[b]
+            consider(b)
     for r in sorted(by_rank):
         if r not in out:
             out[r] = {"offset_ns": 0, "error_bound_ns": None, "method": "wall clock (no shared collectives)",

@@ -57,10 +57,10 @@ def group_ranks(summaries: Sequence[Any]) -> dict[str, tuple[int, ...]]:
 
 def cluster_communication(summaries: Sequence[Any]) -> dict:
     """``cluster_communication.json``: per rank set, step and operator, every rank's time and bandwidth."""
-    groups = group_ranks(summaries)
+    groups = {g: str(r) for g, r in group_ranks(summaries).items()}    # each group's key made once
     out: dict = {}
     for rank, step, _, name, info in _ops_by_rank(summaries, "communication"):
-        ranks = str(groups[name.rpartition("@")[2]])
+        ranks = groups[name.rpartition("@")[2]]
         out.setdefault(ranks, {}).setdefault(step, {}).setdefault(name, {})[str(rank)] = info
     for steps in out.values():
         for ops in steps.values():
@@ -79,7 +79,7 @@ def _add_total_op_info(ops: dict) -> None:
 
 def cluster_communication_matrix(summaries: Sequence[Any]) -> dict:
     """``cluster_communication_matrix.json``: per rank set, step and operator, the links in global ranks."""
-    groups = group_ranks(summaries)
+    groups = {g: str(r) for g, r in group_ranks(summaries).items()}    # each group's key made once
     local_to_global: dict[str, dict[str, int]] = {}
     for s in summaries:
         for group, ranks in getattr(s, "parallel_groups", {}).items():
@@ -87,7 +87,7 @@ def cluster_communication_matrix(summaries: Sequence[Any]) -> dict:
     per_op: dict = {}
     for rank, step, _, name, links in _ops_by_rank(summaries, "communication_matrix"):
         group = name.rpartition("@")[2]
-        ranks = str(groups.get(group, (rank,)))
+        ranks = groups[group] if group in groups else str((rank,))
         per_op.setdefault(ranks, {}).setdefault(step, {}).setdefault(name, {})[rank] = links
         for link in links:
             src, _, dst = link.partition("-")

@@ -18,7 +18,7 @@ holding its runs, relative to the folder analysed.
 
 Example::
 
-    jobs = group_jobs(Path("./prof"))
+    jobs = group_jobs(Path("./prof"), run_dirs_under(Path("./prof")))
     [(j.name, j.ranks) for j in jobs]         # [('text/level1', (0, 1)), ('db/level1', (0, 1))]
 """
 from __future__ import annotations
@@ -139,14 +139,51 @@ def _same_job(a: RunFacts, b: RunFacts) -> bool:
     return a.span_ns[0] <= b.span_ns[1] and b.span_ns[0] <= a.span_ns[1]
 
 
-def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
-    """The jobs the runs ``run_dirs`` (found under ``root``) make, in the order of their first run."""
-    facts = []
+@dataclass(frozen=True)
+class JobScan:
+    """The jobs of a folder's runs and the runs no job takes, from one reading of each run's facts."""
+
+    root: Path
+    jobs: tuple[Job, ...]
+    unplaced: tuple[tuple[Path, str], ...]      # (run, why): its profiler_info unreadable, or no rank
+
+    def choose(self, job: Optional[str] = None) -> Job:
+        """The one job to analyse: the only one, or the one named ``job``.
+
+        Several jobs and no choice is an error listing them (never a merge).
+        """
+        jobs, root = self.jobs, self.root
+        if not jobs:
+            raise ProfilerDataError(root, "holds no profiling run with a rank")
+        listing = "; ".join(f"{j.name!r} (ranks {','.join(map(str, j.ranks))}: {len(j.runs)} runs)" for j in jobs)
+        if job is None:
+            if len(jobs) > 1:
+                raise ProfilerConfigError("job", None, f"one of the {len(jobs)} jobs found under {root}: {listing}",
+                                          hint="runs of different jobs are never merged; choose one with --job NAME "
+                                               "or point at its folder")
+            return jobs[0]
+        for j in jobs:
+            if j.name == job:
+                return j
+        raise ProfilerConfigError("job", job, f"one of the jobs found under {root}: {listing}")
+
+
+def scan_jobs(root: Path, run_dirs: Sequence[Path]) -> JobScan:
+    """The jobs the runs ``run_dirs`` (found under ``root``) make, in the order of their first run, and the
+    runs among them that no job takes (a profiler_info that cannot be read, no rank), each run's facts
+    read once. A job analysed without those runs is partial (:mod:`npuprof.quality`)."""
+    from .ranks import rank_of
+
+    facts, unplaced = [], []
     for d in run_dirs:
         try:
-            facts.append(run_facts(d))
-        except ProfilerDataError:
+            f = run_facts(Path(d))
+        except ProfilerDataError as e:
+            unplaced.append((Path(d), f"its profiler_info cannot be read ({e.problem})"))
             continue
+        facts.append(f)
+        if rank_of(Path(d)) is None:
+            unplaced.append((Path(d), "records no rank"))
     parent = list(range(len(facts)))
 
     def find(i: int) -> int:
@@ -155,9 +192,13 @@ def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
             i = parent[i]
         return i
 
+    by_group: dict[str, int] = {}      # rule 1 by lookup: runs naming one group are one job
+    for i, f in enumerate(facts):
+        for g in f.groups:
+            parent[find(i)] = find(by_group.setdefault(g, i))
     for i in range(len(facts)):
         for j in range(i + 1, len(facts)):
-            if _same_job(facts[i], facts[j]):
+            if find(i) != find(j) and _same_job(facts[i], facts[j]):    # a pair already joined: nothing to ask
                 parent[find(i)] = find(j)
     members: dict[int, list[RunFacts]] = {}
     for i, f in enumerate(facts):
@@ -171,53 +212,33 @@ def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
             name = str(common)
         jobs.append(Job(name=name, runs=tuple(f.run_dir for f in runs), ranks=tuple(sorted({f.rank for f in runs}))))
     names = [j.name for j in jobs]
-    return [j if names.count(j.name) == 1 else Job(f"{j.name}#{k}", j.runs, j.ranks)
-            for k, j in enumerate(jobs, 1)]
+    return JobScan(root=root, jobs=tuple(j if names.count(j.name) == 1 else Job(f"{j.name}#{k}", j.runs, j.ranks)
+                                         for k, j in enumerate(jobs, 1)), unplaced=tuple(unplaced))
 
 
-def unplaced_runs(root: Path, run_dirs: Sequence[Path]) -> list[tuple[Path, str]]:
-    """The runs under ``root`` that no job takes, each with why: a run some reader understands but with no
-    profiler_info (its rank unknown), no rank, or a profiler_info that cannot be read. A job analysed
-    without them is partial (:mod:`npuprof.quality`)."""
-    from ..analysis.pipeline import find_runs
-    from .ranks import rank_of
+def group_jobs(root: Path, run_dirs: Sequence[Path]) -> list[Job]:
+    """The jobs the runs ``run_dirs`` (found under ``root``) make, in the order of their first run."""
+    return list(scan_jobs(root, run_dirs).jobs)
 
-    out = []
-    listed = {Path(d).resolve() for d in run_dirs}
-    try:
-        found = find_runs(root)
-    except ProfilerDataError:
-        found = []
-    for d in found:
-        if Path(d).resolve() not in listed and not (Path(d).is_dir() and Path(d).resolve() == root.resolve()):
-            out.append((Path(d), "no profiler_info: its rank and job are unknown"))
-    for d in run_dirs:
+
+def unrecognised_runs(root: Path, run_dirs: Sequence[Path], found: Optional[Sequence[Path]] = None
+                      ) -> list[tuple[Path, str]]:
+    """The runs under ``root`` some reader understands that are not among ``run_dirs`` (no profiler_info:
+    their rank and job unknown). ``found``: :func:`~npuprof.analysis.pipeline.find_runs` of ``root``, when
+    the caller has it. The only part of the job scan that asks the reader plugins, so cluster analysis runs
+    it while the workers summarise the ranks."""
+    if found is None:
+        from ..analysis.pipeline import find_runs
+
         try:
-            facts = run_facts(Path(d))
-        except ProfilerDataError as e:
-            out.append((Path(d), f"its profiler_info cannot be read ({e.problem})"))
-            continue
-        if rank_of(Path(d)) is None and facts is not None:
-            out.append((Path(d), "records no rank"))
-    return out
+            found = find_runs(root)
+        except ProfilerDataError:
+            found = []
+    listed = {Path(d).resolve() for d in run_dirs}
+    return [(Path(d), "no profiler_info: its rank and job are unknown") for d in found
+            if Path(d).resolve() not in listed and not (Path(d).is_dir() and Path(d).resolve() == root.resolve())]
 
 
 def choose_job(root: Path, run_dirs: Sequence[Path], job: Optional[str] = None) -> Job:
-    """The one job to analyse among ``run_dirs``: the only one, or the one named ``job``.
-
-    Several jobs and no choice is an error listing them (never a merge).
-    """
-    jobs = group_jobs(root, run_dirs)
-    if not jobs:
-        raise ProfilerDataError(root, "holds no profiling run with a rank")
-    listing = "; ".join(f"{j.name!r} (ranks {','.join(map(str, j.ranks))}: {len(j.runs)} runs)" for j in jobs)
-    if job is None:
-        if len(jobs) > 1:
-            raise ProfilerConfigError("job", None, f"one of the {len(jobs)} jobs found under {root}: {listing}",
-                                      hint="runs of different jobs are never merged; choose one with --job NAME "
-                                           "or point at its folder")
-        return jobs[0]
-    for j in jobs:
-        if j.name == job:
-            return j
-    raise ProfilerConfigError("job", job, f"one of the jobs found under {root}: {listing}")
+    """The one job to analyse among ``run_dirs``: the only one, or the one named ``job`` (:meth:`JobScan.choose`)."""
+    return scan_jobs(root, run_dirs).choose(job)

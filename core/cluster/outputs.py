@@ -55,8 +55,9 @@ def write_parquet(table: Table, path: Path) -> Path:
     return atomic_write(path, lambda fh: pq.write_table(at, fh, compression="zstd"))
 
 
-def write_tables(tables: dict, out_dir: Path, formats: tuple) -> list[Path]:
-    """Each table in each format; Parquet needs pyarrow."""
+def write_tables(tables: dict, out_dir: Path, formats: tuple, json_elsewhere: tuple = ()) -> list[Path]:
+    """Each table in each format; Parquet needs pyarrow. ``json_elsewhere``: tables whose ``<name>.json``
+    the caller writes itself (a file of the same name in another layout), left out here."""
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise ProfilerConfigError("formats", bad, ", ".join(FORMATS))
@@ -70,7 +71,7 @@ def write_tables(tables: dict, out_dir: Path, formats: tuple) -> list[Path]:
     for name, table in tables.items():
         if "csv" in formats:
             written.append(write_csv(table, out_dir / f"{name}.csv"))
-        if "json" in formats:
+        if "json" in formats and name not in json_elsewhere:
             written.append(atomic_write(out_dir / f"{name}.json", json.dumps(table.records(), indent=1)))
         if "parquet" in formats:
             written.append(write_parquet(table, out_dir / f"{name}.parquet"))

@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -25,6 +26,23 @@ def _progress(quiet: bool) -> Any:
     return lambda msg: print(f"npuprof: {msg} ...", file=sys.stderr)
 
 
+class _LazyBar:
+    """A terminal progress bar (:func:`npuprof.progress.terminal_progress`: on a terminal only) that
+    starts at its first call, so that its timer thread starts after the pool forked its workers."""
+
+    def __init__(self, stack: contextlib.ExitStack, enabled: bool) -> None:
+        self._stack, self._enabled, self._bar = stack, enabled, None
+
+    def __call__(self, message: str, done: Optional[int] = None, total: Optional[int] = None) -> None:
+        if self._enabled and self._bar is None:
+            from ..progress import terminal_progress
+
+            self._bar = self._stack.enter_context(terminal_progress("cluster"))
+            self._enabled = self._bar is not None
+        if self._bar is not None:
+            self._bar(message, done, total)
+
+
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
     from .ranks import ranks_phrase
@@ -32,11 +50,13 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
     backend = args.backend or ("dask" if args.scheduler else "process")
-    res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
-                          workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
-                          min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
-                          formats=formats, progress=_progress(args.quiet), job=args.job,
-                          tool_tables=not args.recompute)
+    with contextlib.ExitStack() as stack:
+        bar = _LazyBar(stack, enabled=not args.quiet)
+        res = cluster_analyse(args.path, output=args.output, backend=backend, scheduler=args.scheduler,
+                              workers=args.workers, ranks=args.ranks, timeline_ranks=args.timeline, steps=args.steps,
+                              min_dur=args.min_dur, use_gzip=args.gzip, rank_traces=args.traces, align=args.align,
+                              formats=formats, progress=_progress(args.quiet), job=args.job,
+                              tool_tables=not args.recompute, rank_series=False, progress_bar=bar)
     quality = res.quality
     if args.json:
         print(json.dumps(res.summary(), indent=2))

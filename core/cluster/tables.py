@@ -104,11 +104,14 @@ def comm_table(summaries: list) -> Table:
     return _table("cluster_communication", COMM_COLUMNS, rows)
 
 
-def matrix_table(summaries: list) -> Table:
-    """Every link of :func:`~.communication.cluster_communication_matrix`, one row each."""
+def matrix_table(summaries: list, matrix: Optional[dict] = None) -> Table:
+    """Every link of :func:`~.communication.cluster_communication_matrix` (``matrix``, when the caller has
+    it), one row each."""
+    if matrix is None:
+        matrix = cluster_communication_matrix(summaries)
     rows = [[ranks, step, op, int(src), int(dst), info.get("Transport Type") or "", info["Transit Time(ms)"],
              info["Transit Size(MB)"], info["Bandwidth(GB/s)"]]
-            for ranks, steps in cluster_communication_matrix(summaries).items() for step, ops in steps.items()
+            for ranks, steps in matrix.items() for step, ops in steps.items()
             for op, links in ops.items() for link, info in links.items() for src, _, dst in [link.partition("-")]]
     rows.sort(key=lambda r: (r[0], r[1], r[2], r[3], r[4]))
     return _table("cluster_communication_matrix", MATRIX_COLUMNS, rows)
@@ -118,9 +121,10 @@ def _table(name: str, columns: list, rows: list) -> Table:
     return Table(name, list(columns), {c: [r[i] for r in rows] for i, c in enumerate(columns)})
 
 
-def cluster_tables(summaries: list, slow: dict, alignment: dict) -> dict:
-    """Every cluster table by name."""
+def cluster_tables(summaries: list, slow: dict, alignment: dict, matrix: Optional[dict] = None) -> dict:
+    """Every cluster table by name (``matrix``: :func:`~.communication.cluster_communication_matrix` of the
+    summaries, when the caller has it)."""
     summaries = sorted(summaries, key=lambda s: s.rank)
     tables = [step_table(summaries), rank_table(summaries, slow, alignment), op_table(summaries),
-              comm_table(summaries), matrix_table(summaries)]
+              comm_table(summaries), matrix_table(summaries, matrix)]
     return {t.name: t for t in tables}

@@ -2,8 +2,9 @@
 a small, picklable :class:`RankSummary`.
 
 This function is what runs in a process-pool worker or on a Dask worker; the
-driver only ever receives summaries (a few KB per rank), never event tables,
-except for the ranks of a merged timeline (:func:`rank_events`).
+driver only ever receives summaries, packed as compact bytes
+(:func:`summarise_packed`, :mod:`.packing`), never event tables, except for
+the ranks of a merged timeline (:func:`rank_events`).
 
 Example::
 
@@ -13,7 +14,6 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import logging
 import math
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ class RankTask:
     rank: int
     run_dirs: tuple
     host_points: int = 240
+    series: bool = True      # the memory timeline and host counter series (the HTML report's; no cluster table's)
 
 
 @dataclass
@@ -107,8 +108,10 @@ def _downsample(ts: np.ndarray, val: np.ndarray, points: int) -> tuple[np.ndarra
     return (tsum[ok] / cnt[ok]).astype(np.int64), vsum[ok] / cnt[ok]
 
 
-def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: int = 240) -> dict:
-    """The data part of a RankSummary from an event table (no file access)."""
+def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: int = 240,
+                     series: bool = True) -> dict:
+    """The data part of a RankSummary from an event table (no file access); ``series=False`` leaves out
+    the memory timeline and the host counter series (``memory`` None, ``host_series`` empty)."""
     st = step_trace(events)
     steps = {c: list(st.data[c].tolist() if hasattr(st.data[c], "tolist") else st.data[c])
              for c in STEP_TRACE_COLUMNS}
@@ -142,22 +145,23 @@ def summarise_events(rank: int, events: EventTable, info: RunInfo, host_points: 
             a[1] += float(c.links["dur"][i]) / 1e6
             a[2] += float(c.links["size"][i]) / MB
     keys, a_start, a_end = alignment_keys(c)
-    timeline = memory_timeline(events)
-    has_memory = timeline.summary.peak_mb is not None or bool(timeline.live_bytes) or bool(timeline.series)
-    ctr = events.of_kind(EventKind.COUNTER)
-    series = {}
-    if len(ctr):
+    timeline = memory_timeline(events) if series else None
+    has_memory = timeline is not None and (timeline.summary.peak_mb is not None or bool(timeline.live_bytes)
+                                           or bool(timeline.series))
+    ctr = events.of_kind(EventKind.COUNTER) if series else None
+    host_series = {}
+    if ctr is not None and len(ctr):
         names = ctr.string_array("name")
         for name in sorted(set(names.tolist())):
             sel = names == name
-            series[name] = _downsample(ctr["ts"][sel], ctr["value"][sel], host_points)
+            host_series[name] = _downsample(ctr["ts"][sel], ctr["value"][sel], host_points)
     return dict(
         rank=rank, hostname=info.hostname, pid=info.pid, device_id=_device_id(info, events),
         world_size=info.world_size, events=len(events), steps=steps, ops=ops,
         comm_ops=[(k[0], k[1], k[2], v[0], round(v[1], 3), round(v[2], 3)) for k, v in sorted(comm_ops.items())],
         links=[(*k, v[0], round(v[1], 6), round(v[2], 6)) for k, v in sorted(links.items())],
         communication=communication, communication_matrix=communication_matrix_json(c),
-        align_keys=keys, align_start=a_start, align_end=a_end, host_series=series,
+        align_keys=keys, align_start=a_start, align_end=a_end, host_series=host_series,
         memory=timeline if has_memory else None,
         t0_ns=int(events["ts"].min()) if len(events) else 0,
         t1_ns=int((events["ts"] + events["dur"]).max()) if len(events) else 0)
@@ -175,7 +179,7 @@ def _device_id(info: RunInfo, events: EventTable) -> int:
 def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
     events, info, warnings, traces, issues = load_rank_events(task)
-    data = summarise_events(task.rank, events, info, task.host_points)
+    data = summarise_events(task.rank, events, info, task.host_points, task.series)
     for target in DataQuality(issues=list(issues)).not_measured:    # NaN: an empty cell, "not measured"
         table, _, column = target.partition(".")
         if table == "step_trace_time" and column in data["steps"]:
@@ -209,3 +213,17 @@ def rank_events(task: RankTask, steps: Optional[list] = None, min_dur_ns: int = 
 
     events, info, _, _, issues = load_rank_events(task)
     return task.rank, filter_events(events, steps=steps, min_dur_ns=min_dur_ns), info.hostname, issues
+
+
+def summarise_packed(task: RankTask) -> bytes:
+    """:func:`summarise_rank` as the compact bytes that travel to the driver (:mod:`.packing`)."""
+    from .packing import pack
+
+    return pack(summarise_rank(task))
+
+
+def unpack_summary(blob: bytes) -> RankSummary:
+    """The driver's side of :func:`summarise_packed`."""
+    from .packing import unpack
+
+    return unpack(blob, RankSummary)
