@@ -12,7 +12,7 @@ Two jobs:
 
 npuprof runs as a user runs it (``npuprof cluster DIR -o OUT``): on these torch_npu jobs its default
 reads each rank's own step_trace_time.csv, op_statistic.csv and communication*.json (the fast path of
-``core/cluster/tooltables.py``, as msprof-analyze reads them) instead of parsing the 176 MB of events;
+``core/cluster/tool_summary.py``, as msprof-analyze reads them) instead of parsing the 176 MB of events;
 ``--recompute`` (not timed here) parses every rank's events.
 
 Each tool runs on its own copy of the job in a temporary directory (msprof-analyze writes

@@ -1,4 +1,4 @@
-"""``npuprof cluster``'s fast path (core/cluster/tooltables.py) on the real 2-rank torch_npu job
+"""``npuprof cluster``'s fast path (core/cluster/tool_summary.py, reading core/readers/tool_summary_files.py) on the real 2-rank torch_npu job
 (../shared/realdata, read in place; damaged variants on a temporary copy): ranks summarised from the
 tool's own step_trace_time.csv / op_statistic.csv / communication*.json give the same cluster tables as
 the full parse (``--recompute``), a rank whose file is missing or damaged falls back to the full parse
@@ -118,7 +118,7 @@ def test_fast_json_files_equal_the_full_parse(real, name):
 def test_alignment_keys_from_communication_json_match_the_events(real):
     """Multi-host jobs align clocks on collectives: the fast path's keys (from each operator's start and
     elapse time in communication.json) are the full parse's, times within 1 µs."""
-    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.tool_summary import tool_summary
     from npuprof.cluster.worker import RankTask, summarise_rank
 
     for rank in (0, 1):
@@ -185,7 +185,7 @@ def test_a_rank_with_a_missing_or_damaged_file_falls_back_alone(real, tmp_path, 
 def test_npuprofs_own_runs_are_always_parsed(tmp_path):
     from cluster_support import ensure_cluster_plugin, make_job
     from npuprof.cluster import cluster_analyse
-    from npuprof.cluster.tooltables import OWN_RUN
+    from npuprof.cluster.tool_summary import OWN_RUN
 
     ensure_cluster_plugin()
     job = make_job(tmp_path / "job", ranks=3, steps=2, slow_ranks=())
@@ -200,7 +200,7 @@ def test_npuprofs_own_runs_are_always_parsed(tmp_path):
     (["NPU 1", "NPU 2"], None, 0),      # two labelled devices, nothing else: 0
 ])
 def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, expect):
-    from npuprof.cluster.tooltables import _device
+    from npuprof.readers.tool_summary_files import device_of
     from npuprof.readers.ascend_output import device_from_data, _TraceMeta
     from npuprof.runinfo import RunInfo
 
@@ -214,16 +214,16 @@ def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, ex
         (out / "memory_record.csv").write_text("Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),"
                                               f"Total Active(MB),Stream Ptr,Device Type\nAPP,1.0,,2.0,,,{memory}\n")
     info = RunInfo(run_dir=tmp_path)
-    assert _device(info, out) == expect == device_from_data(out, _TraceMeta.of(events))
+    assert device_of(info, out) == expect == device_from_data(out, _TraceMeta.of(events))
 
 
 def test_metadata_written_otherwise_sends_the_rank_to_the_full_parse(tmp_path):
-    from npuprof.cluster.tooltables import _trace_metadata, _Unusable
+    from npuprof.readers.tool_summary_files import Unusable, trace_metadata
 
     path = tmp_path / "trace_view.json"
     path.write_text('[{"args": {"labels": "NPU 3"}, "name": "process_labels", "ph": "M", "pid": 1, "tid": 0}]')
-    with pytest.raises(_Unusable):
-        _trace_metadata(path, (b'"process_labels"',))
+    with pytest.raises(Unusable):
+        trace_metadata(path, (b'"process_labels"',))
 
 
 def _second_window(src: Path, dest: Path, step: int = 0) -> Path:
@@ -244,7 +244,7 @@ def _second_window(src: Path, dest: Path, step: int = 0) -> Path:
 
 
 def test_windows_of_a_rank_are_merged_when_their_steps_differ(real, tmp_path):
-    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.tool_summary import tool_summary
     from npuprof.cluster.worker import RankTask
 
     first = real["src"] / "rank0_ascend_pt"
@@ -262,7 +262,7 @@ def test_windows_of_a_rank_are_merged_when_their_steps_differ(real, tmp_path):
 
 
 def test_windows_sharing_a_step_are_parsed(real, tmp_path):
-    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.tool_summary import tool_summary
     from npuprof.cluster.worker import RankTask
 
     first = real["src"] / "rank0_ascend_pt"
@@ -274,7 +274,7 @@ def test_windows_sharing_a_step_are_parsed(real, tmp_path):
 def test_a_tool_csv_without_a_needed_column_is_not_used(real, tmp_path):
     """The CSVs come through read_own_tables (as ``show`` reads them): a column the summary needs missing,
     or a blank line between rows, is seen."""
-    from npuprof.cluster.tooltables import tool_summary
+    from npuprof.cluster.tool_summary import tool_summary
     from npuprof.cluster.worker import RankTask
 
     run = _second_window(real["src"] / "rank0_ascend_pt", tmp_path / "rank0_ascend_pt")

@@ -29,6 +29,8 @@ LAYERS = {
     "npuprof.readers": 3,
     # analysis (reads, computes)
     "npuprof.analysis": 4,
+    # the column table (what an analyzer makes, and what readers of another tool's summary CSVs return)
+    "npuprof.analysis.table": 1,
     # export (writes; its row renderer compiled: npuprof.export._rowrender)
     "npuprof.export": 5,
     # the Profiler ties collection to analysis and export

@@ -7,7 +7,7 @@ per-rank traces (written by the workers) and a merged timeline of chosen
 ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
-(:mod:`.tooltables`); the other ranks go to the executor as before.
+(:mod:`.tool_summary`); the other ranks go to the executor as before.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input and output paths (shared storage).
 Workers are spawned processes: call this under ``if __name__ == "__main__":``
@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..quality import DataQuality, QualityIssue
+from ..readers.tool_summary_files import TOOL_FILES
 from ..runinfo import CLUSTER_SUMMARY, OUTPUT_DIR
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
@@ -40,7 +41,7 @@ from .slowrank import detect_slow_ranks
 from .communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
 from .timeline import write_merged, write_rank_trace
-from .tooltables import OWN_RUN, TOOL_FILES, tool_summary
+from .tool_summary import OWN_RUN, tool_summary
 from .worker import RankTask, rank_events, summarise_rank
 
 log = logging.getLogger("npuprof")
@@ -115,7 +116,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     tool_tables: bool = False) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts. ``tool_tables``: summarise another tool's ranks from
-    that tool's own summary files where they are all there (see :mod:`.tooltables`; such summaries carry
+    that tool's own summary files where they are all there (see :mod:`.tool_summary`; such summaries carry
     no memory, host series or event count, which the HTML report shows: it leaves this False)."""
     t0 = time.perf_counter()
     rank_sel = parse_rank_list("ranks", ranks)

@@ -28,7 +28,7 @@ def _progress(quiet: bool) -> Any:
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
     from .ranks import ranks_phrase
-    from .tooltables import OWN_RUN
+    from .tool_summary import OWN_RUN
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
     backend = args.backend or ("dask" if args.scheduler else "process")
