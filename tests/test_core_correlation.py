@@ -259,7 +259,7 @@ def test_bad_optional_column_list_is_an_undecodable_record(cols):
 def test_ascend_db_carries_the_launch_links(tmp_path):
     """Each linked host operator's CONNECTION_IDS entry and its device tasks' TASK.connectionId are its corr."""
     from npuprof.analysis.result import AnalysisResult
-    from npuprof.export.ascend_db import write_ascend_db
+    from npuprof.export.ascend_db_writer import write_ascend_db
     from npuprof.runinfo import RunInfo
 
     ev = linked_table(20)

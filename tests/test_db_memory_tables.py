@@ -132,7 +132,7 @@ def test_op_memory_of_a_text_run_is_its_operator_memory_csv(text_job, rank):
 def test_no_memory_data_no_memory_tables(tmp_path):
     from npuprof.analysis.result import AnalysisResult
     from npuprof.events import EventKind, EventTable
-    from npuprof.export.ascend_db import write_ascend_db
+    from npuprof.export.ascend_db_writer import write_ascend_db
     from npuprof.runinfo import RunInfo
 
     run = tmp_path / "w_1_20250101000000000_ascend_pt"
@@ -153,7 +153,7 @@ def test_memory_events_without_torch_npus_columns(tmp_path):
     rows with what the events hold, NULL for the rest, by allocation time."""
     from npuprof.analysis.result import AnalysisResult
     from npuprof.events import EventKind, EventTable
-    from npuprof.export.ascend_db import write_ascend_db
+    from npuprof.export.ascend_db_writer import write_ascend_db
     from npuprof.runinfo import RunInfo
 
     run = tmp_path / "npuprof_run"

@@ -201,7 +201,7 @@ def test_level0_communication_writes_no_zeros(tmp_path):
     zero wait and 100 % idle, as torch_npu writes none."""
     from npuprof.events import EventKind, EventTable
     from npuprof.analysis.result import AnalysisResult
-    from npuprof.export.communication_files import write_communication_files
+    from npuprof.export.communication_json import write_communication_files
     from npuprof.runinfo import RunInfo
 
     ops = EventTable.from_records(ts=[1_000, 5_000], dur=[2_000, 2_000], kind=[EventKind.COMM] * 2,

@@ -31,7 +31,7 @@ from npuprof.analysis.pipeline import find_runs, load_events
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind
 from npuprof.integrations.pyacl.cann_import import parse_prof_dir
-from npuprof.plugins.ascend_db import run_database
+from npuprof.plugins.ascend_db_runs import run_database
 from npuprof.readers.ascend_db import group_id, open_readonly, read_ascend_db
 
 DB_LEVEL1 = "msinsight/test/data/pytorch/db/level1"

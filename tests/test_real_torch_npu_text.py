@@ -21,7 +21,7 @@ from realdata import Bounds, compare_json, realdata, tree_digest
 
 from npuprof.analysis.analyzers import ANALYZERS, step_spans
 from npuprof.analysis.pipeline import load_events
-from npuprof.analysis.communication import (comm_events, communication_json, communication_matrix_json,
+from npuprof.analysis.rank_communication import (comm_events, communication_json, communication_matrix_json,
                                             op_instance_names)
 from npuprof.events import EventKind
 from npuprof.integrations.mindspore import parser as ms_parser

@@ -38,7 +38,7 @@ from .outputs import FORMATS, write_json, write_tables
 from .jobs import Job, choose_job, unplaced_runs
 from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
-from .communication import cluster_communication, cluster_communication_matrix
+from .job_communication import cluster_communication, cluster_communication_matrix
 from .tables import busy_times, cluster_tables
 from .timeline import write_merged, write_rank_trace
 from .tool_summary import OWN_RUN, tool_summary

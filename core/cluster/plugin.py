@@ -1,6 +1,6 @@
 """Built-in plugin: the ``npuprof cluster``, ``npuprof timeline`` and ``npuprof
 xplane`` commands (a rank's own communication files are written by the
-exporters plugin, :mod:`npuprof.export.communication_files`).
+exporters plugin, :mod:`npuprof.export.communication_json`).
 
 Example::
 

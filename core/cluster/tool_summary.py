@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 
 from ..analysis.analyzers import STEP_TRACE_COLUMNS
-from ..analysis.communication import TOTAL_OP, ordinal_keys
+from ..analysis.rank_communication import TOTAL_OP, ordinal_keys
 from ..errors import ProfilerDataError
 from ..quality import QualityIssue
 from ..readers.tool_summary_files import (COMMUNICATION, COMMUNICATION_MATRIX, OP_STATISTIC, STEP_CORE_COLUMNS,
@@ -67,7 +67,7 @@ def _steps(path: Path) -> tuple[list[list], list[str]]:
 
 def _comm_ops(comm: dict) -> tuple[list, list]:
     """comm_ops rows and the operators' (start ns, end ns, step, op type, group) from a communication.json
-    (the alignment keys are made of the latter: :func:`npuprof.analysis.communication.ordinal_keys`)."""
+    (the alignment keys are made of the latter: :func:`npuprof.analysis.rank_communication.ordinal_keys`)."""
     from ..readers.ascend_output import comm_op_type
 
     agg: dict = {}

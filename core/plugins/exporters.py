@@ -7,7 +7,7 @@ operator_details.csv (MindSpore's layout) and npuprof's op_shape_statistic.csv;
 with memory data operator_memory.csv, memory_record.csv, npu_module_mem.csv
 (:mod:`npuprof.analysis.memory`);
 db: the Ascend profiler database ``ascend_{pytorch|mindspore}_profiler_{rank}.db``
-(:mod:`npuprof.export.ascend_db`) and its ``analysis.db`` / ``communication_analyzer.db``
+(:mod:`npuprof.export.ascend_db_writer`) and its ``analysis.db`` / ``communication_analyzer.db``
 (:mod:`npuprof.export.analysis_db`).
 ``analyse.done`` is written last, as torch_npu does.
 """
@@ -19,8 +19,8 @@ from typing import Optional
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
 from ..export.analysis_db import write_analysis_db
-from ..export.ascend_db import write_ascend_db
-from ..export.communication_files import write_communication_files
+from ..export.ascend_db_writer import write_ascend_db
+from ..export.communication_json import write_communication_files
 from ..export.trace_json import has_forked_trace, take_forked_trace, trace_settings, write_trace
 from ..export.writer import ExportTarget
 from ..fileio import atomic_write

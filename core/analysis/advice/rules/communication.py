@@ -86,7 +86,7 @@ def small_packets(ctx: RuleContext) -> CheckResult:
     operators whose SDMA transit is under 16 MB (RDMA: 1 MB); an issue when they are over 20 % of the
     operators that use it. Small packets leave the link's bandwidth unused and cost a launch each.
     At stake per step: the small operators' transit time."""
-    from ...communication import comm_events, communication_json
+    from ...rank_communication import comm_events, communication_json
 
     per_step = communication_json(comm_events(ctx.result.events))
     stats: dict = {tr: {"count": 0, "small": 0, "ms": 0.0, "ops": []} for tr in SMALL_PACKET_MB}

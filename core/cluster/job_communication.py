@@ -1,7 +1,7 @@
 """A job's communication across ranks: ``cluster_communication.json`` and
 ``cluster_communication_matrix.json``, built from every rank's own
 ``communication.json`` / ``communication_matrix.json`` contents
-(:func:`npuprof.analysis.communication.communication_json`) as msprof-analyze
+(:func:`npuprof.analysis.rank_communication.communication_json`) as msprof-analyze
 ``cluster`` builds them, so the two tools give the same files on the same job:
 
 * operators are grouped by the ranks of their group (``"(0, 1)"``: the ranks
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
-from ..analysis.communication import TOTAL_OP, total_op_info
+from ..analysis.rank_communication import TOTAL_OP, total_op_info
 
 RANKED = ("middle", "top", "bottom")
 

@@ -661,7 +661,7 @@ class _DbReader:
         return out
 
     def comm_task_info(self) -> dict:
-        """globalTaskId -> communication-task args (the npuprof.analysis.communication convention, plus ``_op_*``)."""
+        """globalTaskId -> communication-task args (the npuprof.analysis.rank_communication convention, plus ``_op_*``)."""
         rows = self.select("COMMUNICATION_TASK_INFO", ("globalTaskId",),
                            ("name", "taskType", "groupName", "opId", "srcRank", "dstRank", "transportType",
                             "linkType", "size", "notifyId", "planeId", "rdmaType", "dataType", "isMaster"))

@@ -1,6 +1,6 @@
 """Recording communication from user code (a socket or gloo all-reduce, a
 custom collective library) as COMM events that cluster analysis, the
-communication matrix and msprof-analyze understand (see :mod:`npuprof.analysis.communication`
+communication matrix and msprof-analyze understand (see :mod:`npuprof.analysis.rank_communication`
 for the convention).
 
 Costs one clock read and one append when a profiler records; nothing
@@ -8,7 +8,7 @@ otherwise.
 
 Example::
 
-    from npuprof.cluster.comm import comm_op, record_link
+    from npuprof.cluster.record_communication import comm_op, record_link
 
     with comm_op("allreduce_grads", "AllReduce", group="dp", size=buf.nbytes) as op:
         t0 = time.perf_counter_ns(); sock.sendall(buf); t1 = time.perf_counter_ns()

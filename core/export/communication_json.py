@@ -1,6 +1,6 @@
 """A rank's ``communication.json`` and ``communication_matrix.json`` (torch_npu's and MindSpore's
 layout, what msprof-analyze ``cluster`` reads), written beside its other ASCEND_PROFILER_OUTPUT files
-when the run records communication details (tasks or transfers). The numbers are :mod:`npuprof.analysis.communication`'s.
+when the run records communication details (tasks or transfers). The numbers are :mod:`npuprof.analysis.rank_communication`'s.
 
 Example::
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..analysis.communication import comm_events, communication_json, communication_matrix_json
+from ..analysis.rank_communication import comm_events, communication_json, communication_matrix_json
 from ..analysis.result import AnalysisResult
 from ..fileio import atomic_write
 
