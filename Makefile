@@ -45,7 +45,7 @@ test-loaded: $(STAMP) system-deps tf215
 
 # The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
 interop: $(STAMP)
-	$(PY) -m pytest -ra tests/test_interop_tools.py
+	$(PY) -m pytest -ra tests/interop/test_interop_tools.py
 
 # torch 2.13 CPU is only for the record_function comparison row (pip takes the local CPU wheel here).
 bench: $(STAMP)

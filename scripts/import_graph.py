@@ -2,7 +2,7 @@
 
 Every ``import`` / ``from ... import`` of an npuprof module in ``core/`` and ``integrations/`` is read
 with :mod:`ast` (function-level imports included, those under ``if TYPE_CHECKING:`` left out, as
-tests/test_core_layers.py reads them). Each module is grouped by its subpackage (``readers``,
+tests/core/test_core_layers.py reads them). Each module is grouped by its subpackage (``readers``,
 ``analysis``, ...; the modules directly in ``core/`` are ``<top>``), and each group lists the groups it
 imports, with how many import statements point there::
 

@@ -52,7 +52,7 @@ def sigint_not_ignored() -> Iterator[None]:
 @pytest.fixture(params=["compiled", "cells"])
 def both_renderers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a test with textrows' compiled renderer and again with its cell renderer (the
-    fallback); tests/test_rowrender.py checks that the install built the compiled one."""
+    fallback); tests/performance/test_rowrender.py checks that the install built the compiled one."""
     from npuprof.export import textrows
 
     if request.param == "cells":

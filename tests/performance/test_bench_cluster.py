@@ -14,7 +14,7 @@ import pytest
 from realdata import realdata
 from test_interop_cluster_real import JOB, STEP_US
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_cluster  # noqa: E402
 import report  # noqa: E402
 

@@ -323,7 +323,7 @@ def test_host_bound_dispatch_on_the_acl_double_is_found_with_its_launch(tmp_path
 
     gap_s = 0.010
     run = planted_acl_run(tmp_path / "gaps", gap_s)
-    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'acl' / 'bin'}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{Path(__file__).resolve().parents[1] / 'acl' / 'bin'}:{__import__('os').environ['PATH']}")
     code, out = _json(capsys, ["advise", str(run), "--json", "--rules", "host_bound,breakdown"])
     assert code == 0
     adv = out["runs"][0]

@@ -103,7 +103,7 @@ TF_RUN = textwrap.dedent("""
 
 
 def _own_run(tmp_path: Path, script: str) -> Path:
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "prof"), str(Path(__file__).parent)], check=True,
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "prof"), str(Path(__file__).resolve().parents[1])], check=True,
                    timeout=600, capture_output=True)
     (run,) = sorted((tmp_path / "prof").glob("*_ascend_*"))[:1]
     return run

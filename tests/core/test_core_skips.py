@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BLOCKER = '''
 import importlib.abc, sys
 class _NoFramework(importlib.abc.MetaPathFinder):
@@ -26,7 +26,7 @@ def test_a_test_needing_tensorflow_skips_with_the_reason_when_it_is_missing(tmp_
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                           "tests/test_rel_corrupt.py::test_corrupt_xspace_is_reported_and_the_rest_exported[empty]"],
+                           "tests/reliability/test_rel_corrupt.py::test_corrupt_xspace_is_reported_and_the_rest_exported[empty]"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]

@@ -14,7 +14,7 @@ from npuprof.export import textrows, trace_json
 from npuprof.fileio import WriteBehind
 from npuprof.export.writer import analyse_and_export
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from test_perf_trace import make_events  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

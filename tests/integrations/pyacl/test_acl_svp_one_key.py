@@ -94,7 +94,7 @@ else:
 
 APP = textwrap.dedent("""
     import os, sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     import acl     # the test double; a real SS928 app calls svp_acl_init()
     assert acl.init("acl.json") == 0
     assert acl.rt.set_device(0) == 0

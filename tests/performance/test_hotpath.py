@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import npuprof
 from npuprof import recorder, trace_api
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Every annotation path, with and without a profiler, with sinks, stacks and args, across threads,
 # with exceptions; prints the events recorded (timestamps aside) and which implementation ran.

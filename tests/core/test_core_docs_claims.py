@@ -18,7 +18,7 @@ from npuprof.analysis.analyzers import assign_steps, step_trace
 from npuprof.cli import main
 from npuprof.events import EventKind, EventTable
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 K = EventKind
 US = 1000
 

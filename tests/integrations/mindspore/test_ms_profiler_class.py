@@ -3,7 +3,7 @@
 No MindSpore here (a MindSpore import would change the plugins every later test of this process sees):
 strings, npuprof's enums and a look-alike of MindSpore's enums (plain ``enum.Enum`` classes with MindSpore's
 member names and values, which is all npuprof reads of them). MindSpore's own members and the docstring
-examples run in ``tests/test_ms_profiler_examples.py``.
+examples run in ``tests/integrations/mindspore/test_ms_profiler_examples.py``.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # module (or package prefix) -> layer; the longest matching prefix decides
 LAYERS = {
     "npuprof.errors": 0, "npuprof.enums": 0, "npuprof.validate": 0, "npuprof.clock": 0, "npuprof.fileio": 0,

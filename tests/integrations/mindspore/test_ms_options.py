@@ -1,7 +1,7 @@
 """mindspore.profiler keyword parity without importing MindSpore (strings and npuprof's enums).
 
 The same checks with MindSpore's own enum classes and _ExperimentalConfig run in
-tests/test_ms_e2e.py (a MindSpore child process).
+tests/integrations/mindspore/test_ms_e2e.py (a MindSpore child process).
 """
 from __future__ import annotations
 

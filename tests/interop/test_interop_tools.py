@@ -175,7 +175,7 @@ def test_msprof_analyze_reads_a_tensorflow_run_through_its_export_ascend_copy(to
 
     script = tmp_path / "train_tf.py"
     script.write_text(TF_WORKLOAD)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent), TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]), TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "prof")], capture_output=True, text=True,
                           timeout=600, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

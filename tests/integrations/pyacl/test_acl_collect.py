@@ -22,7 +22,7 @@ from npuprof.integrations.pyacl.ssh import RemoteBoard, RemoteError, read_ssh_in
 
 APP = textwrap.dedent("""
     import os, sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     import acl
     assert acl.init("acl.json") == 0
     assert acl.rt.set_device(0) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "seed-conformance.md"
 SEEDS = ("000", "001", "002", "003", "004")
 STATUSES = {"implemented", "partial", "missing", "needs NPU"}

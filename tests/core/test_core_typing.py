@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ["npuprof", "npuprof.types", "npuprof.profiler", "npuprof.schedule", "npuprof.handlers",
           "npuprof.config", "npuprof.integrations.mindspore.callback", "npuprof.integrations.tensorflow.profiler",
           "npuprof.integrations.tensorflow.tf2", "npuprof.integrations.tensorflow.estimator",

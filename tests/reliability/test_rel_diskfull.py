@@ -30,7 +30,7 @@ from npuprof.recorder import active_recorder
 from npuprof.runinfo import read_info
 from rel_support import counts_summary  # noqa: F401
 
-CHILD = Path(__file__).resolve().parent / "rel_workloads" / "diskfull_child.py"
+CHILD = Path(__file__).resolve().parents[1] / "rel_workloads" / "diskfull_child.py"
 
 
 def _npuprof_warnings(caplog) -> list[str]:

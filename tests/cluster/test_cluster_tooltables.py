@@ -3,7 +3,7 @@
 tool's own step_trace_time.csv / op_statistic.csv / communication*.json give the same cluster tables as
 the full parse (``--recompute``), a rank whose file is missing or damaged falls back to the full parse
 (alone: the other rank keeps the fast path), npuprof's own runs are always parsed, and nothing is
-written into the runs. The fast path against msprof-analyze: tests/test_interop_cluster_real.py.
+written into the runs. The fast path against msprof-analyze: tests/interop/test_interop_cluster_real.py.
 """
 from __future__ import annotations
 

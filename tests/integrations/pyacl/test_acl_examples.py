@@ -10,7 +10,7 @@ import pytest
 
 from acl_support import DOUBLE_DIR, FAKE_MSPROF_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_example(name: str, out: Path) -> str:

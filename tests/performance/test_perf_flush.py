@@ -15,7 +15,7 @@ from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTabl
 from npuprof.export import textrows, trace_json
 from npuprof.export.writer import analyse_and_export
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import synth  # noqa: E402
 
 MARK, API, RANGE = int(EventKind.MARK), int(EventKind.API), int(EventKind.RANGE)

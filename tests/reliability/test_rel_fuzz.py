@@ -38,7 +38,7 @@ from npuprof.runinfo import read_info
 from rel_support import counts_summary  # noqa: F401
 
 SCALE = float(os.environ.get("REL_FUZZ_SCALE", "1"))
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]         # tests/
 
 # (exception type, reader file) -> description of bug classes already reported to the reader's owner
 # and not fixed yet. Empty: the classes found so far (pyACL's msprof timeline/db readers, TF's XSpace

@@ -27,7 +27,7 @@ from ms_seed_examples import (ANALYSE_EXAMPLE, CLASS_EXAMPLE, OFFLINE_ANALYSE_EX
 # MindSpore runs in the children only: importing it here would make its plugin join every later Profiler
 # of this process
 
-SEED = Path(__file__).resolve().parents[1].parent / "shared" / "seeds" / "004_8138ca28afa8a409.txt"
+SEED = Path(__file__).resolve().parents[3].parent / "shared" / "seeds" / "004_8138ca28afa8a409.txt"
 # forward MatMul and the weight-gradient MatMul of nn.Dense(2, 2): two per training step
 MATMULS_PER_STEP = 2
 
