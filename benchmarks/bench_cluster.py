@@ -67,9 +67,9 @@ def real_job() -> tuple[Optional[Path], str]:
     """The real 2-rank job of tests/interop/test_interop_cluster_real.py, or None and why not."""
     sys.path.insert(0, str(TESTS))
     try:
-        from test_interop_cluster_real import JOB
-    except Exception as e:   # the test module needs pytest and numpy (the dev extras)
-        return None, f"tests/interop/test_interop_cluster_real.py not importable: {type(e).__name__}: {e}"
+        from cluster_real import JOB
+    except Exception as e:   # the tests' helpers need numpy (the dev extras)
+        return None, f"tests/cluster_real.py not importable: {type(e).__name__}: {e}"
     path = REALDATA / JOB
     if not path.is_dir():
         return None, f"real job {JOB} not found under {REALDATA}"
@@ -256,13 +256,13 @@ class Tools:
 
 
 def compare(outputs: tuple[Path, Path], comm: bool = True) -> dict:
-    """tests/interop/test_interop_cluster_real.py's checks on the two outputs: {table: "equal" or the failure}."""
-    import test_interop_cluster_real as t
+    """tests/cluster_real.py's checks on the two outputs: {table: "equal" or the failure}."""
+    import cluster_real as t
 
-    checks = {"cluster_step_trace_time": lambda: t.test_cluster_step_trace_time_equal(outputs)}
+    checks = {"cluster_step_trace_time": lambda: t.check_step_trace_time_equal(outputs)}
     if comm:
         for name in ("cluster_communication.json", "cluster_communication_matrix.json"):
-            checks[name.rsplit(".", 1)[0]] = lambda name=name: t.test_cluster_communication_files_equal(outputs,
+            checks[name.rsplit(".", 1)[0]] = lambda name=name: t.check_communication_files_equal(outputs,
                                                                                                       name)
     out = {}
     for table, check in checks.items():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from realdata import realdata, tree_digest
-from test_interop_cluster_real import JOB, STEP_US
+from cluster_real import JOB, STEP_US
 
 OUT = "ASCEND_PROFILER_OUTPUT"
 # table -> its key columns; the others are numbers compared within bounds (the tool's float µs sums vs

@@ -10,7 +10,6 @@ events parsed).
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -19,18 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from cluster_real import JOB, check_communication_files_equal, check_step_trace_time_equal
 from cluster_support import interop_python
-from realdata import Bounds, compare_json, realdata, tree_digest
+from realdata import realdata, tree_digest
 
 pytestmark = pytest.mark.slow
-
-JOB = "msinsight/test/data/pytorch/text/level1"
-# The tool's times are float64 epoch µs (0.25 µs apart) and sums of sub-ns durations; npuprof's are exact ns
-# from the text's whole ns: step trace columns within 0.25 µs per step boundary they are made of (Stage and
-# Preparing subtract two), the communication numbers as the per-rank conformance test bounds them.
-STEP_US = 0.6
-COMM = Bounds(ms=1e-5, ratio=1e-4 + 1e-9, start_us=0.5, bandwidth_rel=1e-3)
-
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory) -> tuple[Path, Path]:
@@ -65,42 +57,18 @@ def test_default_run_used_the_tool_tables_and_recompute_parsed_events(outputs, r
 
 
 def test_recomputed_step_trace_time_equal(recomputed):
-    test_cluster_step_trace_time_equal(recomputed)
+    check_step_trace_time_equal(recomputed)
 
 
 @pytest.mark.parametrize("name", ["cluster_communication.json", "cluster_communication_matrix.json"])
 def test_recomputed_communication_files_equal(recomputed, name):
-    test_cluster_communication_files_equal(recomputed, name)
-
-
-def _csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        return list(csv.DictReader(fh))
+    check_communication_files_equal(recomputed, name)
 
 
 def test_cluster_step_trace_time_equal(outputs):
-    theirs, ours = (_csv(d / "cluster_step_trace_time.csv") for d in outputs)
-    key = lambda r: (int(r["Step"]), r["Type"], int(r["Index"]))   # noqa: E731
-    assert sorted(map(key, ours)) == sorted(map(key, theirs)) and theirs
-    mine = {key(r): r for r in ours}
-    worst: dict[str, float] = {}
-    for t in theirs:
-        o = mine[key(t)]
-        for col in t:
-            if col in ("Step", "Type", "Index"):
-                continue
-            worst[col] = max(worst.get(col, 0.0), abs(float(t[col]) - float(o[col])))
-    print("largest difference per column (µs):", worst)
-    assert all(d <= STEP_US for d in worst.values()), worst
+    check_step_trace_time_equal(outputs)
 
 
 @pytest.mark.parametrize("name", ["cluster_communication.json", "cluster_communication_matrix.json"])
 def test_cluster_communication_files_equal(outputs, name):
-    theirs, ours = (json.loads((d / name).read_text()) for d in outputs)
-    assert theirs and set(ours) == set(theirs)          # the same rank sets ("(0, 1)")
-    problems = compare_json(theirs, ours, COMM, name)
-    assert not problems, "\n".join(problems[:20])
-    # nothing npuprof adds on top at the operator level: the same operators in every step
-    for ranks, steps in theirs.items():
-        for step, ops in steps.items():
-            assert set(ours[ranks][step]) == set(ops), (ranks, step)
+    check_communication_files_equal(outputs, name)

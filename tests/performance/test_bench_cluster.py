@@ -6,17 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+import bench_cluster
+import report
+from cluster_real import JOB, STEP_US
 from realdata import realdata
-from test_interop_cluster_real import JOB, STEP_US
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import bench_cluster  # noqa: E402
-import report  # noqa: E402
 
 
 @pytest.fixture(scope="module")

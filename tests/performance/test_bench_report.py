@@ -1,11 +1,7 @@
 """What the bench report says bounds a missed goal, from the run's own figures (benchmarks/report.py)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import report  # noqa: E402
+import report
 
 
 def _median(v: float) -> dict:

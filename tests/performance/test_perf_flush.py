@@ -4,8 +4,6 @@ that read back exactly as the materialised columns would."""
 import json
 import shutil
 import struct
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,7 @@ from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTabl
 from npuprof.export import textrows, trace_json
 from npuprof.export.writer import analyse_and_export
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import synth  # noqa: E402
+import synth
 
 MARK, API, RANGE = int(EventKind.MARK), int(EventKind.API), int(EventKind.RANGE)
 

@@ -3,7 +3,6 @@ rows in without changing them."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from npuprof.analysis import analyzers, pipeline
 from npuprof.export import writer
 from npuprof.pages import ordinary_pages, populate
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 SWITCH = pages._numpy_switch()
 pytestmark = pytest.mark.skipif(SWITCH is None, reason=f"numpy {np.__version__} has no huge-page switch")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from npuprof.export import textrows, trace_json
 from npuprof.fileio import WriteBehind
 from npuprof.export.writer import analyse_and_export
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from test_perf_trace import make_events  # noqa: E402
+from test_perf_trace import make_events
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
