@@ -50,6 +50,7 @@ from .worker import RankSummary, RankTask, parallel_groups_of
 
 OWN_RUN = "npuprof's own run: its events are the data"
 
+
 def _steps(path: Path) -> tuple[list[list], list[str]]:
     """Rows of step_trace_time.csv as [step, col1, ...] in STEP_TRACE_COLUMNS order (NaN for a column the
     file does not have), and the columns it does not have."""
