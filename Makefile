@@ -53,16 +53,16 @@ test-pythons:
 
 # The tests of collection and export on the pure-Python fallback (NPUPROF_PURE_PYTHON=1): the parity tests
 # skip with the reason, everything else passes as compiled.
-PURE_TESTS ?= tests/test_hotpath.py tests/test_rowrender.py tests/test_private_api.py tests/test_doctor.py \
-	tests/test_perf_recorder.py tests/test_perf_flush.py tests/test_perf_textrows.py tests/test_perf_textrows_bands.py \
-	tests/test_perf_trace.py tests/test_perf_trace_fork.py tests/test_core_export.py tests/test_core_export_ascend.py \
-	tests/test_core_profiler.py tests/test_core_crash.py tests/test_core_correlation.py
+PURE_TESTS ?= tests/performance/test_hotpath.py tests/performance/test_rowrender.py tests/platform/test_private_api.py tests/platform/test_doctor.py \
+	tests/performance/test_perf_recorder.py tests/performance/test_perf_flush.py tests/performance/test_perf_textrows.py tests/performance/test_perf_textrows_bands.py \
+	tests/performance/test_perf_trace.py tests/performance/test_perf_trace_fork.py tests/export/test_core_export.py tests/export/test_core_export_ascend.py \
+	tests/core/test_core_profiler.py tests/core/test_core_crash.py tests/core/test_core_correlation.py
 test-pure: $(STAMP)
 	NPUPROF_PURE_PYTHON=1 $(PY) -m pytest -ra $(PURE_TESTS)
 
 # sdist + platform wheel + pure (py3-none-any) wheel in dist/, built offline by the setuptools installed
 # here (>= 61); NPUPROF_DIST_HOOK runs a command that adds wheels built elsewhere (aarch64). Each is
-# installed into a fresh venv and smoke-tested by tests/test_dist.py.
+# installed into a fresh venv and smoke-tested by tests/platform/test_dist.py.
 dist: $(STAMP)
 	$(PY) scripts/dist.py --out dist
 
@@ -81,7 +81,7 @@ bench-aarch64: $(STAMP) system-deps
 
 # The ecosystem tools (msprof-analyze, HTA, xprof) in their own .venv-interop; also part of `make test`.
 interop: $(STAMP)
-	$(PY) -m pytest -ra tests/test_interop_tools.py
+	$(PY) -m pytest -ra tests/interop/test_interop_tools.py
 
 # torch 2.13 CPU is only for the record_function comparison row (pip takes the local CPU wheel here).
 bench: $(STAMP)

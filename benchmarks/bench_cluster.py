@@ -3,7 +3,7 @@
 Two jobs:
 
 * the real 2-rank torch_npu job (Ascend910B, text export) in ``../shared/realdata`` that
-  ``tests/test_interop_cluster_real.py`` runs both tools on; before anything is timed, the two tools'
+  ``tests/interop/test_interop_cluster_real.py`` runs both tools on; before anything is timed, the two tools'
   ``cluster_step_trace_time``, ``cluster_communication`` and ``cluster_communication_matrix`` are
   compared with that test's own checks (imported, not copied); the row says "equal tables: yes" only
   when they passed in this run;
@@ -12,7 +12,7 @@ Two jobs:
 
 npuprof runs as a user runs it (``npuprof cluster DIR -o OUT``): on these torch_npu jobs its default
 reads each rank's own step_trace_time.csv, op_statistic.csv and communication*.json (the fast path of
-``core/cluster/tooltables.py``, as msprof-analyze reads them) instead of parsing the 176 MB of events;
+``core/cluster/tool_summary.py``, as msprof-analyze reads them) instead of parsing the 176 MB of events;
 ``--recompute`` (not timed here) parses every rank's events.
 
 Each tool runs on its own copy of the job in a temporary directory (msprof-analyze writes
@@ -75,12 +75,12 @@ _LINK_RE = re.compile(rb'"(\d+)-(\d+)"(\s*:)')
 
 
 def real_job() -> tuple[Optional[Path], str]:
-    """The real 2-rank job of tests/test_interop_cluster_real.py, or None and why not."""
+    """The real 2-rank job of tests/interop/test_interop_cluster_real.py, or None and why not."""
     sys.path.insert(0, str(TESTS))
     try:
-        from test_interop_cluster_real import JOB
-    except Exception as e:   # the test module needs pytest and numpy (the dev extras)
-        return None, f"tests/test_interop_cluster_real.py not importable: {type(e).__name__}: {e}"
+        from cluster_real import JOB
+    except Exception as e:   # the tests' helpers need numpy (the dev extras)
+        return None, f"tests/cluster_real.py not importable: {type(e).__name__}: {e}"
     path = REALDATA / JOB
     if not path.is_dir():
         return None, f"real job {JOB} not found under {REALDATA}"
@@ -267,13 +267,13 @@ class Tools:
 
 
 def compare(outputs: tuple[Path, Path], comm: bool = True) -> dict:
-    """tests/test_interop_cluster_real.py's checks on the two outputs: {table: "equal" or the failure}."""
-    import test_interop_cluster_real as t
+    """tests/cluster_real.py's checks on the two outputs: {table: "equal" or the failure}."""
+    import cluster_real as t
 
-    checks = {"cluster_step_trace_time": lambda: t.test_cluster_step_trace_time_equal(outputs)}
+    checks = {"cluster_step_trace_time": lambda: t.check_step_trace_time_equal(outputs)}
     if comm:
         for name in ("cluster_communication.json", "cluster_communication_matrix.json"):
-            checks[name.rsplit(".", 1)[0]] = lambda name=name: t.test_cluster_communication_files_equal(outputs,
+            checks[name.rsplit(".", 1)[0]] = lambda name=name: t.check_communication_files_equal(outputs,
                                                                                                       name)
     out = {}
     for table, check in checks.items():

@@ -6,7 +6,7 @@ Run in a fresh interpreter per measurement (``run.py``-style child, or by hand):
     python benchmarks/bench_db.py '{"mode": "write", "run_dir": "<printed run_dir>"}'
 
 ``write`` analyses the run (not timed), then times
-:func:`npuprof.export.ascend_db.write_ascend_db` and
+:func:`npuprof.export.ascend_db_writer.write_ascend_db` and
 :func:`npuprof.export.analysis_db.write_analysis_db` on it and reports events
 per second of the database write and the process's peak RSS (whole process:
 the analysed events included). Target: >= 1M events/s at 10M events, peak
@@ -32,7 +32,7 @@ def generate(params: dict) -> dict:
 def write(params: dict) -> dict:
     from npuprof.analysis.pipeline import analyse_run
     from npuprof.export.analysis_db import write_analysis_db
-    from npuprof.export.ascend_db import write_ascend_db
+    from npuprof.export.ascend_db_writer import write_ascend_db
 
     run_dir = Path(params["run_dir"])
     out = run_dir / "ASCEND_PROFILER_OUTPUT"

@@ -260,7 +260,7 @@ def show_tables(result: object) -> list[str]:
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the summary tables; writes nothing. Another tool's run shows that
     tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
-    from .export.own_tables import read_own_tables
+    from .readers.tool_csv_tables import read_own_tables
 
     console = _table_console(args.width)
     results = _read(args.dir)

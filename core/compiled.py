@@ -45,7 +45,7 @@ class FallbackCost:
                 f"{self.rows_compiled_per_s / 1e6:.2f}M events/s (measured by `make bench`, {self.measured_on})")
 
 
-# benchmarks/results/latest.json (tests/test_doctor.py checks these against it)
+# benchmarks/results/latest.json (tests/platform/test_doctor.py checks these against it)
 FALLBACK_COST = FallbackCost(annotation_python_ns=1699.0, annotation_compiled_ns=591.7,
                              rows_python_per_s=1.19e6, rows_compiled_per_s=2.31e6,
                              measured_on="2-core x86-64 VM, Python 3.11, 2026-11-26")

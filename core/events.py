@@ -247,9 +247,9 @@ class EventTable:
         order = np.argsort(ts, kind="stable")
         if not release:
             return self.select(order)
-        # each column is gathered into the memory a column gathered before it left (fresh pages
-        # cost more here than the copy: ~1 ns per byte in page faults, 5 ms per MB on the bench VM
-        # in its slow spells), widest first, so only the first column takes fresh memory; only
+        # each column is gathered into the memory a column gathered before it left (a fresh page
+        # costs a fault on first touch, more than copying into it, and a host fault as well in a VM
+        # whose free memory goes back to the host), widest first, so only the first column takes fresh memory; only
         # memory no other column shares is reused
         owners = Counter(id(_owner(c)) for c in self.cols.values())
         spare: list[np.ndarray] = []   # bytes no column uses any more

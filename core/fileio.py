@@ -110,9 +110,9 @@ class WriteBehind:
 
     Why: a buffered write allocates a fresh page-cache page for every 4 KiB.
     On a VM whose free memory goes back to the host, each of those pages is
-    a host fault: writing 1.83 GB cost 5.2-7.3 s of kernel time on the
-    2-core bench VM, and 0.70-0.73 s with this (docs/performance.md). Dropped
-    pages are free again for the next windows.
+    a host fault, and a multi-GB output pays one per page; pages dropped
+    behind the writer are free again for the next windows, so the output
+    reuses the same few (``make bench`` measures both: docs/performance.md).
 
     Writeback of each window is started (``sync_file_range``) and the window
     two back is dropped (``POSIX_FADV_DONTNEED``, which leaves pages still

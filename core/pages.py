@@ -5,18 +5,17 @@ of 4 MB and more with transparent huge pages (``madvise(MADV_HUGEPAGE)``;
 see "madvise hugepage on Linux" in numpy's global-state docs). Analysis
 allocates its event table and temporaries once per run and streams through
 them, so huge pages spare it few TLB misses, while each one is zeroed 2 MB at
-a time on first touch. On the bench machine (a 2-core VM, THP in "madvise"
-mode) that zeroing was the largest kernel cost of a 10M-event analysis:
-2.9-3.3 s of kernel time per pass with the advice, 1.2-1.4 s without, and the
-whole pass 7.0-7.2 s against 4.5-5.5 s (alternated runs,
-docs/performance.md). :func:`ordinary_pages` turns numpy's advice off while a
+a time on first touch. Where THP is in "madvise" mode, that zeroing can be
+the largest kernel cost of a large analysis, paid on the critical path of
+every pass (``make bench`` measures it: docs/performance.md). :func:`ordinary_pages` turns numpy's advice off while a
 run is loaded, analysed and written, and restores it afterwards. numpy's
 switch is process-wide: arrays another thread allocates meanwhile are not
 advised either; nothing else changes for them. Where numpy has no such
 switch (a future numpy that drops it), this does nothing.
 
-**Faulted in ahead.** The first touch of a page costs a fault (on this VM a
-host fault as well when the host took that memory back). :func:`populate`
+**Faulted in ahead.** The first touch of a page costs a fault (in a VM a
+host fault as well when the host took that memory back), and the loader
+would otherwise take every one of them itself. :func:`populate`
 faults in a range of an array without changing its content
 (``MADV_POPULATE_WRITE``, Linux 5.14+), so a helper thread can take the
 faults of rows the loader will fill next (``rawstore.read_raw_dir``). Where

@@ -10,7 +10,7 @@ private API                           function                       fallback wh
 numpy's ``_set_madvise_hugepage``     :func:`numpy_hugepage_switch`  None: ``pages.ordinary_pages`` does nothing
 ====================================  =============================  ==========================================
 
-Each is looked up once, when this module is imported; tests/test_private_api.py removes each (and
+Each is looked up once, when this module is imported; tests/platform/test_private_api.py removes each (and
 all of them at once, in a fresh interpreter) and runs npuprof on the fallbacks. The compiled modules
 keep their private C API (``_PyTime_GetPerfCounter`` and ``_PyDict_Pop`` before Python 3.13, list
 internals, ``_PyBytes_Resize``) in one C function each, with a public fallback that a build with

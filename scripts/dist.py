@@ -12,7 +12,7 @@
    for wheels built elsewhere (the aarch64 cross-build); what it leaves there is listed too.
 
 Each wheel is checked to carry ``py.typed`` and the ``.pyi`` stubs, the platform wheel its compiled
-modules and the pure wheel none. tests/test_dist.py installs each into a fresh venv.
+modules and the pure wheel none. tests/platform/test_dist.py installs each into a fresh venv.
 """
 from __future__ import annotations
 

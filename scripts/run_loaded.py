@@ -5,7 +5,7 @@ wider tolerance. Each busy process spins one CPU in pure Python until the comman
 
 Example::
 
-    python scripts/run_loaded.py --busy 2 --runs 3 -- python -m pytest -ra tests/test_acl_import.py
+    python scripts/run_loaded.py --busy 2 --runs 3 -- python -m pytest -ra tests/integrations/pyacl/test_acl_import.py
 """
 from __future__ import annotations
 

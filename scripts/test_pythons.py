@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE_TESTS = ["tests/test_hotpath.py", "tests/test_rowrender.py", "tests/test_private_api.py", "tests/test_doctor.py"]
+SMOKE_TESTS = ["tests/performance/test_hotpath.py", "tests/performance/test_rowrender.py", "tests/platform/test_private_api.py", "tests/platform/test_doctor.py"]
 TOOLS = ["setuptools>=61", "pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
 RECORD = r'''

@@ -161,7 +161,7 @@ def run_py(code: str, env: Optional[dict] = None, cwd: Optional[Path] = None, ti
 
 # A real 2-rank job: MindSpore on CPU trains a small MLP in each process and
 # averages gradients with a real all-reduce over a loopback TCP socket,
-# recorded with npuprof.cluster.comm. Rank/world come from RANK_ID/RANK_SIZE.
+# recorded with npuprof.cluster.record_communication. Rank/world come from RANK_ID/RANK_SIZE.
 MS_RANK_WORKLOAD = r'''
 import json, os, socket, struct, sys, time
 import numpy as np
@@ -170,7 +170,7 @@ from mindspore import nn
 import npuprof
 from npuprof import record_function, schedule
 from npuprof.cluster import rank_profiler
-from npuprof.cluster.comm import comm_op, record_link
+from npuprof.cluster.record_communication import comm_op, record_link
 from npuprof.config import env_rank
 
 rank, world, device = env_rank()

@@ -1,4 +1,4 @@
-"""The damage matrix of the data-quality contract (tests/test_quality_damage.py).
+"""The damage matrix of the data-quality contract (tests/quality/test_quality_damage.py).
 
 For one intact run (a real sample, or one of npuprof's own), :func:`variants` generates damaged copies:
 each kind of file removed, emptied, cut at two points; each column of each CSV dropped; each raw segment

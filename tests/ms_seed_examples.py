@@ -2,7 +2,7 @@
 
 Seed: ``../shared/seeds/004_8138ca28afa8a409.txt`` (MindSpore's ``mindspore.profiler.Profiler`` source, 2.5
 era). The seed lost its indentation; these are its lines with Python's indentation restored and the ``>>> ``
-/ ``... `` prompts removed, nothing else (``tests/test_ms_profiler_examples.py`` checks that line by line
+/ ``... `` prompts removed, nothing else (``tests/integrations/mindspore/test_ms_profiler_examples.py`` checks that line by line
 against the seed when it is present). The tests run them with only the import line changed
 (:func:`as_npuprof`).
 """

@@ -32,7 +32,7 @@ OP_STATISTIC_COLUMNS = ["Device_id", "OP Type", "Core Type", "Count", "Total Tim
                         "Avg Time(us)", "Max Time(us)", "Ratio(%)"]
 KERNEL_DETAILS_COLUMNS = ["Step ID", "Device_id", "Model ID", "Task ID", "Stream ID", "Name", "Type",
                           "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim"]
-# args keys of communication events that are npuprof's convention, not the tool's columns (see analysis.communication)
+# args keys of communication events that are npuprof's convention, not the tool's columns (see analysis.rank_communication)
 _NOT_COLUMNS = frozenset({"group", "group_name", "src_rank", "dst_rank", "size", "transport", "wait_ns", "task_type",
                           "device_task_type", "connection_ids",
                           "link_type", "transport_type", "notify_id", "alg_type", "count", "data_type",

@@ -118,7 +118,7 @@ def core_types(events: EventTable, rows: np.ndarray,
 
 def comm_task_mask(events: EventTable) -> np.ndarray:
     """Rows that are tasks of a communication operator (``task_type``, or a
-    ``src_rank``/``dst_rank`` transfer in args, see :mod:`npuprof.analysis.communication`),
+    ``src_rank``/``dst_rank`` transfer in args, see :mod:`npuprof.analysis.rank_communication`),
     not operators: a collective's time is its operator's span, counted once."""
     mask = np.zeros(len(events), dtype=bool)
     rows = rows_of(events, EventKind.COMM) if len(events) else np.zeros(0, np.int64)

@@ -9,7 +9,7 @@ per-rank traces (written by the workers) and a merged timeline of chosen
 ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
-(:mod:`.tooltables`); the other ranks go to the executor as before.
+(:mod:`.tool_summary`); the other ranks go to the executor as before.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input paths (shared storage; the output path
 too for per-rank traces, which they write); the tables are written by the driver. Workers are other processes (forked, or started by a fork
@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..quality import DataQuality, QualityIssue
+from ..readers.tool_summary_files import TOOL_FILES
 from ..runinfo import CLUSTER_SUMMARY, OUTPUT_DIR
 from ..export.filters import parse_duration_ns, parse_steps
 from ..fileio import secure_mkdir
@@ -43,10 +44,10 @@ from .jobs import Job, scan_jobs, unrecognised_runs
 from .merge import ClusterMerge
 from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
-from .communication import cluster_communication, cluster_communication_matrix
+from .job_communication import cluster_communication, cluster_communication_matrix
 from .tables import cluster_tables
 from .timeline import write_merged, write_rank_trace
-from .tooltables import OWN_RUN, TOOL_FILES, tool_summary
+from .tool_summary import OWN_RUN, tool_summary
 from .worker import RankTask, rank_events, summarise_packed, unpack_summary
 
 log = logging.getLogger("npuprof")
@@ -123,7 +124,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
                     progress_bar: Optional[ProgressCallback] = None) -> ClusterResult:
     """Analyse the ranks under ``path``; see the module doc. Bad arguments
     raise ProfilerConfigError before any work starts. ``tool_tables``: summarise another tool's ranks from
-    that tool's own summary files where they are all there (see :mod:`.tooltables`; such summaries carry
+    that tool's own summary files where they are all there (see :mod:`.tool_summary`; such summaries carry
     no memory, host series or event count, which the HTML report shows: it leaves this False).
     ``rank_series``: summarise each parsed rank's memory timeline and host counter series too (the HTML
     report's; no cluster table reads them, so ``npuprof cluster`` leaves them out of what its workers send).

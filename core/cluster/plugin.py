@@ -1,6 +1,6 @@
 """Built-in plugin: the ``npuprof cluster``, ``npuprof timeline`` and ``npuprof
 xplane`` commands (a rank's own communication files are written by the
-exporters plugin, :mod:`npuprof.export.communication_files`).
+exporters plugin, :mod:`npuprof.export.communication_json`).
 
 Example::
 
@@ -46,7 +46,7 @@ class _LazyBar:
 def cmd_cluster(args: argparse.Namespace) -> int:
     from .analyse import cluster_analyse
     from .ranks import ranks_phrase
-    from .tooltables import OWN_RUN
+    from .tool_summary import OWN_RUN
 
     formats = tuple(f for f in ("csv", "json", "parquet") if not (f == "parquet" and args.no_parquet))
     backend = args.backend or ("dask" if args.scheduler else "process")

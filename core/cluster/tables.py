@@ -19,7 +19,7 @@ import numpy as np
 
 from ..analysis.step_breakdown import STEP_TRACE_COLUMNS
 from ..analysis.table import Table
-from .communication import cluster_communication_matrix
+from .job_communication import cluster_communication_matrix
 
 CLUSTER_STEP_COLUMNS = ["Step", "Type", "Index"] + STEP_TRACE_COLUMNS[1:]
 RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Events", "Step Time Mean(us)",

@@ -29,7 +29,7 @@ from ..analysis.pipeline import load_run
 from ..quality import DataQuality, QualityIssue
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
-from ..analysis.communication import (MB, alignment_keys, comm_events, communication_json,
+from ..analysis.rank_communication import (MB, alignment_keys, comm_events, communication_json,
                                       communication_matrix_json, link_owners, op_instance_names, step_key)
 
 log = logging.getLogger("npuprof")

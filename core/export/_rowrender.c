@@ -6,7 +6,7 @@
  * each row is written once, piece after piece, straight into the output.
  * The cell renderer in textrows.py stays the reference and the fallback
  * (this module failed to build, or NPUPROF_PURE_PYTHON=1); both give the same
- * bytes for the same pieces, which tests/test_rowrender.py checks.
+ * bytes for the same pieces, which tests/performance/test_rowrender.py checks.
  *
  * render(n, pieces) -> bytes. Each piece is a tuple, one of
  *   (0, text: bytes)                              the same text in every row

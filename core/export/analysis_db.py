@@ -2,13 +2,13 @@
 
 torch_npu writes it as ``analysis.db`` next to ``ascend_pytorch_profiler_{rank}.db``;
 msprof-analyze looks for it as ``communication_analyzer.db`` in a MindSpore
-layout run, so the name follows :func:`npuprof.export.ascend_db.db_framework`.
+layout run, so the name follows :func:`npuprof.export.ascend_db_writer.db_framework`.
 Contents, as torch_npu's files have them:
 
 * ``StepTraceTime``: npuprof's ``step_trace_time`` table (µs), one row per step;
 * ``CommAnalyzerTime`` / ``CommAnalyzerBandwidth`` / ``CommAnalyzerMatrix``:
   the rank's ``communication.json`` / ``communication_matrix.json`` contents
-  (same definitions, :mod:`npuprof.analysis.communication`) in rows; ``group_name``
+  (same definitions, :mod:`npuprof.analysis.rank_communication`) in rows; ``group_name``
   is the group's id as torch_npu writes it (:func:`npuprof.readers.ascend_db.group_id`:
   the hash of the group's name; an id is kept as it is), times in ms, sizes in MB, bandwidths in GB/s. Written only when the run has communication.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from ..analysis.result import AnalysisResult
 from ..analysis.table import _pylist
 from ..readers.ascend_db import group_id
-from .ascend_db import db_framework
+from .ascend_db_writer import db_framework
 from .sqlite_db import building_db, create_table, insert_rows
 
 STEP_TRACE_TIME = [("step", "TEXT"), ("computing", "NUMERIC"), ("communication_not_overlapped", "NUMERIC"),
@@ -70,7 +70,7 @@ def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
 
 def _matrix_per_op(comm) -> list:
     """CommAnalyzerMatrix rows of the MindSpore layout: links summed per operator instance and src-dst."""
-    from ..analysis.communication import MB, is_p2p, link_owners, op_instance_names, step_key
+    from ..analysis.rank_communication import MB, is_p2p, link_owners, op_instance_names, step_key
 
     owner = link_owners(comm)
     names = op_instance_names(comm)
@@ -93,7 +93,7 @@ def _matrix_per_op(comm) -> list:
 
 def _write_communication(con, result: AnalysisResult) -> None:
     # the same definitions as the rank's communication.json (the cluster layer owns them; imported here, not copied)
-    from ..analysis.communication import comm_events, communication_json, communication_matrix_json
+    from ..analysis.rank_communication import comm_events, communication_json, communication_matrix_json
 
     pytorch_layout = db_framework(result) == "pytorch"
 

@@ -1,6 +1,6 @@
 """Writing one sqlite database file: under a temporary name, renamed when complete.
 
-Shared by the Ascend profiler database (:mod:`npuprof.export.ascend_db`) and
+Shared by the Ascend profiler database (:mod:`npuprof.export.ascend_db_writer`) and
 its ``analysis.db`` (:mod:`npuprof.export.analysis_db`). A database being
 written is never visible under its final name, so a crash or a full disk
 leaves no half-written file a tool could open. No rollback journal is kept:

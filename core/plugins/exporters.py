@@ -19,7 +19,7 @@ from typing import Optional
 from ..analysis.analyzer import csv_tables
 from ..analysis.result import AnalysisResult
 from ..export.csvfiles import write_csv, write_if_rows
-from ..export.communication_files import write_communication_files
+from ..export.communication_json import write_communication_files
 from ..export.writer import ExportTarget
 from ..hookspecs import hookimpl
 

@@ -45,7 +45,7 @@ BUILTIN_PLUGINS = {
     "diff": "npuprof.rundiff.plugin",
     "advise": "npuprof.advise.plugin",
     "ascend": "npuprof.plugins.ascend",
-    "ascend_db": "npuprof.plugins.ascend_db",
+    "ascend_db": "npuprof.plugins.ascend_db_runs",
     "kineto": "npuprof.plugins.kineto",
     "python_memory": "npuprof.plugins.python_memory",
 }

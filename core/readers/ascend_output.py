@@ -39,7 +39,7 @@ How each file becomes events (one source per fact, nothing counted twice):
   the HCCL rows of ``kernel_details.csv`` when present (then the lane's event
   of the same name only gives its group); their tasks (``"task_type"`` in
   args, plus ``src_rank``/``dst_rank``/``size``/``transport`` where they are
-  transfers, see :mod:`npuprof.analysis.communication`) take the group of the
+  transfers, see :mod:`npuprof.analysis.rank_communication`) take the group of the
   operator holding them;
 * the group of an operator is the one the tool names it by in the run's own
   ``communication.json`` (``op@group``): the text outputs record a group's
@@ -863,7 +863,7 @@ def _is_comm_task(args: dict) -> bool:
 
 
 def hccl_task_args(raw: dict, group: str) -> dict:
-    """An HCCL task's args in :mod:`npuprof.analysis.communication`'s convention (plus the tool's own keys)."""
+    """An HCCL task's args in :mod:`npuprof.analysis.rank_communication`'s convention (plus the tool's own keys)."""
     src, dst = _int_or(raw.get("src rank"), -1), _int_or(raw.get("dst rank"), -1)
     out: dict = {"group": group, "task_type": str(raw.get("task type", "")),
                  "Task ID": raw.get("task id"), "notify_id": raw.get("notify_id")}

@@ -16,7 +16,7 @@ What is read, by the process each timeline names:
                      ``Iteration Refresh`` -> RANGE ``step_trace``
 ``HCCL``             operators (``Default/AllReduce-op534_0``) -> COMM operator (type ``AllReduce``);
                      their tasks (``Notify_Wait``, ``Memcpy`` ...) -> COMM tasks with their peers, sizes,
-                     links and plane (the thread ``Plane N``) as :mod:`npuprof.analysis.communication` reads them
+                     links and plane (the thread ``Plane N``) as :mod:`npuprof.analysis.rank_communication` reads them
 ``CANN``             ``GE@Infer`` ... -> API (level ``GE``)
 ``Overlap Analysis`` not read: CANN's own computing/communication/free split, which npuprof recomputes
 ==================  ========================================================================================

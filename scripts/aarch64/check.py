@@ -37,25 +37,25 @@ BUILD = ROOT / "build" / "aarch64"
 # collection from threads and a SIGKILLed run recovered, analysis and export, the C-vs-Python parity tests,
 # pages, the raw store and its fuzz cases (hypothesis, derandomized: the same cases every run), the CLI
 FULL_TESTS = [
-    "tests/test_hotpath.py", "tests/test_rowrender.py",
-    "tests/test_perf_pages.py",
-    "tests/test_perf_recorder.py",
-    "tests/test_rel_concurrency.py::test_eight_threads_times_100k_events_all_accounted_for",
-    "tests/test_rel_concurrency.py::test_steps_from_many_threads_are_serialised",
-    "tests/test_core_crash.py",
-    "tests/test_rel_fuzz.py::test_raw_reader_never_raises_on_arbitrary_bytes",
-    "tests/test_rel_fuzz.py::test_raw_reader_truncation_keeps_exactly_the_whole_records",
-    "tests/test_rel_fuzz.py::test_raw_reader_flipped_bytes_drop_exactly_the_touched_records",
-    "tests/test_rel_fuzz.py::test_raw_reader_junk_spliced_between_records_loses_nothing",
-    "tests/test_rel_fuzz.py::test_raw_reader_survives_records_with_valid_checksums_and_hostile_payloads",
-    "tests/test_rel_corrupt.py::test_truncated_segment_keeps_every_whole_record",
-    "tests/test_rel_corrupt.py::test_flipped_byte_drops_only_its_record_and_resynchronises",
-    "tests/test_rel_corrupt.py::test_inserted_junk_between_records_is_skipped",
-    "tests/test_aarch64.py::test_multithreaded_recording_and_cli_end_to_end",
+    "tests/performance/test_hotpath.py", "tests/performance/test_rowrender.py",
+    "tests/performance/test_perf_pages.py",
+    "tests/performance/test_perf_recorder.py",
+    "tests/reliability/test_rel_concurrency.py::test_eight_threads_times_100k_events_all_accounted_for",
+    "tests/reliability/test_rel_concurrency.py::test_steps_from_many_threads_are_serialised",
+    "tests/core/test_core_crash.py",
+    "tests/reliability/test_rel_fuzz.py::test_raw_reader_never_raises_on_arbitrary_bytes",
+    "tests/reliability/test_rel_fuzz.py::test_raw_reader_truncation_keeps_exactly_the_whole_records",
+    "tests/reliability/test_rel_fuzz.py::test_raw_reader_flipped_bytes_drop_exactly_the_touched_records",
+    "tests/reliability/test_rel_fuzz.py::test_raw_reader_junk_spliced_between_records_loses_nothing",
+    "tests/reliability/test_rel_fuzz.py::test_raw_reader_survives_records_with_valid_checksums_and_hostile_payloads",
+    "tests/reliability/test_rel_corrupt.py::test_truncated_segment_keeps_every_whole_record",
+    "tests/reliability/test_rel_corrupt.py::test_flipped_byte_drops_only_its_record_and_resynchronises",
+    "tests/reliability/test_rel_corrupt.py::test_inserted_junk_between_records_is_skipped",
+    "tests/platform/test_aarch64.py::test_multithreaded_recording_and_cli_end_to_end",
 ]
-SMOKE_TESTS = ["tests/test_hotpath.py::test_the_install_built_the_compiled_hot_paths",
-               "tests/test_hotpath.py::test_compiled_and_python_paths_record_the_same_events",
-               "tests/test_rowrender.py"]
+SMOKE_TESTS = ["tests/performance/test_hotpath.py::test_the_install_built_the_compiled_hot_paths",
+               "tests/performance/test_hotpath.py::test_compiled_and_python_paths_record_the_same_events",
+               "tests/performance/test_rowrender.py"]
 
 
 def log(msg: str) -> None:

@@ -1,5 +1,5 @@
 """Coverage-guided fuzzing (atheris/libFuzzer) of npuprof's raw-record parser
-and profiler_info check. Run by tests/test_rel_fuzz.py::test_atheris_*
+and profiler_info check. Run by tests/reliability/test_rel_fuzz.py::test_atheris_*
 with ``-runs=N``; any exception other than the documented ones is a crash
 that libFuzzer reports with the input that caused it.
 """

@@ -1,6 +1,6 @@
 """A training loop whose profiling output cannot be written to the end.
 
-Run by tests/test_rel_diskfull.py on a tiny tmpfs (ENOSPC) or under
+Run by tests/reliability/test_rel_diskfull.py on a tiny tmpfs (ENOSPC) or under
 RLIMIT_FSIZE (EFBIG). Argument: one JSON object::
 
     {"out": output_path, "steps": 300, "marks": 40, "fsize": null | bytes,

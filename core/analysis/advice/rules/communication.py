@@ -85,7 +85,7 @@ def small_packets(ctx: RuleContext) -> CheckResult:
     operators whose SDMA transit is under 16 MB (RDMA: 1 MB); an issue when they are over 20 % of the
     operators that use it. Small packets leave the link's bandwidth unused and cost a launch each.
     At stake per step: the small operators' transit time."""
-    from ...communication import comm_events, communication_json
+    from ...rank_communication import comm_events, communication_json
 
     per_step = communication_json(comm_events(ctx.result.events))
     stats: dict = {tr: {"count": 0, "small": 0, "ms": 0.0, "ops": []} for tr in SMALL_PACKET_MB}
@@ -138,7 +138,7 @@ def bandwidth(ctx: RuleContext) -> CheckResult:
     (``--link-gbps TYPE=GBPS``; HCCS defaults to msprof-analyze's 18 GB/s SDMA baseline), per link type
     from each operator's Communication Bandwidth Info. At stake per step: the time those transits take beyond
     what they would at the link's bandwidth."""
-    from ...communication import comm_events, communication_json
+    from ...rank_communication import comm_events, communication_json
 
     reference = {**DEFAULT_LINK_GBPS, **(ctx.options.get("link_gbps") or {})}
     per_step = communication_json(comm_events(ctx.result.events))
@@ -185,7 +185,7 @@ def bandwidth(ctx: RuleContext) -> CheckResult:
 
 def _run_links(result) -> dict:
     """(src-dst, link type) -> [size MB, time ms] over a run's operators (LOCAL copies left out)."""
-    from ...communication import comm_events, communication_matrix_json
+    from ...rank_communication import comm_events, communication_matrix_json
 
     out: dict = {}
     for kinds in communication_matrix_json(comm_events(result.events)).values():
