@@ -2,8 +2,8 @@
 an ``<!-- example: NAME ... -->`` line is loaded as a plugin module, registered with the plugin host as a
 third party's would be, and used on a run.
 
-Examples still to come (each replaces its placeholder in docs/architecture.md and adds its test here):
-the analyzer (with the analyzer registry) and the advice rule.
+The analyzer's example is run by tests/analysis/test_analysis_plugin_example.py (through the analyzer
+registry).
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ ROWS = "MatMul,1700000000000000000,5000\nAdd,1700000000000010000,1000\nMatMul,17
 
 
 def test_the_doc_has_its_runnable_examples():
-    assert {"reader", "exporter"} <= set(examples())
+    assert {"reader", "exporter", "advice"} <= set(examples())
 
 
 @pytest.mark.parametrize("registered", ["reader"], indirect=True)
@@ -96,3 +96,28 @@ def test_exporter_example_writes_its_file_beside_the_others(registered, tmp_path
     path = exported.output_dir / "op_counts.csv"
     assert path in exported.outputs
     assert path.read_text().splitlines() == ["OP Type,Count", "MatMul,2", "Add,1"]
+
+
+@pytest.mark.parametrize("registered", ["advice"], indirect=True)
+def test_advice_rule_example_finds_the_matmul_time_of_the_reader_examples_run(registered, tmp_path, capsys):
+    import json
+
+    from npuprof.cli import main
+
+    reader = types.ModuleType("architecture_example_reader_for_advice")
+    exec(compile(examples()["reader"], "docs/architecture.md (reader example)", "exec"), reader.__dict__)
+    host = get_plugin_host()
+    host.register(reader, name=reader.__name__)
+    try:
+        run = _myprof_run(tmp_path / "a", ROWS)
+        assert main(["advise", str(run), "--json", "--rules", "matmul_time"]) == 0
+        (advised,) = json.loads(capsys.readouterr().out)["runs"]
+        no_matmul = _myprof_run(tmp_path / "b", "Add,1700000000000010000,1000\n")
+        assert main(["advise", str(no_matmul), "--json", "--rules", "matmul_time"]) == 0
+        (clean,) = json.loads(capsys.readouterr().out)["runs"]
+    finally:
+        host.unregister(reader.__name__)
+    (finding,) = advised["findings"]
+    assert finding["rule"] == "matmul_time" and finding["evidence"][0]["OP Type"] == "MatMul"
+    assert 0 < finding["at_stake_ms"] <= 0.012               # 12 µs of MatMul in the run, per step
+    assert [r["status"] for r in clean["rules"]] == ["checked"] and not clean["findings"]
