@@ -1,9 +1,9 @@
 /* npuprof._hotpath: the annotation hot paths of npuprof/recorder.py, compiled.
  *
  * Why: in pure Python, constructing a record_function and running its
- * __enter__/__exit__ costs ~1.4 us on the 2-core bench VM, 6-7x a
- * perf_counter_ns() pair, before any conversion; the same steps here cost
- * 56-78% less per annotation (in a burst, nothing converted). The
+ * __enter__/__exit__ costs several times a perf_counter_ns() pair before any
+ * conversion; done here, the same steps cost a fraction of that (make bench's
+ * annotations rows give the current figures, compiled and fallback). The
  * pure-Python code in recorder.py stays the reference and the fallback
  * (this module failed to build, or NPUPROF_PURE_PYTHON=1); each
  * function below does exactly what its Python twin does, in the same order:
@@ -29,7 +29,7 @@
  * guarantees in Python.
  *
  * CPython's private C API: each use sits in one function with a public fallback, which a build with
- * -DNPUPROF_PUBLIC_CAPI_ONLY takes everywhere (tests/test_private_api.py builds and tests it):
+ * -DNPUPROF_PUBLIC_CAPI_ONLY takes everywhere (tests/platform/test_private_api.py builds and tests it):
  *   now_ns    _PyTime_GetPerfCounter (< 3.13; 3.13 has the public PyTime_PerfCounterRaw);
  *             fallback clock_gettime(CLOCK_MONOTONIC), the clock time.perf_counter_ns() reads on
  *             Linux and the other POSIX systems but macOS

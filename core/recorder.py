@@ -182,7 +182,7 @@ class Recorder:
         self.domain_filter = domain_filter
         self._sinks: tuple = ()          # annotation sinks (e.g. msproftx on an NPU)
         self._plain = not with_stack     # no stack, no sink: the fast path applies
-        self._local = threading.local()  # .r, .e, .s = this thread's ranges, events, steps lists; .b their _Buffers
+        self._local = threading.local()  # this thread's _Buffers and its ranges, events, steps lists
         self._threads: list[_Buffers] = []
         self._reg_lock = SignalSafeLock()   # a signal handler must not re-enter it
         self._flush_lock = SignalSafeLock()   # a signal handler must not re-enter it
@@ -218,10 +218,10 @@ class Recorder:
     # -- buffers --------------------------------------------------------------
     def _register(self) -> _Buffers:
         bufs = _Buffers()
-        self._local.b = bufs
-        self._local.r = bufs.ranges
-        self._local.e = bufs.events
-        self._local.s = bufs.steps
+        self._local.buffers = bufs
+        self._local.ranges = bufs.ranges
+        self._local.events = bufs.events
+        self._local.steps = bufs.steps
         with self._reg_lock:
             self._threads.append(bufs)
         return bufs
@@ -230,7 +230,7 @@ class Recorder:
         """The calling thread's buffers, registering it: ``(bufs, bufs.ranges, bufs.events)``, what the
         compiled hot paths ask for once per thread and activation (see ``_activate``)."""
         try:
-            bufs = self._local.b
+            bufs = self._local.buffers
         except AttributeError:
             bufs = self._register()
         return bufs, bufs.ranges, bufs.events
@@ -238,14 +238,14 @@ class Recorder:
     def buffer(self) -> list:
         """The calling thread's general buffer (flat, ``EVENT_ITEMS`` items per event)."""
         try:
-            return self._local.e
+            return self._local.events
         except AttributeError:
             return self._register().events
 
     def add(self, kind: int, name: str, t0: int, t1: int, type_: str = "", args: str = "") -> None:
         """Record one event (monotonic ns) from any thread."""
         try:
-            buf = self._local.e
+            buf = self._local.events
         except AttributeError:
             buf = self._register().events
         buf += (kind, name, t0, t1, type_, args)
@@ -256,7 +256,7 @@ class Recorder:
         """Record one plain range (monotonic ns) from any thread; ``record_function``'s
         fast path does the same inline."""
         try:
-            buf = self._local.r
+            buf = self._local.ranges
         except AttributeError:
             buf = self._register().ranges
         buf += (name, t0, t1)
@@ -271,7 +271,7 @@ class Recorder:
             rec.add_step(3, t0, t1)   # flushed as a STEP event named "ProfilerStep#3"
         """
         try:
-            self._local.s.extend((step_num, t0, t1))
+            self._local.steps.extend((step_num, t0, t1))
         except AttributeError:
             self._register().steps.extend((step_num, t0, t1))
 
@@ -328,7 +328,7 @@ class Recorder:
         """Write one thread's buffered events (the calling thread's when ``bufs`` is None);
         the append that filled a buffer calls it. Returns how many. Never raises."""
         if bufs is None:
-            bufs = getattr(self._local, "b", None)
+            bufs = getattr(self._local, "buffers", None)
             if bufs is None:
                 return 0
         written = 0
@@ -660,7 +660,7 @@ class _PyRange:
         if rec is not None:
             if rec._plain and self.args is None:
                 try:
-                    buf = rec._local.r
+                    buf = rec._local.ranges
                 except AttributeError:
                     buf = rec._register().ranges
                 buf += (self.name, self._t0, t1)
@@ -734,7 +734,7 @@ def _mark(message: str, stream: Any = None, domain: str = "default") -> None:
         return
     t = _perf()
     try:
-        buf = rec._local.e
+        buf = rec._local.events
     except AttributeError:
         buf = rec._register().events
     buf += (_MARK, message, t, t, domain, "")
@@ -755,7 +755,7 @@ def _range_start(message: str, stream: Any = None, domain: str = "default") -> i
     sinks = rec._sinks
     tokens = tuple([(sk, sk.range_start(message, same_thread=False)) for sk in sinks]) if sinks else ()
     try:
-        bufs = rec._local.b
+        bufs = rec._local.buffers
     except AttributeError:
         bufs = rec._register()
     _open_ranges[rid] = (message, _perf(), domain, rec, bufs, bufs.events, tokens)
@@ -826,7 +826,7 @@ def trace_api(fn: Optional[F] = None, *, level: str = "Python", name: Optional[s
             finally:
                 t1 = _perf()
                 try:
-                    buf = rec._local.e
+                    buf = rec._local.events
                 except AttributeError:
                     buf = rec._register().events
                 buf += (_API, label, t0, t1, level, "")

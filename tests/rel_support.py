@@ -1,4 +1,4 @@
-"""Helpers for npuprof's reliability tests (tests/test_rel_*.py).
+"""Helpers for npuprof's reliability tests (tests/reliability/test_rel_*.py).
 
 - :func:`run_kill`: the crash-recovery harness. Starts
   ``rel_workloads/crash_child.py`` (a numpy training loop under a Profiler

@@ -217,7 +217,7 @@ parse_piece(Program *g, PyObject *spec, Py_ssize_t n, Py_ssize_t j)
 /* The output. CPython's _PyBytes_Resize (private C API) is used only in out_open, out_resize and
  * out_bytes: the rows are written straight into the bytes object returned. A build with
  * -DNPUPROF_PUBLIC_CAPI_ONLY writes them into a PyMem buffer instead and copies it into the bytes
- * object once at the end (tests/test_private_api.py builds and tests it). */
+ * object once at the end (tests/platform/test_private_api.py builds and tests it). */
 typedef struct {
     PyObject *bytes;                 /* NULL in a public-only build */
     char *buf;

@@ -668,7 +668,7 @@ class ForkedTrace:
             if kind == b"S":
                 j, _, count = map(int, payload.split())
                 # the parent takes 2/5 of what is left: it also copies its part into the child's file
-                # afterwards, at about half the cost of rendering it (measured on the 2-core VM)
+                # afterwards, which costs about half of rendering it (make bench's trace rows)
                 split = j + (count - j) * 3 // 5
                 os.write(self._ctl, b"L" + split.to_bytes(8, "little"))
                 if split < count:

@@ -194,7 +194,7 @@ def test_compiled_and_python_paths_record_the_same_events(tmp_path):
 def test_the_recorder_tests_pass_on_the_python_fallback():
     env = dict(os.environ, NPUPROF_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          str(ROOT / "tests" / "test_perf_recorder.py")], env=env, capture_output=True, text=True,
+                          str(ROOT / "tests" / "performance" / "test_perf_recorder.py")], env=env, capture_output=True, text=True,
                          timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:]
     assert " passed" in out.stdout
