@@ -42,8 +42,10 @@ _postponed_since: dict = {}
 class Stoppable(Protocol):
     """What the handlers need of a profiler."""
 
-    started: bool
     _owner_pid: int
+
+    @property
+    def started(self) -> bool: ...
 
     def stop(self) -> None: ...
 
