@@ -12,7 +12,6 @@ Example::
 """
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
@@ -25,32 +24,14 @@ from ..errors import ProfilerConfigError, ProfilerDataError
 from ..plugins.manager import get_plugin_host
 from ..validate import check_number
 
-log = logging.getLogger("npuprof")
 
 
 def registered_rules() -> list[Rule]:
     """Every rule the plugins register: the built-in plugins' first, then the others in the order they
     were loaded; a rule whose id is taken is left out with a warning naming both plugins (a third-party
     rule never replaces a built-in one)."""
-    rules: list[Rule] = []
-    owner: dict[str, str] = {}
-    host = get_plugin_host()
-    answers = list(reversed(host.call("npuprof_advice_rules")))
-    builtin = {name for name, rec in host.records.items() if rec.builtin}
-    answers.sort(key=lambda pair: pair[0] not in builtin)       # stable: load order kept within each kind
-    for plugin, found in answers:
-        for rule in found or []:
-            if not isinstance(rule, Rule):
-                log.warning("npuprof: plugin %r returned %r from npuprof_advice_rules, not a Rule; left out",
-                            plugin, type(rule).__name__)
-                continue
-            if rule.id in owner:
-                log.warning("npuprof: rule id %r of plugin %r is taken by plugin %r; left out", rule.id, plugin,
-                            owner[rule.id])
-                continue
-            owner[rule.id] = plugin
-            rules.append(rule)
-    return rules
+    return [rule for rule, _, _ in
+            get_plugin_host().contributions("npuprof_advice_rules", Rule, lambda r: r.id, "rule id", "a Rule")]
 
 
 def parse_rule_ids(value: Any) -> Optional[list[str]]:

@@ -23,7 +23,6 @@ Example::
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plugins.manager import PluginHost
     from .table import Table
 
-log = logging.getLogger("npuprof")
 CSV_WRITTEN = ("always", "with_rows", "never")    # when `npuprof analyse` writes <table>.csv
 
 
@@ -127,24 +125,8 @@ def registered_analyzers(host: Optional["PluginHost"] = None) -> list[Registered
     from ..plugins.manager import get_plugin_host
 
     host = host or get_plugin_host()
-    answers = list(reversed(host.call("npuprof_analyzers")))     # load order
-    builtin = {name for name, rec in host.records.items() if rec.builtin}
-    answers.sort(key=lambda pair: pair[0] not in builtin)       # stable: load order kept within each kind
-    out: list[RegisteredAnalyzer] = []
-    owner: dict[str, str] = {}
-    for plugin, found in answers:
-        for analyzer in found or []:
-            if not isinstance(analyzer, Analyzer):
-                log.warning("npuprof: plugin %r returned %r from npuprof_analyzers, not an Analyzer; left out",
-                            plugin, type(analyzer).__name__)
-                continue
-            if analyzer.table in owner:
-                log.warning("npuprof: table %r of plugin %r is made by plugin %r already; left out",
-                            analyzer.table, plugin, owner[analyzer.table])
-                continue
-            owner[analyzer.table] = plugin
-            out.append(RegisteredAnalyzer(analyzer, plugin, plugin in builtin))
-    return out
+    return [RegisteredAnalyzer(analyzer, plugin, builtin) for analyzer, plugin, builtin in
+            host.contributions("npuprof_analyzers", Analyzer, lambda a: a.table, "table", "an Analyzer")]
 
 
 def csv_tables(tables: dict) -> list[tuple[str, "Table", bool]]:

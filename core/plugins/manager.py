@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import pluggy
 
@@ -155,6 +155,37 @@ class PluginHost:
             if res is not None:
                 results.append((impl.plugin_name, res))
         return results
+
+    def contributions(self, hook: str, kind: type, key: Callable[[Any], str], key_name: str,
+                      noun: str) -> list[tuple[Any, str, bool]]:
+        """``(item, plugin, built in)`` for each item the plugins return (as a list) from ``hook``: the
+        built-in plugins' first (in the order they list them), then the others in the order they were
+        loaded. An item that is not a ``kind`` (``noun``: "an Analyzer") is left out with a warning, and
+        so is one whose ``key`` another plugin took first (a third party never replaces a built-in).
+
+        Example::
+
+            host.contributions("npuprof_advice_rules", Rule, lambda r: r.id, "rule id", "a Rule")
+        """
+        answers = list(reversed(self.call(hook)))     # load order
+        builtin = {name for name, rec in self.records.items() if rec.builtin}
+        answers.sort(key=lambda pair: pair[0] not in builtin)       # stable: load order kept within each kind
+        out: list[tuple[Any, str, bool]] = []
+        owner: dict[str, str] = {}
+        for plugin, found in answers:
+            for item in found or []:
+                if not isinstance(item, kind):
+                    log.warning("npuprof: plugin %r returned %r from %s, not %s; left out", plugin,
+                                type(item).__name__, hook, noun)
+                    continue
+                taken = key(item)
+                if taken in owner:
+                    log.warning("npuprof: %s %r of plugin %r is taken by plugin %r; left out", key_name, taken,
+                                plugin, owner[taken])
+                    continue
+                owner[taken] = plugin
+                out.append((item, plugin, plugin in builtin))
+        return out
 
     def configure(self, config: Any) -> list[str]:
         """Run npuprof_configure per plugin; return the names taking part."""

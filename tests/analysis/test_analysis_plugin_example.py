@@ -115,7 +115,7 @@ def test_a_taken_name_or_a_failing_analyzer_is_reported_and_the_rest_is_made(reg
     with caplog.at_level("WARNING", logger="npuprof"):
         owners = {r.analyzer.table: r.plugin for r in registered_analyzers()}
     assert owners["op_statistic"] == "analyzers"          # a built-in table is never replaced
-    assert "table 'op_statistic' of plugin 'taken' is made by plugin 'analyzers' already" in caplog.text
+    assert "table 'op_statistic' of plugin 'taken' is taken by plugin 'analyzers'" in caplog.text
     assert "returned 'str' from npuprof_analyzers, not an Analyzer" in caplog.text
 
     result = analyse_run(run)
