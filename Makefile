@@ -60,11 +60,15 @@ PURE_TESTS ?= tests/performance/test_hotpath.py tests/performance/test_rowrender
 test-pure: $(STAMP)
 	NPUPROF_PURE_PYTHON=1 $(PY) -m pytest -ra $(PURE_TESTS)
 
-# sdist + platform wheel + pure (py3-none-any) wheel in dist/, built offline by the setuptools installed
-# here (>= 61); NPUPROF_DIST_HOOK runs a command that adds wheels built elsewhere (aarch64). Each is
-# installed into a fresh venv and smoke-tested by tests/platform/test_dist.py.
-dist: $(STAMP)
-	$(PY) scripts/dist.py --out dist
+# dist/: the sdist (setuptools installed here, >= 61, offline), from it the manylinux x86-64 wheel and the
+# manylinux aarch64 wheel (cross-built by the arm64 CPython of `make test-aarch64` under qemu-user), both
+# retagged by auditwheel (its own venv, build/dist-tools, made from the package registry on first use), and
+# the pure py3-none-any wheel. DIST_AARCH64=no leaves the aarch64 wheel out, DIST_AARCH64=auto where its
+# environment can be set up; NPUPROF_DIST_HOOK runs a command that adds wheels built elsewhere.
+# tests/platform/test_dist.py installs each into a fresh environment and smoke-tests it.
+DIST_AARCH64 ?= yes
+dist: $(STAMP) $(if $(filter no,$(DIST_AARCH64)),,system-deps)
+	$(PY) scripts/dist.py --out dist --aarch64 $(DIST_AARCH64)
 
 # aarch64 under qemu-user at 4 KiB and 64 KiB pages (scripts/aarch64/check.py): Debian's arm64 Python 3.11
 # and the registry's aarch64 wheels (cached in ~/.cache/npuprof-aarch64), npuprof installed there by its own

@@ -89,6 +89,19 @@ class Arm64:
     def run_env(self, page: int) -> dict:
         return self.env(page, BUILD / "install", self.cache / "site")
 
+    def build_env(self) -> dict:
+        """The environment in which this interpreter's pip builds npuprof: its pip and setuptools, and the
+        compiler its sysconfig names (aarch64-linux-gnu-gcc, running natively) pointed at the root's arm64
+        libc and Python headers."""
+        env = self.env(4096, self.cache / "tools")
+        env["CPPFLAGS"] = f"--sysroot={self.root} -I{self.root}/usr/include/python3.11"
+        env["LDFLAGS"] = f"--sysroot={self.root}"
+        return env
+
+    def library_dirs(self) -> list[Path]:
+        """The root's arm64 library folders (where auditwheel looks for the libraries a wheel links)."""
+        return [self.root / "lib" / "aarch64-linux-gnu", self.root / "usr" / "lib" / "aarch64-linux-gnu"]
+
 
 def setup(host_python: str) -> Arm64:
     done = step(["bash", HERE / "setup.sh"], env=dict(os.environ, HOST_PY=host_python), capture=True)
@@ -109,13 +122,9 @@ def install(arm: Arm64) -> None:
         if name and (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
-    env = arm.env(4096, arm.cache / "tools")
-    # the compiler sysconfig names (aarch64-linux-gnu-gcc) runs natively; it finds the arm64 libc and
-    # Python headers in the root
-    env["CPPFLAGS"] = f"--sysroot={arm.root} -I{arm.root}/usr/include/python3.11"
-    env["LDFLAGS"] = f"--sysroot={arm.root}"
     done = step([arm.python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                 "--no-cache-dir", "--root-user-action=ignore", "--target", target, "."], env=env, cwd=source)
+                 "--no-cache-dir", "--root-user-action=ignore", "--target", target, "."], env=arm.build_env(),
+                cwd=source)
     if done.returncode != 0:
         raise SystemExit("aarch64: pip install . failed")
     probe = ("import platform, mmap, npuprof; from npuprof import recorder; from npuprof.export import textrows;"
