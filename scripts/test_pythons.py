@@ -35,7 +35,6 @@ from npuprof import mstx, record_function
 from npuprof.rawstore import read_raw_dir
 out = Path(tempfile.mkdtemp())
 prof = npuprof.Profiler(output_path=str(out), activities=["CPU"])
-prof.start()
 def work(i):
     for _ in range(100):
         with record_function(f"t{i}"):

@@ -45,7 +45,6 @@ from npuprof import mstx, record_function, recorder
 from npuprof.export import textrows
 out = Path(sys.argv[1])
 prof = npuprof.Profiler(output_path=str(out), activities=["CPU"])
-prof.start()
 def work(i):
     for k in range(50):
         with record_function(f"t{i}"):

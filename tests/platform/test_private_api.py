@@ -63,7 +63,6 @@ def test_a_profiler_runs_its_operations_on_the_tracked_lock(monkeypatch, tmp_pat
     monkeypatch.setattr(private_api, "_RLOCK_IS_OWNED", None)
     prof = npuprof.Profiler(output_path=str(tmp_path), activities=["CPU"])
     assert type(prof._op_lock) is private_api.TrackedRLock
-    prof.start()
     for _ in range(3):
         with npuprof.record_function("work"):
             pass
@@ -185,7 +184,6 @@ from npuprof.libc import libc_function
 
 out = Path(sys.argv[1])
 prof = npuprof.Profiler(output_path=str(out), activities=["CPU"], with_stack=True)
-prof.start()
 def work(i):
     with record_function(f"w{i}"):
         mstx.mark("m")
