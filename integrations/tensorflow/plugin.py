@@ -189,16 +189,20 @@ def _with_shapes(table: EventTable, shapes: dict) -> EventTable:
     ops = np.flatnonzero(table["kind"] == np.uint8(EventKind.OP))
     strings = list(table.strings)
     code_of: dict = {}
+    merged: dict = {}     # (args code, op name) -> the merged args' code: each pair is encoded once
     args = table["args"].copy()
     for i in ops.tolist():
-        entry = shapes.get(str(names[i]))
-        if entry is None:
-            continue
-        text = json.dumps({**table.args_object(int(args[i])), **entry}, sort_keys=True)
-        if text not in code_of:
-            code_of[text] = len(strings)
-            strings.append(text)
-        args[i] = code_of[text]
+        name, old = str(names[i]), int(args[i])
+        code = merged.get((old, name))
+        if code is None:
+            entry = shapes.get(name)
+            if entry is None:
+                continue
+            text = json.dumps({**table.args_object(old), **entry}, sort_keys=True)
+            code = merged[(old, name)] = code_of.setdefault(text, len(strings))
+            if code == len(strings):
+                strings.append(text)
+        args[i] = code
     if not code_of:
         return table
     return EventTable(dict(table.cols, args=args), strings)
