@@ -10,6 +10,10 @@ ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
 (:mod:`.tool_summary`); the other ranks go to the executor as before.
+Each parsed rank also runs every third-party summary analyzer
+(:func:`~npuprof.analysis.analyzer.job_analyzers`), whose tables are merged by
+rank as ``cluster_<table>`` (:func:`.tables.job_analyzer_tables`); a rank
+summarised from the tool's tables has none, and its warning says so.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input paths (shared storage; the output path
 too for per-rank traces, which they write); the tables are written by the driver. Workers are other processes (forked, or started by a fork
