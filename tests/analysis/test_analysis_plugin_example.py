@@ -161,6 +161,11 @@ def test_the_doc_example_reaches_the_cluster_tables_and_the_report(registered, r
     assert rows == [["Rank", "Step", "Marks"]] + [["0", str(s), str(m)] for s, m in marks]
     doc = json.loads((tmp_path / "c" / "cluster_marks_per_step.json").read_text())
     assert [[r["Step"], r["Marks"]] for r in doc] == marks
+    import pyarrow.parquet as pq        # npuprof[cluster]: the cluster command writes Parquet by default
+
+    parquet = pq.read_table(tmp_path / "c" / "cluster_marks_per_step.parquet")
+    assert parquet.column_names == ["Rank", "Step", "Marks"] and parquet.to_pylist() == [
+        {"Rank": 0, "Step": s, "Marks": m} for s, m in marks]
 
     page = tmp_path / "r" / "report.html"
     assert main(["report", str(run), "--backend", "serial", "-o", str(page), "--quiet"]) == 0
