@@ -230,3 +230,24 @@ def test_a_rank_whose_worker_lacks_the_plugin_says_so_and_a_table_survives_packi
     assert all(type(v) is int for _, v in expected)
     assert back.analyzer_warnings == ["analyzer 'broken_summary' of plugin 'failing' failed (RuntimeError: boom); "
                                       "its table is left out"]
+
+
+class _ClusterName:
+    @hookimpl
+    def npuprof_analyzers(self):
+        return [Analyzer("communication", ("X",), lambda events: Table("communication", ["X"], {"X": [1]}),
+                         summary=True)]
+
+
+def test_a_plugin_table_whose_job_name_is_a_cluster_tables_is_left_out_of_the_job(registered, run, capsys, tmp_path):
+    """`communication` is free among analyzers, but cluster_communication is npuprof's own cluster table."""
+    ensure_cluster_plugin()
+    registered("clash", _ClusterName())
+    assert main(["cluster", str(run), "--backend", "serial", "-o", str(tmp_path / "c"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["analyzer_tables"] == {}
+    assert summary["analyzer_warnings"] == ["analyzer 'communication' of plugin 'clash': its job table would be "
+                                            "'cluster_communication', a cluster table of npuprof's; left out of the "
+                                            "cluster tables"]
+    header = (tmp_path / "c" / "cluster_communication.csv").read_text().splitlines()[0]
+    assert header.startswith("Rank,Step,OP Type")
