@@ -1,54 +1,94 @@
 """``make test-pythons``: the smoke subset of the suite on the oldest and newest Python npuprof claims.
 
-    python scripts/test_pythons.py [--versions 3.9,3.13,3.13t]
+    python scripts/test_pythons.py [--versions 3.9,3.13,3.13t] [--host-python .venv/bin/python]
 
 For each version: an interpreter is found (``pythonX.Y`` on PATH, then ``uv python find``, then
 pyenv's versions), a venv ``.venv-pyX.Y`` made with it, npuprof installed there from this tree as a
 user installs it (``pip install .``: its compiled modules built for that Python), and the smoke
 subset run against that install: the C-vs-Python parity tests, the private-API fallbacks, doctor.
-A free-threaded build (``3.13t``) gets the import-and-record check: npuprof imports, records from
-several threads and reads the events back (its compiled modules keep the GIL on while loaded).
 
-A version with no interpreter here is reported as such (with how to get one) and fails the run
-unless ``--allow-missing`` names it.
+The free-threaded build (``3.13t``), where none is found, is built once from source under build/
+(scripts/freethreaded_python.py: no package anywhere this machine reaches ships one). orjson has no
+free-threaded wheel: pip builds it from its sdist, which needs Rust's ``cargo`` (its crates are inside
+the sdist, so no network). Then, each with the GIL as npuprof's imports leave it (on: orjson 3.13 on
+Python 3.13 declares it needs it, and npuprof's compiled modules run) and with ``PYTHON_GIL=0`` (off:
+npuprof must leave it off and run its Python twins):
+
+- 8 threads each record 5,000 ``record_function`` ranges and 5,000 ``mstx`` marks at once, and every
+  event is read back from the run, counted per thread; ``sys._is_gil_enabled()`` and which path ran
+  are printed, with ``npuprof doctor``'s python, GIL and compiled lines;
+- one synthetic run is analysed to every output (scripts/aarch64/outputs.py) and each file must be
+  byte-identical to the one ``--host-python`` (.venv's 3.11) writes from the same input.
+
+A version with no interpreter here is reported as such (for 3.13t: why the build failed) and fails the
+run unless ``--allow-missing`` names it.
 """
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import freethreaded_python  # noqa: E402
+
+FREE_THREADED = "3.13t"
+HOST_PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+def _dependencies() -> list[str]:
+    """npuprof's dependencies as pyproject.toml lists them."""
+    import tomllib     # 3.11+: the interpreter that runs this script (make: .venv's)
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 SMOKE_TESTS = ["tests/performance/test_hotpath.py", "tests/performance/test_rowrender.py", "tests/platform/test_private_api.py", "tests/platform/test_doctor.py"]
 TOOLS = ["setuptools>=61", "pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
+# Records 8 threads x (N record_function ranges + N marks) and reads every event back; says what the GIL did.
+# EXPECT_GIL_OFF=1: the GIL must still be off after npuprof was imported and recorded, and npuprof must run its
+# Python twins (its compiled modules need the GIL); otherwise the compiled modules must be in use.
 RECORD = r'''
-import sys, sysconfig, tempfile, threading
+import json, os, sys, sysconfig, tempfile, threading
 from pathlib import Path
 import npuprof
 from npuprof import mstx, record_function
+from npuprof.compiled import compiled_status, gil_status
 from npuprof.rawstore import read_raw_dir
+THREADS, N = 8, 5000
 out = Path(tempfile.mkdtemp())
 prof = npuprof.Profiler(output_path=str(out), activities=["CPU"])
+start = threading.Barrier(THREADS)
 def work(i):
-    for _ in range(100):
+    start.wait()      # all at once: with the GIL off they append and flush on both cores together
+    for _ in range(N):
         with record_function(f"t{i}"):
             mstx.mark("m")
-threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
 [t.start() for t in threads]
 [t.join() for t in threads]
 prof.stop()
 table, _ = read_raw_dir(prof.saved_runs[0] / "NPUPROF")
 names = table.column_strings("name")
-assert sum(n.startswith("t") for n in names) == 400 and names.count("m") == 400, names[:10]
+per_thread = {f"t{i}": names.count(f"t{i}") for i in range(THREADS)}
+assert per_thread == {f"t{i}": N for i in range(THREADS)} and names.count("m") == THREADS * N, (per_thread, names.count("m"))
 gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
-print(f"recorded 800 events from 4 threads; free-threaded build: {bool(sysconfig.get_config_var('Py_GIL_DISABLED'))}, "
-      f"GIL on: {gil}")
+hotpath = compiled_status("npuprof._hotpath")
+if os.environ.get("EXPECT_GIL_OFF") == "1":
+    assert not gil, "the GIL was turned on"
+    assert not hotpath.loaded and "GIL" in hotpath.reason, hotpath
+else:
+    assert hotpath.loaded, hotpath
+print(json.dumps({"events": len(names), "threads": THREADS, "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+                  "gil_enabled": gil, "gil": gil_status().line(), "hotpath_loaded": hotpath.loaded,
+                  "hotpath_reason": hotpath.reason}))
 '''
 
 
@@ -67,6 +107,8 @@ def find_python(version: str) -> Optional[str]:
     """An interpreter for ``version`` ("3.9", "3.13t") that runs, or None."""
     exe = f"python{version}"
     candidates = [shutil.which(exe)]
+    if version == FREE_THREADED:
+        candidates.append(str(freethreaded_python.interpreter(freethreaded_python.DEFAULT_BUILD)))
     uv = shutil.which("uv")
     if uv:
         done = subprocess.run([uv, "python", "find", "--no-python-downloads", version], capture_output=True,
@@ -79,39 +121,139 @@ def find_python(version: str) -> Optional[str]:
     return next((c for c in candidates if c and _is(c, version)), None)
 
 
-def run_version(version: str, python: str) -> bool:
+def build_free_threaded() -> tuple[Optional[str], str]:
+    """scripts/freethreaded_python.py's interpreter (built once under build/), or None and why not."""
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "freethreaded_python.py")], cwd=ROOT,
+                          stdout=subprocess.PIPE, text=True)
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "printed nothing"
+    return (last, "") if done.returncode == 0 else (None, last)
+
+
+def _step(version: str, argv: list, env: dict, capture: bool = False) -> subprocess.CompletedProcess:
+    shown = [str(a) for a in argv]
+    print(f"[{version}] {' '.join(shown[:6])}{' ...' if len(shown) > 6 else ''}", flush=True)
+    return subprocess.run(shown, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE if capture else None)
+
+
+def _install(version: str, python: str, env: dict, tools: list[str]) -> Optional[Path]:
     venv = ROOT / f".venv-py{version}"
     vpy = venv / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "NPUPROF_PURE_PYTHON")}
     steps = []
     if not vpy.exists():
         steps.append([python, "-m", "venv", str(venv)])
+    steps.append([vpy, "-m", "pip", "install", "-q", *tools])
+    if version == FREE_THREADED:
+        # npuprof's dependencies first, with pip's wheel cache: orjson has no free-threaded wheel, so pip
+        # builds it from its sdist once (Rust; its crates are inside the sdist, so cargo needs no network),
+        # with orjson's own switch for a free-threaded build (ORJSON_BUILD_FREETHREADED: without it its
+        # build stops with "free-threaded Python is not supported"; on 3.13 it declares it needs the GIL)
+        steps.append([vpy, "-m", "pip", "install", "-q", *_dependencies()])
     # this tree's npuprof, rebuilt each time (--no-cache-dir: pip's wheel cache would keep an older build)
-    steps += [[str(vpy), "-m", "pip", "install", "-q", *TOOLS],
-              [str(vpy), "-m", "pip", "install", "-q", "--no-cache-dir", "."]]
-    free = version.endswith("t")
-    steps.append([str(vpy), "-c", RECORD] if free else
-                 [str(vpy), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *SMOKE_TESTS])
-    for step in steps:
-        print(f"[{version}] {' '.join(step[:6])}{' ...' if len(step) > 6 else ''}", flush=True)
-        if subprocess.run(step, cwd=ROOT, env=env).returncode != 0:
+    steps.append([vpy, "-m", "pip", "install", "-q", "--no-cache-dir", "."])
+    env = {**env, "ORJSON_BUILD_FREETHREADED": "1"} if version == FREE_THREADED else env
+    for argv in steps:
+        if _step(version, argv, env).returncode != 0:
+            return None
+    return vpy
+
+
+def run_version(version: str, python: str, host_python: str) -> bool:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "NPUPROF_PURE_PYTHON",
+                                                            "PYTHON_GIL")}
+    if version != FREE_THREADED:
+        vpy = _install(version, python, env, TOOLS)
+        return vpy is not None and _step(version, [vpy, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                                                   *SMOKE_TESTS], env).returncode == 0
+    if shutil.which("cargo") is None:
+        print(f"[{version}] orjson has no free-threaded wheel and pip builds it with Rust: no cargo here "
+              "(install Rust's toolchain: rustup, or Debian's cargo package)", flush=True)
+        return False
+    vpy = _install(version, python, env, ["setuptools>=61"])
+    if vpy is None:
+        return False
+    ok = True
+    # as installed: orjson (on 3.13) turns the GIL on at import, and the compiled modules run;
+    # PYTHON_GIL=0: the GIL stays off and npuprof runs its Python twins
+    for label, extra in (("GIL as imports leave it", {}), ("PYTHON_GIL=0", {"PYTHON_GIL": "0", "EXPECT_GIL_OFF": "1"})):
+        done = _step(version, [vpy, "-c", RECORD], {**env, **extra}, capture=True)
+        if done.returncode != 0:
+            print(f"[{version}] {label}: recording from threads FAILED", flush=True)
+            ok = False
+            continue
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"[{version}] {label}: {got['events']} events from {got['threads']} threads read back; "
+              f"free-threaded build: {got['free_threaded']}, sys._is_gil_enabled(): {got['gil_enabled']}; "
+              f"npuprof._hotpath {'loaded' if got['hotpath_loaded'] else 'not loaded: ' + got['hotpath_reason']}",
+              flush=True)
+        ok &= got["free_threaded"]
+        doctor = _step(version, [vpy, "-m", "npuprof", "doctor", "-o", tempfile.gettempdir()], {**env, **extra},
+                       capture=True)
+        shown = [line for line in doctor.stdout.splitlines() if line.startswith(("python", "GIL", "compiled"))]
+        print("\n".join(f"[{version}]   doctor: {line}" for line in shown), flush=True)
+        ok &= doctor.returncode == 0
+    return ok and compare_outputs(version, vpy, host_python, env)
+
+
+def compare_outputs(version: str, vpy: Path, host_python: str, env: dict) -> bool:
+    """One synthetic run analysed to every output (scripts/aarch64/outputs.py) by ``host_python`` and by
+    ``vpy`` with the GIL as imports leave it and with PYTHON_GIL=0: every file's bytes must match."""
+    script = ROOT / "scripts" / "aarch64" / "outputs.py"
+    base = ROOT / "build" / f"outputs-py{version}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    host_env = dict(os.environ)     # the host interpreter runs as the caller runs it (its npuprof, its path)
+    made = _step(version, [host_python, script, "make-input", base / "input"], host_env, capture=True)
+    if made.returncode != 0:
+        return False
+    run_dir = made.stdout.strip().splitlines()[-1]
+    work = base / "work"
+    results = {}
+    host = subprocess.run([host_python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, env=host_env).stdout.strip()
+    for label, python, run_env in ((f"python {host}", host_python, host_env), (version, vpy, env),
+                                   (f"{version} PYTHON_GIL=0", vpy, {**env, "PYTHON_GIL": "0"})):
+        done = _step(version, [python, script, "run", run_dir, work], run_env, capture=True)
+        if done.returncode != 0:
+            print(f"[{version}] outputs under {label}: the run FAILED", flush=True)
             return False
-    return True
+        results[label] = json.loads(done.stdout)
+        work.rename(base / label.replace(" ", "_").replace("=", "-"))   # the next run writes to the same paths
+    reference_label = f"python {host}"
+    reference = results.pop(reference_label)
+    ok = True
+    for label, got in results.items():
+        differ = sorted(k for k in set(reference) | set(got) if reference.get(k) != got.get(k))
+        print(f"[{version}] outputs under {label}: {len(got)} files, {len(got) - len(differ)} byte-identical to "
+              f"{reference_label}'s" + (f"; DIFFERENT: {differ}" if differ else ""), flush=True)
+        ok &= not differ and len(got) == len(reference) > 0
+    return ok
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--versions", default="3.9,3.13,3.13t")
     ap.add_argument("--allow-missing", default="", help="versions whose missing interpreter is not a failure")
+    ap.add_argument("--host-python", default=str(HOST_PYTHON if HOST_PYTHON.exists() else sys.executable),
+                    help="the interpreter with npuprof installed whose outputs 3.13t's must match (.venv's)")
+    ap.add_argument("--no-build", action="store_true",
+                    help="do not build the free-threaded interpreter where none is found")
     args = ap.parse_args(argv)
     allowed = {v for v in args.allow_missing.split(",") if v}
     results = {}
     for version in [v for v in args.versions.split(",") if v]:
         python = find_python(version)
+        if python is None and version == FREE_THREADED and not args.no_build:
+            python, why = build_free_threaded()
+            if python is None:
+                results[version] = f"no interpreter here: {why}"
+                continue
         if python is None:
-            results[version] = "no interpreter here (install one: uv python install " + version + ")"
+            how = ("make test-pythons builds one (scripts/freethreaded_python.py)" if version == FREE_THREADED
+                   else f"install one: uv python install {version}, or pyenv install {version}")
+            results[version] = f"no interpreter here ({how})"
             continue
-        results[version] = "passed" if run_version(version, python) else "FAILED"
+        print(f"[{version}] {python}", flush=True)
+        results[version] = "passed" if run_version(version, python, args.host_python) else "FAILED"
     print("\n".join(f"python {v}: {r}" for v, r in results.items()))
     bad = [v for v, r in results.items() if r == "FAILED" or (r.startswith("no interpreter") and v not in allowed)]
     return 1 if bad else 0
