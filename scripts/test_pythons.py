@@ -42,6 +42,10 @@ import freethreaded_python  # noqa: E402
 
 FREE_THREADED = "3.13t"
 HOST_PYTHON = ROOT / ".venv" / "bin" / "python"
+FREE_THREADED_PINS = ["orjson<3.13"]     # see _install
+# what the outputs compared with .venv's need beyond npuprof's dependencies: the report's cluster tables
+# are Parquet files only where pyarrow is installed (.venv has it, with the cluster extra)
+FREE_THREADED_EXTRAS = ["pyarrow"]
 
 
 def _dependencies() -> list[str]:
@@ -131,7 +135,8 @@ def build_free_threaded() -> tuple[Optional[str], str]:
 
 def _step(version: str, argv: list, env: dict, capture: bool = False) -> subprocess.CompletedProcess:
     shown = [str(a) for a in argv]
-    print(f"[{version}] {' '.join(shown[:6])}{' ...' if len(shown) > 6 else ''}", flush=True)
+    said = ["<script>" if "\n" in a else a for a in shown]
+    print(f"[{version}] {' '.join(said[:6])}{' ...' if len(said) > 6 else ''}", flush=True)
     return subprocess.run(shown, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE if capture else None)
 
 
@@ -146,8 +151,13 @@ def _install(version: str, python: str, env: dict, tools: list[str]) -> Optional
         # npuprof's dependencies first, with pip's wheel cache: orjson has no free-threaded wheel, so pip
         # builds it from its sdist once (Rust; its crates are inside the sdist, so cargo needs no network),
         # with orjson's own switch for a free-threaded build (ORJSON_BUILD_FREETHREADED: without it its
-        # build stops with "free-threaded Python is not supported"; on 3.13 it declares it needs the GIL)
-        steps.append([vpy, "-m", "pip", "install", "-q", *_dependencies()])
+        # build stops with "free-threaded Python is not supported"; on 3.13 it declares it needs the GIL).
+        # FREE_THREADED_PINS: orjson 3.13 uses PyO3 0.29, which refuses a free-threaded 3.13 ("PyO3 does
+        # not support the free-threaded build of CPython versions below 3.14"); 3.12 (PyO3 0.28) builds.
+        # --prefer-binary: numpy 2.5 ships no cp313t wheel (cp314t only), so the newest numpy with one
+        # (2.4) is taken instead of compiling 2.5's sdist
+        steps.append([vpy, "-m", "pip", "install", "-q", "--prefer-binary", *_dependencies(), *FREE_THREADED_PINS,
+                      *FREE_THREADED_EXTRAS])
     # this tree's npuprof, rebuilt each time (--no-cache-dir: pip's wheel cache would keep an older build)
     steps.append([vpy, "-m", "pip", "install", "-q", "--no-cache-dir", "."])
     env = {**env, "ORJSON_BUILD_FREETHREADED": "1"} if version == FREE_THREADED else env
@@ -217,16 +227,41 @@ def compare_outputs(version: str, vpy: Path, host_python: str, env: dict) -> boo
             print(f"[{version}] outputs under {label}: the run FAILED", flush=True)
             return False
         results[label] = json.loads(done.stdout)
-        work.rename(base / label.replace(" ", "_").replace("=", "-"))   # the next run writes to the same paths
+        work.rename(base / _dir(label))   # the next run writes to the same paths
     reference_label = f"python {host}"
     reference = results.pop(reference_label)
     ok = True
     for label, got in results.items():
         differ = sorted(k for k in set(reference) | set(got) if reference.get(k) != got.get(k))
-        print(f"[{version}] outputs under {label}: {len(got)} files, {len(got) - len(differ)} byte-identical to "
-              f"{reference_label}'s" + (f"; DIFFERENT: {differ}" if differ else ""), flush=True)
+        # a Parquet file names the pyarrow that wrote it (numpy 2.4 and pyarrow 24 are the newest with
+        # cp313t wheels; .venv's are newer): those are compared as tables, every other file byte for byte
+        tables = [k for k in differ if k.endswith(".parquet") and k in reference and k in got]
+        same_tables = _same_parquet_tables(host_python, host_env, base / _dir(reference_label), base / _dir(label),
+                                           tables)
+        differ = [k for k in differ if k not in same_tables]
+        print(f"[{version}] outputs under {label}: {len(got)} files, {len(got) - len(differ) - len(same_tables)} "
+              f"byte-identical to {reference_label}'s"
+              + (f", {len(same_tables)} Parquet files equal as tables" if same_tables else "")
+              + (f"; DIFFERENT: {differ}" if differ else ""), flush=True)
         ok &= not differ and len(got) == len(reference) > 0
     return ok
+
+
+def _dir(label: str) -> str:
+    return label.replace(" ", "_").replace("=", "-")
+
+
+def _same_parquet_tables(host_python: str, env: dict, reference: Path, other: Path, names: list[str]) -> list[str]:
+    """Those of ``names`` whose Parquet tables (schema, rows, values) are equal under both folders."""
+    if not names:
+        return []
+    code = ("import json, sys, pyarrow.parquet as pq\n"
+            "a, b, names = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
+            "print(json.dumps([n for n in names if pq.read_table(f'{a}/{n}').equals(pq.read_table(f'{b}/{n}'), "
+            "check_metadata=True)]))")
+    done = subprocess.run([host_python, "-c", code, str(reference), str(other), *names], capture_output=True,
+                          text=True, env=env)
+    return json.loads(done.stdout) if done.returncode == 0 else []
 
 
 def main(argv: Optional[list[str]] = None) -> int:
