@@ -3,15 +3,16 @@
     python scripts/freethreaded_python.py [--build-dir build/cpython-3.13t]
 
 No free-threaded CPython comes as a package this machine can install (Debian 12 has none, Debian 13's
-python3.13 source package builds no free-threaded binary, and no package on the package registry ships
-one for x86-64 Linux), so it is built from the upstream CPython tarball that Debian's ``python3.13``
+python3.13 source package builds no free-threaded binary, and no package we found on the package
+registry ships one for x86-64 Linux), so it is built from the upstream CPython tarball that Debian's ``python3.13``
 source package carries (its ``.orig.tar.xz``), from the Debian mirror apt uses here:
 
 1. ``dists/SUITE/InRelease`` is checked with ``gpgv`` against Debian's archive keyring, the suite's
    ``main/source/Sources.xz`` against the checksum it signs, the tarball against the checksum that
    ``Sources.xz`` gives for it. Nothing unchecked is built.
 2. ``./configure --disable-gil --prefix=BUILD/install`` (no ``--enable-optimizations``: a profile-guided
-   build takes an hour here, and the check is about behaviour, not speed), ``make -j2``, ``make install``.
+   build takes far longer, and the check is about behaviour, not speed), ``make -j2``, ``make install``
+   (configure 3 min, make 14, install 3 here, on 2 cores shared with other work).
 3. The interpreter, ``BUILD/install/bin/python3.13t``, must say it is free-threaded
    (``sysconfig.get_config_var("Py_GIL_DISABLED")``) and have the modules npuprof and pip need.
 

@@ -9,8 +9,8 @@ subset run against that install: the C-vs-Python parity tests, the private-API f
 
 The free-threaded build (``3.13t``), where none is found, is built once from source under build/
 (scripts/freethreaded_python.py: no package anywhere this machine reaches ships one). orjson has no
-free-threaded wheel: pip builds it from its sdist, which needs Rust's ``cargo`` (its crates are inside
-the sdist, so no network). Then, each with the GIL as npuprof's imports leave it (on: orjson 3.13 on
+free-threaded wheel: pip builds orjson < 3.13 from its sdist (3.13's PyO3 refuses a free-threaded 3.13),
+which needs Rust's ``cargo`` (its crates are inside the sdist, so no network). Then, each with the GIL as npuprof's imports leave it (on: orjson 3.13 on
 Python 3.13 declares it needs it, and npuprof's compiled modules run) and with ``PYTHON_GIL=0`` (off:
 npuprof must leave it off and run its Python twins):
 
