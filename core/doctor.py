@@ -1,9 +1,9 @@
 """``npuprof doctor``: what npuprof runs on here, for a bug report or a first look at a new host.
 
-The platform and Python (free-threaded or not, the GIL on or off and why), the memory page size, whether each compiled module
-is in use (and why not), which private runtime APIs npuprof found or replaced by their fallback, the
-framework versions installed, and how fast the output directory takes a write. Nothing is imported
-from a framework: versions come from the installed distributions' metadata.
+The platform and Python (free-threaded or not, the GIL on or off and why), the memory page size,
+whether each compiled module is in use (and why not), which private runtime APIs npuprof found or
+replaced by their fallback, the framework versions installed, and how fast the output directory takes
+a write. Nothing is imported from a framework: versions come from the installed distributions' metadata.
 
 Example::
 
