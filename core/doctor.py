@@ -17,7 +17,6 @@ import mmap
 import os
 import platform
 import sys
-import sysconfig
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
-from .compiled import (COMPILED_MODULES, FALLBACK_COST, CompiledStatus, compiled_status, gil_status,
-                       load_compiled)
+from .compiled import (COMPILED_MODULES, FALLBACK_COST, CompiledStatus, compiled_status, free_threaded_build,
+                       gil_status, load_compiled)
 
 # distribution names whose versions are shown (the frameworks npuprof profiles, and what it reads with)
 FRAMEWORKS = ("mindspore", "tensorflow", "tensorflow-cpu", "torch", "torch-npu", "numpy", "msgspec")
@@ -152,7 +151,7 @@ def diagnose(output_dir: Path) -> DoctorReport:
     return DoctorReport(
         version=__version__,
         python=f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
-        free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        free_threaded=free_threaded_build(),
         platform=f"{platform.system()} {platform.release()}",
         machine=platform.machine(),
         page_size=mmap.PAGESIZE,
