@@ -200,7 +200,14 @@ def run_version(version: str, python: str, host_python: str) -> bool:
                        capture=True)
         shown = [line for line in doctor.stdout.splitlines() if line.startswith(("python", "GIL", "compiled"))]
         print("\n".join(f"[{version}]   doctor: {line}" for line in shown), flush=True)
-        ok &= doctor.returncode == 0
+        # doctor says what recording saw: the GIL's state (and why), each compiled module loaded or why not
+        gil_line = f"GIL         {'on' if got['gil_enabled'] else 'off'} (free-threaded build): "
+        said_hotpath = ("compiled    npuprof._hotpath: loaded" if got["hotpath_loaded"] else
+                        "compiled    npuprof._hotpath: NOT loaded")
+        if doctor.returncode != 0 or not any(line.startswith(gil_line) for line in shown) or \
+                not any(line.startswith(said_hotpath) for line in shown):
+            print(f"[{version}] {label}: doctor does not say {gil_line.strip()!r} and {said_hotpath!r}", flush=True)
+            ok = False
     return ok and compare_outputs(version, vpy, host_python, env)
 
 
