@@ -45,10 +45,11 @@ test-loaded: $(STAMP) system-deps tf215
 
 # The smoke subset on the oldest and newest Python npuprof claims (3.9, 3.13) and the free-threaded 3.13t,
 # each in its own .venv-pyX.Y with npuprof installed as a user installs it. 3.13t, where none is found, is
-# built once from the CPython source Debian ships (build/cpython-3.13t, scripts/freethreaded_python.py: 19
-# min here on 2 shared cores) and needs Rust's cargo for orjson; it records from 8 threads with the GIL on and off
-# and its outputs must be byte-identical to .venv's. PYTHONS picks them; a version with no interpreter here
-# (3.13t: its build failed, with the reason) fails unless ALLOW_MISSING names it.
+# built once from the CPython source Debian ships (build/cpython-3.13t, scripts/freethreaded_python.py:
+# 19 min here on 2 shared cores) and needs Rust's cargo for orjson; it records from 8 threads with the GIL
+# on and off, and its outputs must be byte-identical to .venv's (the report's Parquet files: equal as
+# tables). PYTHONS picks them; a version with no interpreter here (3.13t: its build failed, with the
+# reason) fails unless ALLOW_MISSING names it.
 PYTHONS ?= 3.9,3.13,3.13t
 ALLOW_MISSING ?=
 test-pythons: $(STAMP)
