@@ -200,7 +200,10 @@ def build(build_dir: Path) -> Path:
     say(f"unpacking {tar_path.name}")
     with tarfile.open(tar_path) as tar:
         top = tar.getnames()[0].split("/")[0]
-        tar.extractall(src, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(src)
+        if hasattr(tarfile, "data_filter"):    # Python 3.12+ (and the 3.11/3.9 security releases)
+            tar.extractall(src, filter="data")
+        else:
+            tar.extractall(src)
     tree = src / top
     prefix = build_dir / "install"
     shutil.rmtree(prefix, ignore_errors=True)
@@ -211,7 +214,7 @@ def build(build_dir: Path) -> Path:
     run(["make", "install"], tree, log)
     if not is_free_threaded_313(python):
         raise BuildError(f"{python} was built but is not a free-threaded 3.13 with {', '.join(NEEDED_MODULES)} "
-                         f"(a module's -dev package missing? see 'Following modules' in {log})")
+                         f"(a library's -dev package missing? see 'optional modules were not found' in {log})")
     shutil.rmtree(src, ignore_errors=True)    # ~600 MB of objects; the tarball stays for a rebuild
     return python
 
