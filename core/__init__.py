@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+# first: it notes whether the GIL was on before npuprof's imports (a free-threaded Python, see compiled.py)
+from . import compiled as _compiled  # noqa: F401  (isort: skip)
 from .enums import (AicoreMetrics, ExportType, HostSystem, ProfilerAction, ProfilerActivity,
                     ProfilerLevel)
 from .errors import (BackendUnavailable, ProfilerConfigError, ProfilerDataError, ProfilerError,

@@ -94,8 +94,9 @@ now_ns(void)
  * One activation is one Active, counted: g_active holds one count, and a call holds one while it
  * runs (Python code it runs, a filter, a sink, a traced function, may activate another recorder:
  * the call goes on with what it read at its start, as a Python twin does with the recorder it read).
- * The counts are changed under the GIL only: the module does not declare itself free-threading safe,
- * so a free-threaded Python keeps the GIL on while it is loaded. */
+ * The counts are changed under the GIL only: the module declares it needs the GIL (Py_MOD_GIL_USED),
+ * so a free-threaded Python turns the GIL on when it loads; npuprof.compiled leaves it unloaded (the
+ * Python twins run) where the GIL is off. */
 typedef struct {
     Py_ssize_t holders;
     PyObject *rec;              /* only compared and held, never looked into */
@@ -953,6 +954,14 @@ PyInit__hotpath(void)
     int public_only = 1;
 #else
     int public_only = 0;
+#endif
+#ifdef Py_GIL_DISABLED
+    /* the counts above (and list internals) need the GIL: a free-threaded Python turns it on when this
+     * loads; npuprof.compiled does not load it while the GIL is off, so that npuprof never turns it on */
+    if (PyUnstable_Module_SetGIL(m, Py_MOD_GIL_USED) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
 #endif
     if (PyModule_AddIntConstant(m, "PUBLIC_CAPI_ONLY", public_only) < 0
         || PyModule_AddObject(m, "RangeBase", Py_NewRef((PyObject *)&RangeType)) < 0

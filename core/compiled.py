@@ -4,8 +4,13 @@
 paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code) and the
 row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``).
 Each Python twin is the reference and the fallback: it runs where the module
-was not built, and everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0").
-:func:`compiled_status` says which is in use and why (``npuprof doctor``).
+was not built, everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0"), and on
+a free-threaded Python (3.13t) running with the GIL off: the compiled modules
+need the GIL (they declare so, ``Py_MOD_GIL_USED``), and loading one would turn
+it on for the whole process, the program being profiled included. The twins
+only need each list operation to be atomic, which the free-threaded build keeps
+with per-object locks. :func:`compiled_status` says which is in use and why,
+:func:`gil_status` what the GIL is doing and why (``npuprof doctor``).
 
 Example::
 
@@ -18,9 +23,13 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
+import sysconfig
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Optional
+
+from .private_api import gil_enabled
 
 PURE_PYTHON_ENV = "NPUPROF_PURE_PYTHON"
 # npuprof's compiled modules and what each one's Python twin is
@@ -61,6 +70,61 @@ class CompiledStatus:
 
 
 _why_not: dict[str, str] = {}
+# modules left unloaded because the GIL was off when npuprof first asked for them: the code that asked runs
+# their twin from then on, so they stay "not loaded" even where something turns the GIL on later
+_declined_for_gil: set[str] = set()
+
+
+def free_threaded_build() -> bool:
+    """Whether this CPython was built free-threaded (``--disable-gil``, "3.13t")."""
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+# the GIL when npuprof started importing (npuprof/__init__ imports this module first): a free-threaded
+# Python whose GIL is on later had it turned on by npuprof's imports (orjson on 3.13) or after them
+GIL_ON_BEFORE_NPUPROF = gil_enabled()
+
+
+@dataclass(frozen=True)
+class GilStatus:
+    """The GIL here: a free-threaded build or not, on or off now, and why."""
+
+    free_threaded: bool
+    enabled: bool
+    reason: str
+
+    def line(self) -> str:
+        if not self.free_threaded:
+            return "on (not a free-threaded build)"
+        return f"{'on' if self.enabled else 'off'} (free-threaded build): {self.reason}"
+
+
+def gil_status() -> GilStatus:
+    """What the GIL is doing here and why (``npuprof doctor``'s ``gil`` line).
+
+    Example::
+
+        >>> gil_status().line()          # on a Python that is not free-threaded
+        'on (not a free-threaded build)'
+    """
+    free, on = free_threaded_build(), gil_enabled()
+    if not free:
+        return GilStatus(False, True, "")
+    if not on:
+        return GilStatus(True, False, "npuprof's compiled modules are not loaded (they need the GIL); their "
+                                      "Python twins run")
+    forced = os.environ.get("PYTHON_GIL", "")
+    if forced == "1" or getattr(sys, "_xoptions", {}).get("gil") == "1":
+        why = "PYTHON_GIL=1 / -X gil=1 turns it on"
+    elif GIL_ON_BEFORE_NPUPROF:
+        why = "it was on before npuprof was imported (a module imported earlier needs it)"
+    else:
+        orjson = sys.modules.get("orjson")
+        why = ("npuprof's imports turned it on: " + (
+            f"orjson {getattr(orjson, '__version__', '?')} declares it needs the GIL on Python 3.13" if orjson
+            is not None and sys.version_info[:2] == (3, 13) else "a module it imports declares it needs the GIL")
+            + "; PYTHON_GIL=0 keeps it off (npuprof then runs its Python twins)")
+    return GilStatus(True, True, why)
 
 
 def pure_python_forced() -> bool:
@@ -72,6 +136,11 @@ def load_compiled(name: str) -> Optional[ModuleType]:
     """The compiled module ``name``, or None: not built here, or ``NPUPROF_PURE_PYTHON`` is set."""
     if pure_python_forced():
         _why_not[name] = f"{PURE_PYTHON_ENV}={os.environ[PURE_PYTHON_ENV]} turns it off"
+        return None
+    if name in _declined_for_gil or (free_threaded_build() and not gil_enabled()):
+        _declined_for_gil.add(name)
+        _why_not[name] = ("free-threaded Python with the GIL off: the module needs the GIL, and loading it "
+                          "would turn the GIL on for the whole process")
         return None
     try:
         module = importlib.import_module(name)

@@ -1,9 +1,9 @@
 """``npuprof doctor``: what npuprof runs on here, for a bug report or a first look at a new host.
 
-The platform and Python (free-threaded or not), the memory page size, whether each compiled module
-is in use (and why not), which private runtime APIs npuprof found or replaced by their fallback, the
-framework versions installed, and how fast the output directory takes a write. Nothing is imported
-from a framework: versions come from the installed distributions' metadata.
+The platform and Python (free-threaded or not, the GIL on or off and why), the memory page size,
+whether each compiled module is in use (and why not), which private runtime APIs npuprof found or
+replaced by their fallback, the framework versions installed, and how fast the output directory takes
+a write. Nothing is imported from a framework: versions come from the installed distributions' metadata.
 
 Example::
 
@@ -17,7 +17,6 @@ import mmap
 import os
 import platform
 import sys
-import sysconfig
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
-from .compiled import COMPILED_MODULES, FALLBACK_COST, CompiledStatus, compiled_status, load_compiled
+from .compiled import (COMPILED_MODULES, FALLBACK_COST, CompiledStatus, compiled_status, free_threaded_build,
+                       gil_status, load_compiled)
 
 # distribution names whose versions are shown (the frameworks npuprof profiles, and what it reads with)
 FRAMEWORKS = ("mindspore", "tensorflow", "tensorflow-cpu", "torch", "torch-npu", "numpy", "msgspec")
@@ -57,6 +57,7 @@ class DoctorReport:
     pyacl: str
     write: WriteSpeed
     fallback_cost: str = field(default="")
+    gil: str = field(default="")        # GilStatus.line(): on/off, and why on a free-threaded build
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -64,6 +65,7 @@ class DoctorReport:
     def text(self) -> str:
         lines = [f"npuprof {self.version}",
                  f"python      {self.python}{' (free-threaded)' if self.free_threaded else ''}",
+                 f"GIL         {self.gil}",
                  f"platform    {self.platform} {self.machine}",
                  f"page size   {self.page_size} bytes"]
         for s in self.compiled:
@@ -129,7 +131,9 @@ def _private_api_state() -> dict[str, str]:
             "sys._getframe": "found" if private_api._GETFRAME is not None else
             "missing: call stacks come from a traceback",
             "numpy _set_madvise_hugepage": "found" if private_api.numpy_hugepage_switch() is not None else
-            "missing: analysis keeps numpy's huge-page advice"}
+            "missing: analysis keeps numpy's huge-page advice",
+            "sys._is_gil_enabled": "found" if private_api._IS_GIL_ENABLED is not None else
+            "missing (Python < 3.13): the GIL is taken to be on"}
 
 
 def diagnose(output_dir: Path) -> DoctorReport:
@@ -147,7 +151,7 @@ def diagnose(output_dir: Path) -> DoctorReport:
     return DoctorReport(
         version=__version__,
         python=f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
-        free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        free_threaded=free_threaded_build(),
         platform=f"{platform.system()} {platform.release()}",
         machine=platform.machine(),
         page_size=mmap.PAGESIZE,
@@ -158,6 +162,7 @@ def diagnose(output_dir: Path) -> DoctorReport:
         pyacl=pyacl,
         write=write_speed(output_dir),
         fallback_cost="" if all(s.loaded for s in compiled) else FALLBACK_COST.line(),
+        gil=gil_status().line(),
     )
 
 

@@ -8,6 +8,8 @@ private API                           function                       fallback wh
                                       :func:`rlock_is_owned`         owner (:class:`TrackedRLock`)
 ``sys._getframe``                     :func:`caller_frame`           the frame of a caught exception's traceback
 numpy's ``_set_madvise_hugepage``     :func:`numpy_hugepage_switch`  None: ``pages.ordinary_pages`` does nothing
+``sys._is_gil_enabled`` (3.13+)       :func:`gil_enabled`            True: the GIL is on (as it is on every
+                                                                     Python before 3.13)
 ====================================  =============================  ==========================================
 
 Each is looked up once, when this module is imported; tests/platform/test_private_api.py removes each (and
@@ -34,7 +36,7 @@ import threading
 from types import FrameType
 from typing import Any, Callable, Optional
 
-__all__ = ["new_rlock", "rlock_is_owned", "TrackedRLock", "caller_frame", "numpy_hugepage_switch"]
+__all__ = ["new_rlock", "rlock_is_owned", "TrackedRLock", "caller_frame", "numpy_hugepage_switch", "gil_enabled"]
 
 
 # -- RLock._is_owned ---------------------------------------------------------------------------
@@ -154,3 +156,19 @@ def _find_numpy_switch() -> Optional[Callable[[bool], bool]]:
 
 
 _NUMPY_SWITCH = _find_numpy_switch()
+
+
+# -- sys._is_gil_enabled -----------------------------------------------------------------------
+
+def gil_enabled() -> bool:
+    """Whether the GIL is on now: False only on a free-threaded Python (3.13t) running without it.
+
+    Example::
+
+        >>> gil_enabled()     # on a Python that is not free-threaded
+        True
+    """
+    return True if _IS_GIL_ENABLED is None else bool(_IS_GIL_ENABLED())
+
+
+_IS_GIL_ENABLED: Optional[Callable[[], bool]] = getattr(sys, "_is_gil_enabled", None)

@@ -485,6 +485,12 @@ PyInit__rowrender(void)
     int public_only = 0;
 #endif
     PyObject *m = PyModule_Create(&module);
+#ifdef Py_GIL_DISABLED
+    /* written for and tested under the GIL only: a free-threaded Python turns the GIL on when it loads;
+     * npuprof.compiled leaves it unloaded (the Python twin runs) where the GIL is off */
+    if (m != NULL && PyUnstable_Module_SetGIL(m, Py_MOD_GIL_USED) < 0)
+        Py_CLEAR(m);
+#endif
     if (m != NULL && PyModule_AddIntConstant(m, "PUBLIC_CAPI_ONLY", public_only) < 0)
         Py_CLEAR(m);
     return m;

@@ -46,7 +46,15 @@ def test_doctor_reports_everything_and_leaves_nothing_behind(tmp_path):
     assert report["machine"] and report["platform"]
     assert {c["name"] for c in report["compiled"]} == {"npuprof._hotpath", "npuprof.export._rowrender"}
     assert report["write"]["mb_per_s"] > 0 and report["write"]["directory"] == str(tmp_path)
-    assert set(report["private_api"]) == {"RLock._is_owned", "sys._getframe", "numpy _set_madvise_hugepage"}
+    assert set(report["private_api"]) == {"RLock._is_owned", "sys._getframe", "numpy _set_madvise_hugepage",
+                                          "sys._is_gil_enabled"}
+    from npuprof.compiled import free_threaded_build
+
+    assert report["free_threaded"] == free_threaded_build()
+    if free_threaded_build():   # on or off depends on what that process imported: tests/platform/test_gil.py
+        assert report["gil"].startswith(("on (free-threaded build): ", "off (free-threaded build): "))
+    else:
+        assert report["gil"] == "on (not a free-threaded build)"
     assert report["frameworks"]["numpy"]
     assert list(tmp_path.iterdir()) == []
 

@@ -165,6 +165,8 @@ if hasattr(multiarray, "_set_madvise_hugepage"):
 del threading._PyRLock._is_owned
 threading.RLock = threading._PyRLock
 del sys._getframe
+if hasattr(sys, "_is_gil_enabled"):
+    del sys._is_gil_enabled
 def _currentframe():   # what logging defines for itself where sys._getframe is missing at its import
     try:
         raise Exception
@@ -195,6 +197,7 @@ prof.stop()
 run = prof.saved_runs[0]
 print(json.dumps({"lock": type(prof._op_lock).__name__, "switch": private_api.numpy_hugepage_switch() is None,
                   "getframe": private_api._GETFRAME is None, "madvise": libc_function("madvise") is None,
+                  "gil": private_api._IS_GIL_ENABLED is None and private_api.gil_enabled(),
                   "run": str(run)}))
 '''
 
@@ -207,7 +210,7 @@ def test_npuprof_profiles_and_analyses_with_every_private_api_removed(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got.pop("lock") == "TrackedRLock"
-    assert all(got.pop(k) for k in ("switch", "getframe", "madvise"))
+    assert all(got.pop(k) for k in ("switch", "getframe", "madvise", "gil"))
     shown = subprocess.run([sys.executable, "-m", "npuprof", "analyse", got["run"], "--quiet"], capture_output=True,
                            text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-3000:]
@@ -216,6 +219,17 @@ def test_npuprof_profiles_and_analyses_with_every_private_api_removed(tmp_path):
     table, _ = read_raw_dir(Path(got["run"]) / "NPUPROF")
     names = table.column_strings("name")
     assert {"w0", "w1", "w2", "m"} <= set(names)
+
+
+# -- sys._is_gil_enabled ------------------------------------------------------------------------
+
+def test_gil_enabled_without_is_gil_enabled_says_on_as_every_python_before_313(monkeypatch):
+    real = getattr(sys, "_is_gil_enabled", None)
+    assert private_api.gil_enabled() == (True if real is None else bool(real()))
+    monkeypatch.setattr(private_api, "_IS_GIL_ENABLED", None)
+    assert private_api.gil_enabled() is True
+    monkeypatch.setattr(private_api, "_IS_GIL_ENABLED", lambda: False)   # a free-threaded Python without it
+    assert private_api.gil_enabled() is False
 
 
 # -- the compiled modules without CPython's private C API -------------------------------------------
