@@ -259,18 +259,25 @@ def show_tables(result: object) -> list[str]:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print the summary tables; writes nothing. Another tool's run shows that
-    tool's own tables as it wrote them, npuprof's recomputation with --recompute."""
+    tool's own tables as it wrote them, npuprof's recomputation with --recompute (a plugin analyzer's
+    table, which no tool writes, is npuprof's analysis either way)."""
+    from .analysis.analyzer import registered_analyzers
     from .readers.tool_csv_tables import read_own_tables
 
     console = _table_console(args.width)
     results = _read(args.dir)
+    # a third-party analyzer's table is never one the tool wrote: npuprof's analysis, beside the tool's own
+    plugins = {r.analyzer.table for r in registered_analyzers() if not r.builtin}
     for res in results:
         names = show_tables(res)
-        own = {} if args.recompute or res.info.writable else read_own_tables(res.run_dir, names)
+        own = {} if args.recompute or res.info.writable else \
+            read_own_tables(res.run_dir, [n for n in names if n not in plugins])
         source = f"tables written by {res.info.origin}" if own else "npuprof's analysis"
+        if own and any(n in plugins for n in names):
+            source += "; plugin analyzers' tables: npuprof's analysis"
         _print_rule(console, f"{res.run_dir.name}  ({len(res.events)} events; {source})")
         for name in names:
-            table = own.get(name) if own else res.tables.get(name)
+            table = own.get(name) if own and name not in plugins else res.tables.get(name)
             if table is not None:
                 _print_table(console, table, args.limit)
     return _report_problems(results)

@@ -271,12 +271,15 @@ def npuprof_analyzers() -> Optional[list["Analyzer"]]:
     :class:`~npuprof.analysis.table.Table`, declared with the table it makes
     (a name unique among all plugins: a second analyzer of a taken name is
     reported and left out; its columns; ``summary``: printed by ``npuprof
-    show``; ``csv``: when ``npuprof analyse`` writes ``<table>.csv``) and what
+    show`` and merged over the ranks by ``npuprof cluster`` and ``npuprof
+    report``; ``csv``: when ``npuprof analyse`` writes ``<table>.csv``) and what
     it needs (:class:`~npuprof.analysis.analyzer.AnalyzerNeeds`: event kinds,
     event columns, what must be collected). Called once per analysed run;
     every analyzer runs on every run, its table joins
     ``AnalysisResult.tables`` and ``show``, ``export summary`` and
-    ``npuprof plugins`` list it, with no core edit.
+    ``npuprof plugins`` list it, with no core edit; a summary table of a
+    third-party plugin is also ``cluster_<table>`` (each rank's rows) of
+    ``npuprof cluster`` and a section of the HTML report.
 
     Example::
 

@@ -8,7 +8,9 @@ the ``npuprof_analyzers`` hook (the built-in ones from
 :mod:`npuprof.plugins.analyzers`); the pipeline runs every registered
 analyzer, and ``show``, ``export summary``, ``npuprof plugins`` and the text
 export list what the registry has, so an analyzer added by a plugin appears
-everywhere without a core edit.
+everywhere without a core edit. Cluster analysis (``npuprof cluster``,
+``npuprof report``) runs each third-party summary analyzer on every rank
+(:func:`job_analyzers`) and merges its tables across ranks.
 
 Example::
 
@@ -127,6 +129,18 @@ def registered_analyzers(host: Optional["PluginHost"] = None) -> list[Registered
     host = host or get_plugin_host()
     return [RegisteredAnalyzer(analyzer, plugin, builtin) for analyzer, plugin, builtin in
             host.contributions("npuprof_analyzers", Analyzer, lambda a: a.table, "table", "an Analyzer")]
+
+
+def job_analyzers(host: Optional["PluginHost"] = None) -> list[RegisteredAnalyzer]:
+    """The analyzers whose tables cluster analysis carries from every rank and merges (``npuprof cluster``
+    writes them, ``npuprof report`` shows them): each third-party analyzer declared ``summary=True``. The
+    built-in ones' tables are the cluster's own (steps, operators, memory, host series).
+
+    Example::
+
+        [r.analyzer.table for r in job_analyzers()]     # [] without third-party plugins
+    """
+    return [r for r in registered_analyzers(host) if not r.builtin and r.analyzer.summary]
 
 
 def csv_tables(tables: dict) -> list[tuple[str, "Table", bool]]:

@@ -10,6 +10,10 @@ ranks. With ``tool_tables=True`` (``npuprof cluster`` without ``--recompute``)
 a rank of another tool's run that holds that tool's own summary files is
 summarised from them in the driver, without parsing its events
 (:mod:`.tool_summary`); the other ranks go to the executor as before.
+Each parsed rank also runs every third-party summary analyzer
+(:func:`~npuprof.analysis.analyzer.job_analyzers`), whose tables are merged by
+rank as ``cluster_<table>`` (:func:`.tables.job_analyzer_tables`); a rank
+summarised from the tool's tables has none, and its warning says so.
 Output goes to ``<dir>/npuprof_cluster/`` unless ``output`` is given;
 with Dask the workers must see the input paths (shared storage; the output path
 too for per-rank traces, which they write); the tables are written by the driver. Workers are other processes (forked, or started by a fork
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
+from ..analysis.analyzer import job_analyzers
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..quality import DataQuality, QualityIssue
 from ..readers.tool_summary_files import TOOL_FILES
@@ -45,7 +50,7 @@ from .merge import ClusterMerge
 from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .job_communication import cluster_communication, cluster_communication_matrix
-from .tables import cluster_tables
+from .tables import cluster_tables, job_analyzer_tables
 from .timeline import write_merged, write_rank_trace
 from .tool_summary import OWN_RUN, tool_summary
 from .worker import RankTask, rank_events, summarise_packed, unpack_summary
@@ -74,6 +79,8 @@ class ClusterResult:
     parsed: dict = field(default_factory=dict)              # rank -> why its events were parsed
     unused_tool_tables: dict = field(default_factory=dict)  # rank -> why its tool's own tables could not be used
     unplaced: list = field(default_factory=list)            # (run, why) found under the folder, in no job
+    analyzer_tables: list = field(default_factory=list)     # JobAnalyzerTable: third-party analyzers' job tables
+    analyzer_warnings: list = field(default_factory=list)   # those analyzers' failures, the ranks they hit
 
     @property
     def quality(self) -> DataQuality:
@@ -98,6 +105,9 @@ class ClusterResult:
                 "merged_timeline": str(self.merged_timeline) if self.merged_timeline else None,
                 "tool_tables": list(self.tool_table_ranks),
                 "events_parsed": {str(r): why for r, why in sorted(self.parsed.items())},
+                "analyzer_tables": {t.merged: {"analyzer": t.table, "plugin": t.plugin, "ranks": list(t.ranks)}
+                                    for t in self.analyzer_tables},
+                "analyzer_warnings": list(self.analyzer_warnings),
                 "data_quality": self.quality.to_json()}
 
 
@@ -141,6 +151,7 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     if not root.is_dir():
         raise ProfilerDataError(root, "does not exist or is not a directory")
     requested = Executor(backend, scheduler=scheduler, workers=workers)     # checks the arguments; starts nothing
+    analyzers = job_analyzers()       # the third-party analyzers each rank runs (their tables merged below)
     timings = DriverTimings()
     with contextlib.ExitStack() as stack:
         ex: Optional[Executor] = None
@@ -154,7 +165,8 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             missing = sorted(set(tl_sel) - set(found))
             if missing:
                 raise ProfilerConfigError("timeline_ranks", missing, f"ranks being analysed: {sorted(found)}")
-        tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), series=rank_series)
+        tasks = [RankTask(rank=r, run_dirs=tuple(str(d) for d in dirs), series=rank_series,
+                          analyzers=tuple((a.analyzer.table, a.plugin) for a in analyzers))
                  for r, dirs in found.items()]
         say = progress or (lambda msg: None)
         fast: dict = {}
@@ -164,6 +176,11 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             if tool_tables:
                 from_tables, why = tool_summary(t)
                 if from_tables is not None:
+                    if analyzers:
+                        from_tables.analyzer_warnings.append(
+                            f"summarised from the tool's own tables: the tables of analyzers "
+                            f"{', '.join(repr(a.analyzer.table) for a in analyzers)} need its events and are left "
+                            "out (--recompute parses them)")
                     fast[t.rank] = from_tables
                     continue
             else:
@@ -206,6 +223,8 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
         alignment = align_ranks(summaries, align)
         matrix = cluster_communication_matrix(summaries)
         tables = cluster_tables(summaries, slow, alignment, matrix)
+        merged, analyzer_tables, analyzer_warnings = job_analyzer_tables(summaries, analyzers)
+        tables.update(merged)
         communication = cluster_communication(summaries)
         secure_mkdir(out_dir)
         say("writing tables")
@@ -240,7 +259,9 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
     result = ClusterResult(output_dir=out_dir, summaries=summaries, tables=tables, slow=slow, alignment=alignment,
                            matrix=matrix, backend=desc, files=files, traces=traces, merged_timeline=merged,
                            seconds=time.perf_counter() - t0, job=the_job, tool_table_ranks=sorted(fast),
-                           parsed=parsed, unused_tool_tables=unused, unplaced=unplaced)
+                           parsed=parsed, unused_tool_tables=unused, unplaced=unplaced,
+                           analyzer_tables=analyzer_tables,
+                           analyzer_warnings=_rank_warnings(summaries) + analyzer_warnings)
     summary = result.summary()
     summary["driver"] = timings.to_json(len(rest), time.perf_counter() - t0)
     summary["warnings"] = {s.rank: s.warnings for s in summaries if s.warnings}
@@ -302,6 +323,15 @@ class DriverTimings:
                 "cpu_found_s": r(self.cpu_found - self.cpu_start), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
                 "cpu_after_last_rank_s": r(self.cpu_written - self.cpu_last_rank),
                 "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time())}
+
+
+def _rank_warnings(summaries: list) -> list[str]:
+    """Each rank's analyzer warnings once, with the ranks it came from (``ranks 0-15: analyzer ...``)."""
+    ranks: dict[str, list[int]] = {}
+    for s in summaries:
+        for w in s.analyzer_warnings:
+            ranks.setdefault(w, []).append(s.rank)
+    return [f"{ranks_phrase(r)}: {w}" for w, r in ranks.items()]
 
 
 def _import_writers(formats: tuple) -> None:

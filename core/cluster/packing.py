@@ -4,7 +4,7 @@ worker on another host) to the driver.
 Layout: a magic tag, three lengths, then
 
 * the summary's small fields (scalars, the per-rank rows of the cluster tables, quality issues, the
-  memory summary) as one JSON document, numbers as numbers; a tuple, a NaN and a dataclass of the
+  memory summary, third-party analyzers' tables) as one JSON document, numbers as numbers; a tuple, a NaN and a dataclass of the
   summary are tagged (``{"t": [...]}``, ``{"nan": 0}``, ``{"dc": name, "f": {...}}``) and an array is a
   reference into the array section;
 * the rank's ``communication.json`` and ``communication_matrix.json`` contents as one JSON document
@@ -31,11 +31,12 @@ import numpy as np
 import orjson
 
 from ..analysis.memory import LiveAllocation, MemorySummary, MemoryTimeline, SeriesRange
+from ..analysis.table import Table
 from ..quality import QualityIssue
 
 MAGIC = b"NPRS1\0\0\0"
 _HEAD = struct.Struct("<QQQ")
-_CLASSES = {c.__name__: c for c in (QualityIssue, MemoryTimeline, MemorySummary, LiveAllocation, SeriesRange)}
+_CLASSES = {c.__name__: c for c in (QualityIssue, MemoryTimeline, MemorySummary, LiveAllocation, SeriesRange, Table)}
 _JSON_FIELDS = ("communication", "communication_matrix")
 
 

@@ -85,6 +85,10 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         print(f"merged timeline: {res.merged_timeline}")
     if res.traces:
         print(f"per-rank traces: {res.output_dir / 'traces'}")
+    for t in res.analyzer_tables:
+        print(f"{t.merged}: analyzer {t.table!r} of plugin {t.plugin!r}, {ranks_phrase(list(t.ranks))}")
+    for w in res.analyzer_warnings:
+        print(f"warning: {w}", file=sys.stderr)
     for line in quality.lines():
         print(line, file=sys.stderr)
     return quality.exit_code

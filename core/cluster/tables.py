@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from ..analysis.step_breakdown import STEP_TRACE_COLUMNS
 from ..analysis.table import Table
 from .job_communication import cluster_communication_matrix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.analyzer import RegisteredAnalyzer
 
 CLUSTER_STEP_COLUMNS = ["Step", "Type", "Index"] + STEP_TRACE_COLUMNS[1:]
 RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Events", "Step Time Mean(us)",
@@ -29,6 +33,8 @@ RANK_SUMMARY_COLUMNS = ["Rank", "Hostname", "Device_id", "Windows", "Steps", "Ev
 OP_COLUMNS = ["OP Type", "Core Type", "Ranks", "Count", "Total Time(us)", "Avg Time per Rank(us)", "Max Rank",
               "Max Rank Time(us)", "Min Rank Time(us)"]
 COMM_COLUMNS = ["Rank", "Step", "OP Type", "Group", "Count", "Total Time(us)", "Wait Time(us)"]
+CLUSTER_TABLES = ("cluster_step_trace_time", "cluster_rank_summary", "cluster_op_statistic", "cluster_communication",
+                  "cluster_communication_matrix")
 MATRIX_COLUMNS = ["Group", "Step", "OP Name", "Src Rank", "Dst Rank", "Transport Type", "Transit Time(ms)",
                   "Transit Size(MB)", "Bandwidth(GB/s)"]
 
@@ -128,3 +134,53 @@ def cluster_tables(summaries: list, slow: dict, alignment: dict, matrix: Optiona
     tables = [step_table(summaries), rank_table(summaries, slow, alignment), op_table(summaries),
               comm_table(summaries), matrix_table(summaries, matrix)]
     return {t.name: t for t in tables}
+
+
+@dataclass(frozen=True)
+class JobAnalyzerTable:
+    """A third-party analyzer's table merged over the ranks (:func:`job_analyzer_tables`): the cluster
+    table ``merged`` (``cluster_<table>``: ``Rank``, then the rank's table's columns, rank by rank), the
+    plugin that registered the analyzer, its title and declared columns, and the ranks whose table is in it.
+
+    Example::
+
+        for t in result.analyzer_tables:
+            result.tables[t.merged].records()[:3], t.plugin
+    """
+
+    table: str
+    merged: str
+    plugin: str
+    title: str
+    columns: tuple[str, ...]
+    ranks: tuple[int, ...]
+
+
+def job_analyzer_tables(summaries: list, analyzers: list["RegisteredAnalyzer"]) -> tuple[dict, list[JobAnalyzerTable],
+                                                                                      list[str]]:
+    """Each analyzer's tables of the ranks (``RankSummary.analyzer_tables``) as one cluster table: the
+    tables by name, what each is, and the warnings (a merged name that a cluster table has: left out).
+    An analyzer no rank made a table of (it failed everywhere) has none."""
+    summaries = sorted(summaries, key=lambda s: s.rank)
+    tables: dict = {}
+    made: list[JobAnalyzerTable] = []
+    warnings: list[str] = []
+    for registered in analyzers:
+        a = registered.analyzer
+        per_rank = [(s.rank, s.analyzer_tables[a.table]) for s in summaries if a.table in s.analyzer_tables]
+        if not per_rank:
+            continue
+        merged = f"cluster_{a.table}"
+        if merged in CLUSTER_TABLES:
+            warnings.append(f"analyzer {a.table!r} of plugin {registered.plugin!r}: its job table would be "
+                            f"{merged!r}, a cluster table of npuprof's; left out of the cluster tables")
+            continue
+        columns = list(dict.fromkeys(c for _, t in per_rank for c in t.columns))
+        # a rank column of the plugin's own is kept as it is (the plugin's values); else one is added first
+        head = [] if "Rank" in columns else ["Rank"]
+        rows = [([rank] if head else []) + [t.data[c][i] if c in t.data else None for c in columns]
+                for rank, t in per_rank for i in range(len(t))]
+        tables[merged] = _table(merged, head + columns, rows)
+        made.append(JobAnalyzerTable(a.table, merged, registered.plugin, a.title, tuple(a.columns),
+                                     tuple(rank for rank, _ in per_rank)))
+    return tables, made, warnings

@@ -26,6 +26,7 @@ from ..analysis.operators import op_statistic
 from ..analysis.step_breakdown import STEP_TRACE_COLUMNS, step_trace
 from ..analysis.memory import MemoryTimeline, memory_timeline
 from ..analysis.pipeline import load_run
+from ..analysis.table import Table
 from ..quality import DataQuality, QualityIssue
 from ..events import EventKind, EventTable
 from ..runinfo import OUTPUT_DIR, RunInfo
@@ -43,6 +44,7 @@ class RankTask:
     run_dirs: tuple
     host_points: int = 240
     series: bool = True      # the memory timeline and host counter series (the HTML report's; no cluster table's)
+    analyzers: tuple = ()    # (table, plugin) of each third-party analyzer to run (analysis.analyzer.job_analyzers)
 
 
 @dataclass
@@ -73,6 +75,8 @@ class RankSummary:
     issues: list[QualityIssue] = field(default_factory=list)   # the rank's data-quality issues (npuprof.quality)
     parallel_groups: dict = field(default_factory=dict)   # group id -> its global ranks (profiler_metadata)
     memory: Optional[MemoryTimeline] = None              # None: the rank recorded no memory data
+    analyzer_tables: dict[str, Table] = field(default_factory=dict)   # RankTask.analyzers' tables, plain values
+    analyzer_warnings: list[str] = field(default_factory=list)        # those analyzers' failures
 
 
 def load_rank_events(task: RankTask) -> tuple[EventTable, RunInfo, list, list, list[QualityIssue]]:
@@ -180,12 +184,63 @@ def summarise_rank(task: RankTask) -> RankSummary:
     """Read, (analyse if needed) and summarise one rank. Runs on any worker."""
     events, info, warnings, traces, issues = load_rank_events(task)
     data = summarise_events(task.rank, events, info, task.host_points, task.series)
+    data["analyzer_tables"], data["analyzer_warnings"] = rank_analyzer_tables(events, task.analyzers)
     for target in DataQuality(issues=list(issues)).not_measured:    # NaN: an empty cell, "not measured"
         table, _, column = target.partition(".")
         if table == "step_trace_time" and column in data["steps"]:
             data["steps"][column] = [math.nan] * len(data["steps"][column])
     return RankSummary(run_dirs=[str(d) for d in task.run_dirs], traces=traces, warnings=warnings, issues=issues,
                        parallel_groups=parallel_groups_of(task.run_dirs), **data)
+
+
+def rank_analyzer_tables(events: EventTable, wanted: Sequence[tuple[str, str]]) -> tuple[dict[str, Table], list[str]]:
+    """The tables of the analyzers ``wanted`` (``(table, plugin)`` pairs the driver has registered) over one
+    rank's events, each cell a plain value (text, number, bool or None) that packs as JSON; and the
+    warnings: an analyzer that fails or returns no readable table, or that this process has not registered
+    (a plugin registered in the driver only, and workers that did not fork from it), is named and its table
+    left out.
+
+    Example::
+
+        tables, warnings = rank_analyzer_tables(events, [("marks_per_step", "marks")])
+    """
+    from ..analysis.analyzer import registered_analyzers
+
+    if not wanted:
+        return {}, []
+    here = {(r.analyzer.table, r.plugin): r for r in registered_analyzers()}
+    tables: dict[str, Table] = {}
+    warnings: list[str] = []
+    for name, plugin in wanted:
+        registered = here.get((name, plugin))
+        if registered is None:
+            warnings.append(f"analyzer {name!r} of plugin {plugin!r} is not registered in the worker process; its "
+                            "table is left out (register the plugin under the 'npuprof' entry-point group, or "
+                            "use the serial backend)")
+            continue
+        made = registered.run(events, warnings)
+        if made is None:
+            continue
+        try:
+            columns = [str(c) for c in made.columns]
+            rows = made.rows()
+        except Exception as e:      # a Table whose columns and data disagree
+            warnings.append(f"analyzer {name!r} of plugin {plugin!r} returned a table that cannot be read "
+                            f"({type(e).__name__}: {e}); left out")
+            continue
+        tables[name] = Table(name, columns, {c: [_plain(r[i]) for r in rows] for i, c in enumerate(columns)})
+    return tables, warnings
+
+
+def _plain(value: object) -> object:
+    """A cell as text, a number, a bool or None (NaN: not measured)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value if math.isfinite(value) else str(value)
+    return str(value)
 
 
 def parallel_groups_of(run_dirs: Sequence[str]) -> dict[str, list[int]]:

@@ -4,8 +4,10 @@ The page embeds everything (CSS and SVG charts inline, no script, no font or
 image from the network): step-time breakdown per step and per rank, slow
 ranks and the rule used, top operators by time, host CPU/memory over time,
 memory (each rank's peak, and the timeline of the rank with the highest) when recorded,
-the communication matrix when there is one, and relative links to every
-trace file and cluster table. Numbers come from :func:`npuprof.cluster.
+the communication matrix when there is one, a section per third-party
+analyzer's table (each rank's rows as cluster analysis merged them, the first
+:data:`MAX_ANALYZER_ROWS`) and the warnings of those that failed, and relative
+links to every trace file and cluster table. Numbers come from :func:`npuprof.cluster.
 cluster_analyse` (one rank works too), which also writes the tables linked
 from the page.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -40,6 +42,7 @@ REPORT_NAME = "npuprof_report.html"
 HOST_SERIES = ("CPU Usage(%)", "Memory Usage(%)")
 MAX_HOST_LINES = 8
 TOP_OPS = 15
+MAX_ANALYZER_ROWS = 50      # rows of a third-party analyzer's table on the page (the whole table is linked)
 
 
 
@@ -72,6 +75,44 @@ def _memory_part(summaries: list, t0: int) -> str:
                       memory_section(top.memory, heading=f"Memory over time, rank {top.rank}", start_ns=t0)])
 
 
+def _cell(value: Any) -> str:
+    return "-" if value is None else _e(value)
+
+
+def analyzer_sections(res: Any, page_dir: Path) -> str:
+    """A section per third-party analyzer's job table (``res.analyzer_tables``, :func:`npuprof.cluster.tables.
+    job_analyzer_tables`): its title, the plugin, its declared columns (and the rank, for a job of several) of
+    the first :data:`MAX_ANALYZER_ROWS` rows, a link to the whole table; then the analyzers' warnings.
+    Reads the tables cluster analysis made; computes nothing."""
+    parts = []
+    several = len(res.summaries) > 1
+    for t in res.analyzer_tables:
+        table = res.tables[t.merged]
+        declared = [c for c in t.columns if c in table.columns] or [c for c in table.columns if c != "Rank"]
+        columns = (["Rank"] if several and "Rank" not in declared else []) + declared
+        at = [table.columns.index(c) for c in columns]
+        parts.append(f"<h2 id='analyzer-{_e(t.table)}'>{_e(t.title or t.table)}</h2>")
+        note = f"Table <b>{_e(t.table)}</b> of plugin <b>{_e(t.plugin)}</b>"
+        if several:
+            note += f", {len(t.ranks)} of {len(res.summaries)} rank(s)"
+        shown = min(len(table), MAX_ANALYZER_ROWS)
+        note += f"; {len(table):,} row(s)" + (f", the first {shown} shown" if shown < len(table) else "")
+        missing = [c for c in t.columns if c not in table.columns]
+        if missing:
+            note += f"; declared but not made: {_e(', '.join(missing))}"
+        csv = next((f for f in res.files if Path(f).name == f"{t.merged}.csv"), None)
+        if csv is not None:
+            note += f". Whole table: <a href='{_e(_rel(csv, page_dir))}'>{_e(Path(csv).name)}</a>"
+        parts.append(f"<p class='note'>{note}.</p>")
+        if len(table):
+            parts.append(html_table(columns, [[_cell(row[i]) for i in at] for row in table.head(shown)],
+                                    left=2 if columns[0] == "Rank" else 1))
+    if res.analyzer_warnings:
+        parts.append("<h2 id='analyzer-warnings'>Analyzer warnings</h2><ul>"
+                     + "".join(f"<li class='bad'>{_e(w)}</li>" for w in res.analyzer_warnings) + "</ul>")
+    return "\n".join(parts)
+
+
 def quality_section(quality: DataQuality) -> str:
     """The data quality section: every issue and what it affects ("" for complete data)."""
     if quality.complete:
@@ -89,6 +130,7 @@ class WrittenReport:
 
     path: Path
     quality: DataQuality
+    warnings: list[str] = field(default_factory=list)     # third-party analyzers that failed (named, by plugin)
 
 
 def render(res: Any, page_dir: Path, title: str) -> str:
@@ -194,6 +236,9 @@ def render(res: Any, page_dir: Path, title: str) -> str:
                               _e(m["Transport Type"]), f"{m['Transit Time(ms)']:.3f}",
                               f"{m['Transit Size(MB)']:.3f}", f"{m['Bandwidth(GB/s)']:.3f}"] for m in top], left=3))
 
+    # -- the third-party analyzers' tables
+    parts.append(analyzer_sections(res, page_dir))
+
     # -- links
     parts.append("<h2 id='files'>Trace files and tables</h2><ul class='links'>")
     for s in summaries:
@@ -252,7 +297,7 @@ def write_report(path: Union[str, Path], output: Optional[Union[str, Path]] = No
                        for a in advise_path(run, min_ms=advise_min_ms)]
             section = advice_section(advices, heading=f"Advice (findings of at least {advise_min_ms:g} ms per step)")
             text = text.replace("</body></html>", section + "</body></html>", 1)
-        return WrittenReport(atomic_write(page, text), res.quality)
+        return WrittenReport(atomic_write(page, text), res.quality, list(res.analyzer_warnings))
     except OSError as e:    # the page's place, named as given (its tables' folder is ours, not the user's)
         if not _is_under(e.filename, page.parent):
             raise

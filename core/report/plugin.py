@@ -21,6 +21,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                           timeline_ranks=args.timeline, progress=progress, job=args.job,
                           advise_min_ms=_advise_min_ms(args.advise))
     print(report.path)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for line in report.quality.lines():
         print(line, file=sys.stderr)
     return report.quality.exit_code

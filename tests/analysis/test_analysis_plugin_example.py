@@ -1,8 +1,11 @@
 """The "add an analyzer" example of docs/architecture.md, run as written through the real plugin
-host: its table appears in the analysis, in `npuprof analyse`'s files, `show`, `export summary` and
-`plugins --json` with no core edit; a taken table name and a failing analyzer are reported, not fatal."""
+host: its table appears in the analysis, in `npuprof analyse`'s files, `show`, `export summary`,
+`plugins --json`, `npuprof cluster`'s tables and the HTML report with no core edit; a taken table
+name and a failing analyzer are reported, not fatal (the report in headless Chromium:
+tests/export/test_report_html.py)."""
 from __future__ import annotations
 
+import csv
 import json
 import re
 import types
@@ -15,7 +18,13 @@ from npuprof.analysis.analyzer import Analyzer, registered_analyzers
 from npuprof.analysis.pipeline import analyse_run
 from npuprof.analysis.table import Table
 from npuprof.cli import main
+from npuprof.cluster.packing import pack, unpack
+from npuprof.cluster.worker import RankSummary, RankTask, summarise_rank
 from npuprof.plugins.manager import get_plugin_host
+
+from cluster_support import ensure_cluster_plugin
+from plugin_support import KINDS_TABLE, FailingPlugin, KindsPlugin, registered_plugins
+from realdata import realdata, tree_digest
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
@@ -131,3 +140,114 @@ def test_an_analyzer_declaration_is_checked():
         Analyzer("t", ("X",), lambda events: None, csv="sometimes")
     with pytest.raises(ValueError, match="a non-empty table name"):
         Analyzer("", ("X",), lambda events: None)
+
+
+# -- the jobs' surfaces: `npuprof cluster`'s tables, the HTML report, `show` of another tool's run ---------------
+
+def test_the_doc_example_reaches_the_cluster_tables_and_the_report(registered, run, capsys, tmp_path):
+    """Cluster analysis runs the plugin's analyzer on each rank and writes its rows, by rank, as
+    cluster_marks_per_step; the report (a run is a job of one rank) has its section, read from that table."""
+    ensure_cluster_plugin()
+    registered("marks", _plugin("marks_plugin", _doc_example()))
+    marks = analyse_run(run).tables["marks_per_step"].rows()
+
+    assert main(["cluster", str(run), "--backend", "serial", "-o", str(tmp_path / "c"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["analyzer_tables"] == {"cluster_marks_per_step": {"analyzer": "marks_per_step", "plugin": "marks",
+                                                                     "ranks": [0]}}
+    assert summary["analyzer_warnings"] == []
+    with open(tmp_path / "c" / "cluster_marks_per_step.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows == [["Rank", "Step", "Marks"]] + [["0", str(s), str(m)] for s, m in marks]
+    doc = json.loads((tmp_path / "c" / "cluster_marks_per_step.json").read_text())
+    assert [[r["Step"], r["Marks"]] for r in doc] == marks
+    import pyarrow.parquet as pq        # npuprof[cluster]: the cluster command writes Parquet by default
+
+    parquet = pq.read_table(tmp_path / "c" / "cluster_marks_per_step.parquet")
+    assert parquet.column_names == ["Rank", "Step", "Marks"] and parquet.to_pylist() == [
+        {"Rank": 0, "Step": s, "Marks": m} for s, m in marks]
+
+    page = tmp_path / "r" / "report.html"
+    assert main(["report", str(run), "--backend", "serial", "-o", str(page), "--quiet"]) == 0
+    text = page.read_text()
+    section = text[text.index("<h2 id='analyzer-marks_per_step'>mstx marks per step</h2>"):]
+    section = section[:section.index("<h2", 5)]
+    assert "of plugin <b>marks</b>" in section and "report_files/cluster_marks_per_step.csv" in section
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells == [str(v) for row in marks for v in row]      # one rank: no Rank column
+    assert "analyzer-warnings" not in text
+
+
+def test_a_plugin_table_of_another_tools_run_is_shown_and_merged(tmp_path, capsys):
+    """torch_npu's run shows the tool's own tables; a plugin analyzer's table, which no tool writes, is
+    npuprof's analysis beside them. Its cluster table needs the ranks' events: summarised from the tool's
+    tables (the fast path) the ranks say so, with --recompute both ranks' rows are there."""
+    ensure_cluster_plugin()
+    job = realdata("msinsight/test/data/pytorch/text/level1")
+    before = tree_digest(job)
+    with registered_plugins(kinds=KindsPlugin()):
+        expected = {r: analyse_run(job / f"rank{r}_ascend_pt").tables[KINDS_TABLE].rows() for r in (0, 1)}
+        assert main(["show", "-dir", str(job / "rank0_ascend_pt"), "--width", "200"]) == 0
+        out = capsys.readouterr().out
+        assert "tables written by" in out and "plugin analyzers' tables: npuprof's analysis" in out
+        assert KINDS_TABLE in out and "op_statistic" in out
+        for kind, count in expected[0]:
+            assert re.search(rf"{kind}\s*│\s*{count}\b", out), (kind, count)
+
+        assert main(["cluster", str(job), "--backend", "serial", "-o", str(tmp_path / "fast"), "--json"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["tool_tables"] == [0, 1] and summary["analyzer_tables"] == {}
+        assert len(summary["analyzer_warnings"]) == 1
+        assert summary["analyzer_warnings"][0].startswith("ranks 0-1: summarised from the tool's own tables: the "
+                                                          "tables of analyzers 'events_per_kind' need its events")
+        assert not (tmp_path / "fast" / f"cluster_{KINDS_TABLE}.csv").exists()
+
+        assert main(["cluster", str(job), "--backend", "serial", "--recompute", "-o", str(tmp_path / "all"),
+                     "--quiet"]) == 0
+        out = capsys.readouterr().out
+        assert f"cluster_{KINDS_TABLE}: analyzer '{KINDS_TABLE}' of plugin 'kinds', ranks 0-1" in out
+    with open(tmp_path / "all" / f"cluster_{KINDS_TABLE}.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows == [["Rank", "Kind", "Events"]] + [[str(r), k, str(n)] for r in (0, 1) for k, n in expected[r]]
+    assert tree_digest(job) == before          # another tool's run: read, never written
+
+
+def test_a_rank_whose_worker_lacks_the_plugin_says_so_and_a_table_survives_packing(run):
+    """A worker process that does not have the plugin (one not forked from the process that registered it)
+    names it; a rank's plugin table crosses to the driver as plain values, equal."""
+    task = RankTask(rank=0, run_dirs=(str(run),), analyzers=((KINDS_TABLE, "kinds"),))
+    alone = summarise_rank(task)
+    assert alone.analyzer_tables == {}
+    assert alone.analyzer_warnings == [f"analyzer '{KINDS_TABLE}' of plugin 'kinds' is not registered in the worker "
+                                       "process; its table is left out (register the plugin under the 'npuprof' "
+                                       "entry-point group, or use the serial backend)"]
+    with registered_plugins(kinds=KindsPlugin(), failing=FailingPlugin()):
+        task = RankTask(rank=0, run_dirs=(str(run),), analyzers=((KINDS_TABLE, "kinds"), ("broken_summary", "failing")))
+        summary = summarise_rank(task)
+        expected = analyse_run(run).tables[KINDS_TABLE].rows()
+    back = unpack(pack(summary), RankSummary)
+    assert back.analyzer_tables[KINDS_TABLE].rows() == expected == summary.analyzer_tables[KINDS_TABLE].rows()
+    assert all(type(v) is int for _, v in expected)
+    assert back.analyzer_warnings == ["analyzer 'broken_summary' of plugin 'failing' failed (RuntimeError: boom); "
+                                      "its table is left out"]
+
+
+class _ClusterName:
+    @hookimpl
+    def npuprof_analyzers(self):
+        return [Analyzer("communication", ("X",), lambda events: Table("communication", ["X"], {"X": [1]}),
+                         summary=True)]
+
+
+def test_a_plugin_table_whose_job_name_is_a_cluster_tables_is_left_out_of_the_job(registered, run, capsys, tmp_path):
+    """`communication` is free among analyzers, but cluster_communication is npuprof's own cluster table."""
+    ensure_cluster_plugin()
+    registered("clash", _ClusterName())
+    assert main(["cluster", str(run), "--backend", "serial", "-o", str(tmp_path / "c"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["analyzer_tables"] == {}
+    assert summary["analyzer_warnings"] == ["analyzer 'communication' of plugin 'clash': its job table would be "
+                                            "'cluster_communication', a cluster table of npuprof's; left out of the "
+                                            "cluster tables"]
+    header = (tmp_path / "c" / "cluster_communication.csv").read_text().splitlines()[0]
+    assert header.startswith("Rank,Step,OP Type")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cluster_support import ensure_cluster_plugin, make_job, run_ms_ranks
+from plugin_support import KINDS_TABLE, KINDS_TITLE, FailingPlugin, KindsPlugin, registered_plugins
 
 pytestmark = pytest.mark.slow
 
@@ -138,6 +139,12 @@ def render_page(page: Path, png: Path, tmp: Path) -> dict:
             h2: [...document.querySelectorAll('h2')].map(h => h.textContent),
             links: [...document.querySelectorAll('a')].map(a => a.getAttribute('href')),
             scripts: document.scripts.length,
+            analyzerTables: Object.fromEntries([...document.querySelectorAll('h2[id^="analyzer-"]')].map(h => {
+                let t = h.nextElementSibling;
+                while (t && t.tagName !== 'TABLE' && t.tagName !== 'H2') t = t.nextElementSibling;
+                return [h.id, t && t.tagName === 'TABLE' ? [...t.rows].map(r => [...r.cells].map(c => c.textContent))
+                                                         : null]; })),
+            analyzerWarnings: [...document.querySelectorAll('#analyzer-warnings + ul li')].map(li => li.textContent),
             height: document.documentElement.scrollHeight})"""}, session=session)["result"]["value"])
         chrome.send("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": min(facts["height"], 6000),
                                                            "deviceScaleFactor": 1, "mobile": False}, session=session)
@@ -252,3 +259,56 @@ def test_report_memory_section_renders_in_headless_chromium(tmp_path):
     assert "Memory peak per rank" in f["h2"] and "Memory over time, rank 0" in f["h2"]
     text = page.read_text()
     assert text.count("<polygon") >= 1 and "Alive at the peak" in text and "test_report_html.py:" in text
+
+
+def test_a_plugin_analyzers_table_renders_for_a_run_and_a_job(tmp_path, capsys, monkeypatch):
+    """An analyzer registered by a plugin written here gets its section (title, declared columns, rows as
+    each rank's analysis made them, the first MAX_ANALYZER_ROWS) in the report of a run and of a job of four
+    ranks (a Rank column); one that fails leaves the page whole, with a warning naming its plugin on the page
+    and on stderr."""
+    from npuprof import Profiler, mstx
+    from npuprof.analysis.pipeline import analyse_run
+    from npuprof.cli import main
+    from npuprof.cluster.ranks import discover_ranks
+
+    ensure_cluster_plugin()
+    monkeypatch.setattr("npuprof.report.page.MAX_ANALYZER_ROWS", 12)
+    with Profiler(output_path=tmp_path / "prof") as prof:
+        for _ in range(3):
+            mstx.mark("m")
+            prof.step()
+    run = prof.saved_runs[0]
+    job = make_job(tmp_path / "job", ranks=4, steps=3, slow_ranks=())
+    warning = "analyzer 'broken_summary' of plugin 'failing' failed (RuntimeError: boom); its table is left out"
+    with registered_plugins(kinds=KindsPlugin(), failing=FailingPlugin()):
+        expected = {rank: analyse_run(dirs[0]).tables[KINDS_TABLE].rows()
+                    for rank, dirs in discover_ranks(job.root).items()}
+        expected_run = analyse_run(run).tables[KINDS_TABLE].rows()
+        pages = {}
+        for name, path in (("run", run), ("job", job.root)):
+            capsys.readouterr()
+            assert main(["report", str(path), "--backend", "serial", "--quiet"]) == 0
+            pages[name] = path / "npuprof_report.html"
+            assert f"warning: rank{'s 0-3' if name == 'job' else ' 0'}: {warning}" in capsys.readouterr().err
+
+    got = render_page(pages["run"], screenshot_dir(tmp_path) / "report_plugin_run.png", tmp_path)
+    assert got["problems"] == [], got["problems"]
+    f = got["facts"]
+    assert KINDS_TITLE in f["h2"] and "Step time breakdown" in f["h2"] and "Analyzer warnings" in f["h2"]
+    assert f["analyzerTables"][f"analyzer-{KINDS_TABLE}"] == [["Kind", "Events"]] + \
+        [[k, str(n)] for k, n in expected_run]
+    assert f["analyzerWarnings"] == [f"rank 0: {warning}"]
+    assert any(h.endswith(f"cluster_{KINDS_TABLE}.csv") for h in f["links"])
+
+    got = render_page(pages["job"], screenshot_dir(tmp_path) / "report_plugin_job.png", tmp_path)
+    assert got["problems"] == [], got["problems"]
+    f = got["facts"]
+    assert f["h2"][:3] == ["Step time breakdown", "Top operators by time", "Host CPU and memory over time"]
+    assert f["charts"] >= 4 and KINDS_TITLE in f["h2"]
+    rows = [[str(r), k, str(n)] for r in sorted(expected) for k, n in expected[r]]
+    assert len(rows) > 12
+    assert f["analyzerTables"][f"analyzer-{KINDS_TABLE}"] == [["Rank", "Kind", "Events"]] + rows[:12]
+    assert f"4 of 4 rank(s); {len(rows)} row(s), the first 12 shown" in pages["job"].read_text()
+    assert f["analyzerWarnings"] == [f"ranks 0-3: {warning}"]
+    for href in f["links"]:
+        assert (pages["job"].parent / href).exists(), href
