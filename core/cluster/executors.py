@@ -9,7 +9,7 @@ uses an existing cluster, ``None`` starts a local Dask cluster for the call
 (:mod:`.dask_local`: its workers forked from this process, as the pool's).
 
 The process pool's workers start ready, the workers' modules imported once
-(:mod:`.workerprep`), not once per worker: forked from this process when it
+(:mod:`.workerprep`), not once per worker (:mod:`.startmethod`): forked from this process when it
 runs no other thread (they start at once, when the executor is entered),
 else from a fork server (clean: no thread or lock of the caller inherited)
 whose imports run while the driver still looks for the ranks.
