@@ -394,6 +394,19 @@ def scaling(job: Path, work: Path, reps: int) -> dict:
                         "workers_cpu_s_2": round(par["process_2"], 3),
                         "workers_2_vs_1": round((serial + par["process_1"]) / (serial + par["process_2"] / 2), 3)}
     out["dask_vs_process_2"] = paired_ratio(samples["dask_2"], samples["process_2"])    # < 1.25 is the goal
+    # Dask against the pool from CPU seconds, the driver's CPU while the ranks run (Dask's scheduler and client
+    # run in it) counted with the workers' as sharing the 2 cores: T = S + (P + D) / 2 (every process of the
+    # tree is counted: the local cluster's workers are the driver's children)
+    def model(name: str) -> dict:
+        rs = runs[name]
+        s = statistics.median(r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"] for r in rs)
+        d = statistics.median(r["driver"]["cpu_while_ranks_run_s"] for r in rs)
+        p = statistics.median(r["cpu_seconds"] - r["driver"]["process_cpu_s"] for r in rs)
+        return {"serial_cpu_s": round(s, 3), "driver_while_ranks_cpu_s": round(d, 3), "workers_cpu_s": round(p, 3),
+                "two_core_s": round(s + (p + d) / 2, 3)}
+    dask_m, proc_m = model("dask_2"), model("process_2")
+    out["cpu_model"]["dask_2"], out["cpu_model"]["process_2"] = dask_m, proc_m
+    out["cpu_model"]["dask_vs_process_2"] = round(dask_m["two_core_s"] / proc_m["two_core_s"], 3)
     return out
 
 
@@ -426,6 +439,24 @@ def serial_per_rank(src_job: Path, work: Path, sizes: tuple) -> dict:
     return out
 
 
+def ensure_bytecode() -> dict:
+    """Compile npuprof's modules to bytecode (``__pycache__``, as a wheel's install does) when any is missing or
+    older than its source, so that no timed process compiles them: where PYTHONDONTWRITEBYTECODE is set (or
+    a checkout was edited after ``make venv`` compiled it) every ``npuprof`` process would otherwise compile
+    the modules it imports again, about 0.45 s of the driver's start-up on this machine, before any worker
+    starts - a serial part that an installed npuprof does not have."""
+    import compileall
+
+    import npuprof
+
+    # the package, and the framework integrations its plugins import (linked into it from the checkout's
+    # integrations/, which compile_dir does not follow)
+    dirs = [d for d in (Path(npuprof.__file__).resolve().parent, REPO / "integrations") if d.is_dir()]
+    ok = all(compileall.compile_dir(str(d), quiet=1, workers=1) for d in dirs)
+    return {"compiled": [str(d) for d in dirs], "compiled_ok": ok,
+            "PYTHONDONTWRITEBYTECODE": bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))}
+
+
 def msprof_version() -> str:
     try:
         out = subprocess.run([str(MSPROF.parent / "python"), "-c",
@@ -450,6 +481,7 @@ def run(params: dict) -> dict:
                                                       "(`make interop` creates .venv-interop)"}
     if msprof:
         res["msprof_version"] = msprof_version()
+    res["bytecode"] = ensure_bytecode()
     work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
     try:
         res["real"] = measure(job, work / "real", reps, msprof, comm_check=True)

@@ -436,7 +436,11 @@ def cluster_scaling_rows(cl: dict) -> list[dict]:
         rows.append(_row("Analysis", f"`npuprof cluster --recompute --backend dask` (local Dask cluster) vs the "
                                      f"process pool, 2 workers each, {job}",
                          f"Dask {_rng(d2['seconds'], _s)} ({load(d2)})",
-                         f"process pool {_rng(p2['seconds'], _s)} ({load(p2)})", _ratio(dr) + " the time",
+                         f"process pool {_rng(p2['seconds'], _s)} ({load(p2)})", _ratio(dr) + " the time" + (
+                             f"; from CPU seconds (Dask serial {cm['dask_2']['serial_cpu_s']:.2f} s, workers "
+                             f"{cm['dask_2']['workers_cpu_s']:.2f} s; pool {cm['process_2']['serial_cpu_s']:.2f} s, "
+                             f"{cm['process_2']['workers_cpu_s']:.2f} s): {cm['dask_vs_process_2']:.2f}x on 2 free cores"
+                             if "dask_vs_process_2" in cm else ""),
                          "<= 1.25x the process pool's time", dr["median"] <= 1.25, "cluster_dask_vs_process",
                          dr["median"]))
     spr = cl.get("serial_per_rank")

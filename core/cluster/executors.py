@@ -5,10 +5,11 @@ in task order (:meth:`Executor.map`) or as each task finishes
 (:meth:`Executor.as_completed`, so the driver merges a rank while the others
 still run), so the driver code is one code path. Dask is an optional
 dependency (``pip install npuprof[cluster]``): ``scheduler="tcp://host:8786"``
-uses an existing cluster, ``None`` starts a local Dask cluster for the call.
+uses an existing cluster, ``None`` starts a local Dask cluster for the call
+(:mod:`.dask_local`: its workers forked from this process, as the pool's).
 
 The process pool's workers start ready, the workers' modules imported once
-(:mod:`.workerprep`), not once per worker: forked from this process when it
+(:mod:`.workerprep`), not once per worker (:mod:`.startmethod`): forked from this process when it
 runs no other thread (they start at once, when the executor is entered),
 else from a fork server (clean: no thread or lock of the caller inherited)
 whose imports run while the driver still looks for the ranks.
@@ -23,19 +24,16 @@ Example::
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import sys
-import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as futures_completed
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..errors import ProfilerConfigError
+from .startmethod import worker_context
 
 log = logging.getLogger("npuprof")
 BACKENDS = ("process", "dask", "serial")
-_MP_METHOD = "distributed.worker.multiprocessing-method"
 
 
 def default_workers() -> int:
@@ -59,14 +57,12 @@ class Executor:
         self.workers = workers or default_workers()
         self._pool: Any = None
         self._client: Any = None
-        self._cluster: Any = None
-        self._dask_method: Optional[tuple] = None     # (the start method Dask had, None if unset)
-        self._quiet_dask: list = []
+        self._local: Any = None         # a local Dask cluster (.dask_local.LocalDask)
         self.description = backend
 
     def __enter__(self) -> "Executor":
         if self.backend == "process":
-            ctx = _worker_context()
+            ctx = worker_context()
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
             if ctx.get_start_method() == "fork":
                 self._pool.submit(int)      # forks every worker now, before this process starts any thread
@@ -77,32 +73,16 @@ class Executor:
             if importlib.util.find_spec("distributed") is None:
                 raise ProfilerConfigError("backend", "dask", "'process' or 'serial' (Dask is not installed)",
                                           hint="pip install 'npuprof[cluster]'")
-            if not self.scheduler:
-                import dask
-
-                # the local workers fork from a fork server that has Dask and the workers' modules imported
-                # (each starts ready, as a pool worker does); it starts first, so that its imports run while
-                # this process imports Dask's client side
-                self._dask_method = (dask.config.get(_MP_METHOD, None),)
-                dask.config.set({_MP_METHOD: "forkserver"})     # set before Dask's defaults load: kept over them
-                _worker_context(("distributed",))
-            from distributed import Client, LocalCluster
-
             if self.scheduler:
+                from distributed import Client
+
                 self._client = Client(self.scheduler)
                 self.description = f"dask scheduler {self.scheduler}"
             else:
-                # the local cluster's own progress messages stay out of npuprof's output (its errors do not)
-                self._quiet_dask = [(lg, lg.level) for lg in map(logging.getLogger, ("distributed", "dask"))]
-                for lg, _ in self._quiet_dask:
-                    lg.setLevel(logging.ERROR)
-                try:
-                    self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                                 dashboard_address=None, silence_logs=logging.ERROR)
-                    self._client = Client(self._cluster)
-                except BaseException:
-                    self.__exit__(None, None, None)
-                    raise
+                from .dask_local import LocalDask
+
+                self._local = LocalDask(self.workers).__enter__()
+                self._client = self._local.client
                 self.description = f"local dask cluster ({self.workers} workers)"
         return self
 
@@ -141,49 +121,8 @@ class Executor:
     def __exit__(self, *exc: Any) -> bool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._client is not None:
+        if self._local is not None:
+            self._local.__exit__(*exc)
+        elif self._client is not None:
             self._client.close()
-        if self._cluster is not None:
-            self._cluster.close()
-        if self._dask_method is not None:
-            _restore_dask_method(self._dask_method[0])
-        for lg, level in self._quiet_dask:
-            lg.setLevel(level)
         return False
-
-
-def _restore_dask_method(before: Optional[str]) -> None:
-    """Dask's worker start method as it was before a local cluster (its default where it was unset). Not
-    ``dask.config.set`` as a context: undoing that would also drop the defaults Dask loaded meanwhile."""
-    import dask
-
-    if before is None:
-        before = next((v for d in reversed(dask.config.defaults)
-                       if (v := dask.config.get(_MP_METHOD, None, config=d)) is not None), None)
-    if before is not None:
-        dask.config.set({_MP_METHOD: before})
-
-
-def _worker_context(also: tuple = ()) -> Any:
-    """The start method of pool workers.
-
-    * fork, on Linux when this process runs no other thread (nothing a thread holds is copied half-done):
-      the workers start at once, with everything this process imported; :mod:`.workerprep` is imported
-      here first, once, instead of in every worker;
-    * else a fork server that imported :mod:`.workerprep` and the modules ``also``, started now so that its
-      imports overlap the caller's work (a fork server already running is used as it is);
-    * else (no fork server on the platform) spawn.
-    """
-    methods = multiprocessing.get_all_start_methods()
-    if not also and sys.platform.startswith("linux") and threading.active_count() == 1 and "fork" in methods:
-        from . import workerprep  # noqa: F401
-
-        return multiprocessing.get_context("fork")
-    if "forkserver" not in methods:
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([*also, f"{__package__}.workerprep"])
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()
-    return ctx

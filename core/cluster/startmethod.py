@@ -1,0 +1,45 @@
+"""How the cluster's worker processes start: forked from this process where that is safe, else from a
+fork server that imported what the workers need, else spawned (:func:`worker_context`).
+
+Example::
+
+    ctx = worker_context()
+    pool = concurrent.futures.ProcessPoolExecutor(2, mp_context=ctx)
+"""
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import threading
+from typing import Any
+
+
+def fork_allowed() -> bool:
+    """True where workers may be forked from this process: Linux, fork available, no other thread running
+    (a lock another thread holds would be copied held)."""
+    return (sys.platform.startswith("linux") and threading.active_count() == 1
+            and "fork" in multiprocessing.get_all_start_methods())
+
+
+def worker_context(also: tuple = ()) -> Any:
+    """The start method of pool workers (a multiprocessing context).
+
+    * fork, on Linux when this process runs no other thread (nothing a thread holds is copied half-done):
+      the workers start at once, with everything this process imported; :mod:`.workerprep` is imported
+      here first, once, instead of in every worker;
+    * else a fork server that imported :mod:`.workerprep` and the modules ``also``, started now so that its
+      imports overlap the caller's work (a fork server already running is used as it is);
+    * else (no fork server on the platform) spawn.
+    """
+    if not also and fork_allowed():
+        from . import workerprep  # noqa: F401
+
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([*also, f"{__package__}.workerprep"])
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return ctx
