@@ -180,12 +180,13 @@ def npuprof_export(result: "AnalysisResult", target: "ExportTarget") -> Optional
 
     The one seam for outputs: an exporter is a function of the
     :class:`~npuprof.analysis.result.AnalysisResult` and a target folder.
-    The writer (:func:`npuprof.export.writer.write_outputs`) calls every
+    The writer (:func:`npuprof.export.writer.write_outputs`) may call every
     exporter at once, each on a thread of an executor it owns, while the
-    analyzers still run: ``result.events`` and ``result.info`` are there from
-    the start; reading ``result.tables`` waits until the analyzers are done
-    (and raises :class:`~npuprof.errors.ProfilerDataError` if they failed), so
-    an exporter that reads only the events writes beside them. ``result``
+    analyzers still run (a large run), or one after another once they are
+    done: ``result.events`` and ``result.info`` are there from the start;
+    reading ``result.tables`` waits until the analyzers are done (and raises
+    :class:`~npuprof.errors.ProfilerDataError` if they failed), so an exporter
+    that reads only the events may write beside them. ``result``
     holds the event table, the run's info and every analyzer's table; read
     it, never change it. ``target.output_dir`` is the run's
     ``ASCEND_PROFILER_OUTPUT`` folder (inside the run for npuprof's own runs,

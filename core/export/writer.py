@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from ..analysis.pipeline import RunAnalysis, analysis_phases, find_runs, start_analysis
 from ..analysis.result import AnalysisResult
@@ -47,6 +47,9 @@ REANALYSIS_DIR = OUTPUT_DIR + "_reanalysis"   # where a re-analysis that read le
 ExportTypeLike = Union[ExportType, str]
 DONE_MARK = "analyse.done"
 EXPORT_THREAD_PREFIX = "npuprof-export"   # the writer's executor threads
+# From this many events the exporters run at once beside the analyzers (see write_outputs): the trace
+# exporter then renders in a forked child (trace_json.FORK_MIN_EVENTS), work outside this interpreter's lock
+CONCURRENT_MIN_EVENTS = 1_000_000
 _exporting: set[int] = set()   # threads inside write_outputs now (waiting for their exporters, or analysing)
 _exporting_lock = threading.Lock()
 
@@ -193,15 +196,19 @@ def _export_target(run_dir: Path, info: Any, export_type: Optional[Sequence[Expo
 
 def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional[PhaseCounter] = None,
                   analysis: Optional[RunAnalysis] = None) -> WrittenOutputs:
-    """Call every exporter plugin for ``target`` at once, each on a thread of an executor this
-    function owns, and return what they wrote. A plugin that raises is warned about by name and
-    recorded in ``failures``; the others still write (a profiled job keeps what can be kept, the CLI
-    fails).
+    """Call every exporter plugin for ``target`` and return what they wrote. A plugin that raises is
+    warned about by name and recorded in ``failures``; the others still write (a profiled job keeps
+    what can be kept, the CLI fails).
 
-    With ``analysis`` (whose ``result`` is ``result``, its tables pending) the analyzers run on this
-    thread meanwhile: an exporter that reads only the events (the trace) writes beside them, one that
-    reads a table waits for it (:class:`~npuprof.analysis.pipeline.PendingTables`). When the analysis
-    fails, what the exporters wrote is removed and its error raised.
+    From :data:`CONCURRENT_MIN_EVENTS` events every exporter runs at once, each on a thread of an
+    executor this function owns, and with ``analysis`` (whose ``result`` is ``result``, its tables
+    pending) the analyzers run on this thread meanwhile: an exporter that reads only the events (the
+    trace) writes beside them, one that reads a table waits for it
+    (:class:`~npuprof.analysis.pipeline.PendingTables`). When the analysis fails, what the exporters
+    wrote is removed and its error raised. A smaller run's exporters run one after another on this
+    thread once the analyzers are done (and not at all when they fail): their work is short and holds
+    the interpreter's lock, so threads would only add their start, lock hand-overs and a second
+    allocator arena's memory. So does every run at interpreter exit, when no thread may start.
     """
     host = get_plugin_host()
     names = exporter_names()
@@ -212,21 +219,24 @@ def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional
     outcomes: list[tuple[str, Any]] = []
     try:
         with ThreadPoolExecutor(max_workers=max(1, len(names)), thread_name_prefix=EXPORT_THREAD_PREFIX) as pool:
-            try:
-                jobs = [(name, pool.submit(_call_exporter, host, name, result, target)) for name in names]
-            except RuntimeError:   # the interpreter is exiting (a window saved at exit): no new threads
-                jobs = []
+            jobs: list[tuple[str, Optional[Future]]] = []   # None: to be run here
+            if len(result.events) >= CONCURRENT_MIN_EVENTS:
+                try:
+                    jobs = [(name, pool.submit(_call_exporter, host, name, result, target)) for name in names]
+                except RuntimeError:   # the interpreter is exiting (a window saved at exit): no new threads
+                    jobs = []
             if analysis is not None:
                 try:
                     analysis.finish()
                 except BaseException as e:   # raised once the exporters are done (they wait on its tables)
                     analysis_error = e
-            if not jobs and names and analysis_error is None:   # one after another, here
-                jobs = [(name, _done(_call_exporter, host, name, result, target)) for name in names]
+            if not jobs and analysis_error is None:   # one after another, here
+                jobs = [(name, None) for name in names]
             for name, job in jobs:
                 with phases.phase(f"writing {name} outputs ({result.run_dir.name})") if phases else nullcontext():
                     try:
-                        outcomes.append((name, job.result()))
+                        outcomes.append((name, job.result() if job is not None
+                                         else _call_exporter(host, name, result, target)))
                     except BaseException as e:   # ProfilerDataError/ConfigError: the user's to see
                         outcomes.append((name, e))
     finally:
@@ -252,16 +262,6 @@ def write_outputs(result: AnalysisResult, target: ExportTarget, phases: Optional
         log.warning("npuprof: plugin %r failed in npuprof_export for %s: %s", failure.exporter, result.run_dir,
                     failure.error, extra={CARRIED_IN_RESULT: True})
     return written
-
-
-def _done(fn: Callable[..., Any], *args: Any) -> Future:
-    """``fn(*args)`` run here, as a finished future."""
-    future: Future = Future()
-    try:
-        future.set_result(fn(*args))
-    except BaseException as e:
-        future.set_exception(e)
-    return future
 
 
 def _call_exporter(host: Any, exporter: str, result: AnalysisResult,

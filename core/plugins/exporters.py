@@ -8,8 +8,8 @@ with memory data operator_memory.csv, memory_record.csv, npu_module_mem.csv
 (``npuprof_analyzers``), as its ``csv`` declaration says; the communication files. The trace is the
 ``trace_view`` plugin's (:mod:`npuprof.plugins.trace_view`), the Ascend
 profiler database the ``database`` plugin's (:mod:`npuprof.plugins.database`):
-the writer runs the three at once (:func:`npuprof.export.writer.write_outputs`),
-and writes ``analyse.done`` after them.
+the writer runs the three at once on a large run, in turn on a smaller one
+(:func:`npuprof.export.writer.write_outputs`), and writes ``analyse.done`` after them.
 """
 from __future__ import annotations
 

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from ..analysis.diff import DiffOptions, DiffResult, check_metric, compare, parse_by, parse_steps
-from ..analysis.diffnames import read_name_map
 from ..analysis.pipeline import analyse_run, find_runs
 from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..validate import check_bool, check_int
 
+if TYPE_CHECKING:
+    from ..analysis.diff import DiffOptions, DiffResult
+
+# the comparison (analysis.diff, analysis.diffnames) is imported by the functions that compare: every npuprof
+# command loads the ``diff`` plugin (npuprof.rundiff.plugin, in this package), only ``npuprof diff`` compares
 log = logging.getLogger("npuprof")
 PathLike = Union[str, Path]
 
@@ -62,6 +65,9 @@ def pick_run(path: PathLike, rank: Optional[int], param: str) -> Path:
 def diff_options(*, steps: Any = None, base_steps: Any = None, new_steps: Any = None, by: Any = "all",
                  top: Any = 10, metric: Any = "step", name_map: Any = None, normalise: Any = True) -> DiffOptions:
     """Checked :class:`DiffOptions` from the CLI's / API's values (``ProfilerConfigError`` naming the option)."""
+    from ..analysis.diff import DiffOptions, check_metric, parse_by, parse_steps
+    from ..analysis.diffnames import read_name_map
+
     both = parse_steps("--steps", steps)
     if isinstance(name_map, (str, Path)):
         name_map = read_name_map(name_map)
@@ -84,6 +90,8 @@ def diff_paths(base: Union[PathLike, AnalysisResult], new: Union[PathLike, Analy
     ``options`` are :func:`diff_options`' (``steps``, ``base_steps``, ``new_steps``, ``by``, ``top``,
     ``metric``, ``name_map``, ``normalise``). Options are checked before anything is read.
     """
+    from ..analysis.diff import compare
+
     opts = diff_options(**options)
     ranks = []        # (rank or None, the option that gave it)
     for param, own in (("--base-rank", base_rank), ("--new-rank", new_rank)):

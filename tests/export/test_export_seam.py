@@ -1,6 +1,7 @@
 """The exporter seam: an exporter is a function of the AnalysisResult and a target folder, registered
-through the plugin host; the writer runs every exporter at once on its own threads while the analyzers
-run, and an exporter that reads a table waits for it."""
+through the plugin host; from the writer's concurrency size the writer runs every exporter at once on its
+own threads while the analyzers run, and an exporter that reads a table waits for it; below it they run
+one after another on the calling thread once the analyzers are done."""
 from __future__ import annotations
 
 import dataclasses
@@ -39,7 +40,14 @@ def plugin():
         host.unregister(name)
 
 
-def test_a_third_party_exporter_runs_through_the_seam_beside_the_analyzers(synthetic_run, plugin, monkeypatch):
+@pytest.fixture
+def concurrent(monkeypatch):
+    """The writer runs this test's small run as it runs a large one: exporters beside the analyzers."""
+    monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
+
+
+def test_a_third_party_exporter_runs_through_the_seam_beside_the_analyzers(synthetic_run, plugin, monkeypatch,
+                                                                           concurrent):
     """Its events-only file is written while an analyzer still runs (the analyzer waits for it), its table
     file once the table exists; it ran on a thread of the writer's executor and its files are listed."""
     trace_written = threading.Event()
@@ -75,16 +83,45 @@ def test_a_third_party_exporter_runs_through_the_seam_beside_the_analyzers(synth
     assert not run.failures
 
 
+def test_a_small_run_s_exporters_run_here_in_turn_once_the_analyzers_are_done(synthetic_run, plugin):
+    """Below the writer's concurrency size no thread is started: a third-party exporter runs on the calling
+    thread, every table already there, and its files are listed as at any size."""
+    seen = {}
+
+    class TableCopy:
+        @hookimpl
+        def npuprof_export(self, result, target):
+            seen["thread"] = threading.current_thread()
+            seen["tables"] = type(result.tables)
+            return [write_csv(result.tables["op_statistic"], target.output_dir / "my_op_statistic.csv")]
+
+    plugin(TableCopy(), "table_copy")
+    before = {t.ident for t in threading.enumerate()}
+    (run,) = writer.analyse_and_export(synthetic_run)
+    out = synthetic_run / "ASCEND_PROFILER_OUTPUT"
+    assert len(run.result.events) < writer.CONCURRENT_MIN_EVENTS
+    assert seen["thread"] is threading.current_thread() and seen["tables"] is dict
+    assert not [t for t in threading.enumerate() if t.ident not in before
+                and t.name.startswith(writer.EXPORT_THREAD_PREFIX)]
+    assert (out / "my_op_statistic.csv").read_bytes() == (out / "op_statistic.csv").read_bytes()
+    assert {out / "my_op_statistic.csv", out / "trace_view.json", out / "analyse.done"} <= set(run.outputs)
+    assert not run.failures
+
+
 def _replace_builtin(monkeypatch, table, compute):
     monkeypatch.setattr(builtin_analyzers, "BUILTIN_ANALYZERS", tuple(
         dataclasses.replace(a, compute=compute) if a.table == table else a
         for a in builtin_analyzers.BUILTIN_ANALYZERS))
 
 
-@pytest.mark.parametrize("forked", [False, True])
+@pytest.mark.parametrize("schedule", ["in_turn", "threads", "forked"])
 def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synthetic_run, plugin, monkeypatch,
-                                                                            forked):
-    """Whether the trace was being rendered by a forked child (stopped, its files removed) or here."""
+                                                                            schedule):
+    """Whether the exporters ran beside the analyzers, the trace rendered by a forked child (stopped, its
+    files removed) or on an exporter thread, or were to run after them (then none runs)."""
+    forked = schedule == "forked"
+    if schedule != "in_turn":
+        monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
     if forked:
         monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
         monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
@@ -109,7 +146,10 @@ def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synt
     plugin(TableReader(), "table_reader")
     with pytest.raises(MemoryError):
         writer.analyse_and_export(synthetic_run)
-    assert "analysis did not complete: MemoryError" in waited["error"]
+    if schedule == "in_turn":
+        assert waited == {}
+    else:
+        assert "analysis did not complete: MemoryError" in waited["error"]
     assert started == ([1] if forked else [])
     out = synthetic_run / "ASCEND_PROFILER_OUTPUT"
     assert not out.exists() or not any(out.iterdir())   # the trace written meanwhile is removed too
@@ -121,7 +161,9 @@ def test_at_interpreter_exit_the_exporters_run_one_after_another_here(synthetic_
     from npuprof.export import sqlite_db
 
     kinds = ["text", "db"]
-    writer.analyse_and_export(synthetic_run, export_type=kinds, output=tmp_path / "threads")
+    with monkeypatch.context() as threads:
+        threads.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
+        writer.analyse_and_export(synthetic_run, export_type=kinds, output=tmp_path / "threads")
 
     class Exiting(writer.ThreadPoolExecutor):
         def submit(self, *args, **kwargs):

@@ -135,7 +135,11 @@ def _digests(folder: Path) -> dict:
     return {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
-def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threads", [True, False])
+def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeypatch, threads):
+    """The trace forked by an exporter thread while the analyzers run (the writer's schedule from its
+    concurrency size), or forked here once they are done (a smaller run's): the same files."""
+    from npuprof.export import writer
     from synth import make_run
 
     run = make_run(tmp_path / "runs", 30_000)
@@ -149,6 +153,8 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
         p.unlink()
     monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
     monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    if threads:
+        monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
     started = []
     real = trace_json.ForkedTrace
     monkeypatch.setattr(trace_json, "ForkedTrace", lambda *a: started.append(1) or real(*a))

@@ -29,15 +29,22 @@ def op_flops_rows(result) -> list:
 def _event_rows(ev) -> list:
     kernels = np.flatnonzero((ev["kind"] == np.uint8(EventKind.KERNEL)) & (ev["device"] >= 0))
     rows = kernels if len(kernels) else np.flatnonzero(ev["kind"] == np.uint8(EventKind.OP))
+    codes = ev["args"][rows]   # args texts repeat: each distinct one is looked at once
+    shaped = [c for c in np.unique(codes).tolist() if _has_shapes(ev.args_object(c))]
+    if not shaped:
+        return []
+    rows = rows[np.isin(codes, shaped)]
     out = []
     names, types = ev.string_array("name"), ev.string_array("type")
     for r, a in zip(rows.tolist(), ev.args_objects(ev["args"][rows])):
-        if "Input Shapes" not in a or "Output Shapes" not in a:
-            continue
         out.append(kernel_flops(str(types[r]), str(names[r]), int(ev["dur"][r]) / 1000.0, str(a["Input Shapes"]),
                                 str(a["Output Shapes"]), str(a.get("Input Data Types", "")),
                                 str(a.get("Input Formats", ""))))
     return out
+
+
+def _has_shapes(args: dict) -> bool:
+    return "Input Shapes" in args and "Output Shapes" in args
 
 
 OP_FLOPS_COLUMNS = ["Name", "Type", "Input Shapes", "Input Data Types", "Duration(us)", "FLOPs", "TFLOP/s",
