@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+# tolerances of a real sample's times against npuprof's
+US = 1e-3        # one ns in µs: the resolution of npuprof's event times (and of the tool's csv text)
+FLOAT_EPOCH_US = 0.25   # ulp of a float64 holding epoch µs of 2025 (2**50 µs .. 2**51 µs): the tool's ts resolution
 
 
 def realdata(relative: str) -> Path:

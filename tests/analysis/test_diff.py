@@ -116,7 +116,7 @@ def _tool_step_rows(run: Path) -> dict:
 
 def _bound(column: str, ops: int) -> float:
     """How far npuprof's step_trace_time may be from the tool's (test_real_torch_npu_text.DIFFERS says why)."""
-    from test_real_torch_npu_text import FLOAT_EPOCH_US, US
+    from realdata import FLOAT_EPOCH_US, US
 
     return {"Preparing": 2 * FLOAT_EPOCH_US, "Free": 2 * FLOAT_EPOCH_US + ops * US}.get(column, ops * US) + 1e-9
 
@@ -276,7 +276,7 @@ def test_a_side_with_skipped_inputs_exits_3(base_run, tmp_path, capsys):
 def test_the_html_page_is_self_contained_and_renders_in_headless_chromium(base_run, slow_run, tmp_path):
     import re
 
-    from test_report_html import render_page, screenshot_dir
+    from browser_support import render_page, screenshot_dir
 
     page = tmp_path / "diff.html"
     assert main(["diff", str(base_run), str(slow_run), "-o", str(page)]) == 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from realdata import Bounds, compare_json, realdata, tree_digest
+from realdata import FLOAT_EPOCH_US, US, Bounds, compare_json, realdata, tree_digest
 
 from npuprof.analysis.analyzer import registered_analyzers
 from npuprof.analysis.steps import step_spans
@@ -35,8 +35,6 @@ from npuprof.readers.ascend_output import AscendWriter, read_ascend_output, writ
 # there skips); the tests hold for each, where the tool wrote the file
 LEVELS = tuple(f"msinsight/test/data/pytorch/text/level{n}" for n in (0, 1, 2))
 RANKS = (0, 1)
-US = 1e-3        # one ns in µs: the resolution of npuprof's event times (and of the tool's csv text)
-FLOAT_EPOCH_US = 0.25   # ulp of a float64 holding epoch µs of 2025 (2**50 µs .. 2**51 µs): the tool's ts resolution
 
 # Columns that cannot agree to the last digit, and why (the bound each test allows is derived from this):
 DIFFERS = {

@@ -116,7 +116,7 @@ def test_keras_memory_files_in_the_anchors_layout_add_up_to_the_allocators_total
 
 @pytest.mark.slow
 def test_keras_memory_timeline_page_renders_in_chromium(keras_run, tmp_path):
-    from test_report_html import render_page, screenshot_dir
+    from browser_support import render_page, screenshot_dir
 
     page = tmp_path / "memory.html"
     done = subprocess.run([sys.executable, "-m", "npuprof", "memory", "-dir", keras_run["runs"][0], "-o", str(page)],
