@@ -7,7 +7,7 @@ STAMP := $(VENV)/.npuprof-installed
 
 .PHONY: demo test test-fast test-loaded test-pythons test-pure test-aarch64 dist bench bench-aarch64 interop venv system-deps tf215 clean
 
-$(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
+$(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c core/readers/_tracescan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all,dev]"
@@ -93,4 +93,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 .venv-interop .venv-py3.* npuprof_demo .pytest_cache build dist core/*.so core/export/*.so
+	rm -rf $(VENV) .venv-tf215 .venv-interop .venv-py3.* npuprof_demo .pytest_cache build dist core/*.so core/export/*.so core/readers/*.so

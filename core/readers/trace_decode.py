@@ -7,6 +7,11 @@ skipped by the parser, not built); without it, or when the file does not fit tho
 is not an object, a bare event list ...), orjson decodes it and the same columns are taken from its dicts.
 Both give the same :class:`TraceColumns` (docs/performance.md: the parsers measured).
 
+:func:`scan_trace` is the Kineto reader's faster twin of :func:`decode_trace`: the compiled scanner
+(``_tracescan.c``) reads the same fields straight into arrays, names and categories as codes into one list of
+distinct texts (:class:`ScannedTrace`); it declines (None) any file the structs would read otherwise, and
+then :func:`decode_trace` reads it.
+
 :func:`decode_events` is the same decoder for readers that need every event and whole ``args`` (torch_npu's
 and MindSpore's ``trace_view.json``): one list per field of every event, ``args`` kept as its JSON text
 (``msgspec.Raw``) and parsed by orjson only for the events whose args are used, so the values are orjson's.
@@ -34,7 +39,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+import numpy as np
 import orjson
+
+from ..compiled import load_compiled
 
 try:   # the optional fast path (pyproject extra "fast")
     import msgspec
@@ -43,6 +51,8 @@ except ImportError:    # pragma: no cover - exercised by NPUPROF_TRACE_DECODER=o
 
 # NPUPROF_TRACE_DECODER=orjson forces the fallback (tests run both; a user can rule msgspec out)
 DECODER_ENV = "NPUPROF_TRACE_DECODER"
+# the compiled Kineto scanner, or None: not built here, or NPUPROF_PURE_PYTHON set (see npuprof.compiled)
+_scanner = load_compiled("npuprof.readers._tracescan")
 
 
 @dataclass
@@ -295,6 +305,58 @@ def decode_trace(raw: Union[bytes, memoryview]) -> TraceColumns:
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise NoTraceEvents("holds no traceEvents list")
     return _from_dicts(doc)
+
+
+@dataclass
+class ScannedTrace:
+    """The complete events of a trace as the compiled scanner reads them, in file order: what
+    :class:`TraceColumns` holds, as arrays. ``ts_ns``/``dur_ns`` are ``round(v * 1000)`` of ts/dur where
+    ``usable`` (both numbers, not bools, finite, below 9e15 µs, dur >= 0; else 0), without the file's base
+    time; ``cat``/``name`` codes into ``texts``; ``ints`` the pid, tid, ``args.correlation/device/stream``
+    columns (n x 5), each usable where its bit of ``ints_ok`` is set (a JSON integer within int64, else 0)."""
+
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    usable: np.ndarray
+    cat: np.ndarray
+    name: np.ndarray
+    texts: list
+    ints: np.ndarray
+    ints_ok: np.ndarray
+    labels: list
+    other: int
+    doc: dict
+
+
+def scan_trace(raw: Union[bytes, memoryview]) -> Optional[ScannedTrace]:
+    """The trace ``raw`` as :class:`ScannedTrace`, or None where the scanner is not in use (not built,
+    ``NPUPROF_PURE_PYTHON``, no msgspec or ``NPUPROF_TRACE_DECODER=orjson``) or declines the file (anything
+    :func:`decode_trace`'s structs would read otherwise, or refuse): then :func:`decode_trace` reads it.
+
+    Example::
+
+        scanned = scan_trace(raw_bytes)
+        cols = decode_trace(raw_bytes) if scanned is None else None
+    """
+    if _scanner is None or decoder_name() != "msgspec":
+        return None
+    decode = msgspec.json.decode
+    scanned = _scanner.scan(raw, decode)
+    if scanned is None:
+        return None
+    n, ts, dur, usable, cat, name, ints, ok, texts, meta, other, doc_texts = scanned
+    try:   # what the structs' Any fields hold: msgspec's values of the same texts
+        doc = {k: decode(doc_texts[k]) if k in doc_texts else None
+               for k in ("baseTimeNanoseconds", "distributedInfo", "deviceProperties")}
+        labels = [(decode(pid) if pid is not None else None, decode(lab) if lab is not None else "")
+                  for code, pid, lab in meta if code >= 0 and texts[code] == "process_labels"]
+    except (msgspec.MsgspecError, UnicodeDecodeError):
+        return None
+    return ScannedTrace(ts_ns=np.frombuffer(ts, np.int64), dur_ns=np.frombuffer(dur, np.int64),
+                        usable=np.frombuffer(usable, np.bool_), cat=np.frombuffer(cat, np.int32),
+                        name=np.frombuffer(name, np.int32), texts=texts,
+                        ints=np.frombuffer(ints, np.int64).reshape(n, 5), ints_ok=np.frombuffer(ok, np.uint8),
+                        labels=labels, other=other, doc=doc)
 
 
 def _from_structs(doc: Any) -> TraceColumns:
