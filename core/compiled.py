@@ -1,8 +1,10 @@
 """npuprof's compiled modules, and the one switch that turns them all off.
 
 ``pip install`` builds them (``setup.py``, each optional): the annotation hot
-paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code) and the
-row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``).
+paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code), the
+row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``)
+and the Kineto trace scanner (``npuprof.readers._tracescan``, twin of
+``trace_decode.decode_trace``'s structs).
 Each Python twin is the reference and the fallback: it runs where the module
 was not built, and everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0").
 :func:`compiled_status` says which is in use and why (``npuprof doctor``).
@@ -25,7 +27,8 @@ from typing import Optional
 PURE_PYTHON_ENV = "NPUPROF_PURE_PYTHON"
 # npuprof's compiled modules and what each one's Python twin is
 COMPILED_MODULES = {"npuprof._hotpath": "annotations (record_function, mstx, trace_api)",
-                    "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files"}
+                    "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files",
+                    "npuprof.readers._tracescan": "reading Kineto traces"}
 
 
 @dataclass(frozen=True)
