@@ -198,6 +198,21 @@ init_tables(void)
         STOP[i] = (i < 0x20 || i == '"' || i == '\\' || i >= 0x80);
 }
 
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1
+/* the high bit of each byte of v that is '"', '\\', below 0x20 or non-ASCII; above the first such byte a
+ * bit may be set wrongly (a borrow), never below it, so the lowest set bit is the first stop */
+static inline uint64_t
+stop_bytes(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+    return (((quote - ones) & ~quote) | ((slash - ones) & ~slash) | ((v - ones * 0x20) & ~v) | v) & high;
+}
+#else
+#define SWAR 0
+#endif
+
 static inline int
 hexval(unsigned char ch)
 {
@@ -271,12 +286,18 @@ scan_string(Cursor *c, const unsigned char **s, Py_ssize_t *n, int *escaped)
     *s = c->p;
     *escaped = 0;
     for (;;) {
-        while (c->p + 8 <= c->end) {      /* eight plain bytes at a time where possible */
-            const unsigned char *q = c->p;
-            if (STOP[q[0]] | STOP[q[1]] | STOP[q[2]] | STOP[q[3]] | STOP[q[4]] | STOP[q[5]] | STOP[q[6]] | STOP[q[7]])
+#if SWAR
+        while (c->p + 8 <= c->end) {      /* eight plain bytes at a time, to the first that is not */
+            uint64_t v;
+            memcpy(&v, c->p, 8);
+            uint64_t stop = stop_bytes(v);
+            if (stop) {
+                c->p += __builtin_ctzll(stop) >> 3;
                 break;
+            }
             c->p += 8;
         }
+#endif
         while (c->p < c->end && !STOP[*c->p])
             c->p++;
         if (c->p >= c->end)
