@@ -56,7 +56,8 @@ test-pythons:
 PURE_TESTS ?= tests/performance/test_hotpath.py tests/performance/test_rowrender.py tests/platform/test_private_api.py tests/platform/test_doctor.py \
 	tests/performance/test_perf_recorder.py tests/performance/test_perf_flush.py tests/performance/test_perf_textrows.py tests/performance/test_perf_textrows_bands.py \
 	tests/performance/test_perf_trace.py tests/performance/test_perf_trace_fork.py tests/export/test_core_export.py tests/export/test_core_export_ascend.py \
-	tests/core/test_core_profiler.py tests/core/test_core_crash.py tests/core/test_core_correlation.py
+	tests/core/test_core_profiler.py tests/core/test_core_crash.py tests/core/test_core_correlation.py \
+	tests/readers/test_kineto_columnar.py tests/readers/test_kineto_scanner.py
 test-pure: $(STAMP)
 	NPUPROF_PURE_PYTHON=1 $(PY) -m pytest -ra $(PURE_TESTS)
 
