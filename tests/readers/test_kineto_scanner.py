@@ -271,3 +271,45 @@ def test_times_follow_pythons_rounding():
     assert s.ts_ns.tolist() == [round(v * 1000) for v in stamps] == s.dur_ns.tolist()
     assert all(math.isfinite(v) for v in stamps) and s.usable.all()
     assert np.array_equal(s.ts_ns, kineto._from_columns(decode_trace(raw)).t)
+
+
+def _small_real_trace() -> bytes:
+    doc = json.loads(gzip.decompress(realdata(f"{HTA}/trace_filter/sampled_rank-0.json.gz").read_bytes()))
+    doc["traceEvents"] = doc["traceEvents"][:40]
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
+SMALL = None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_bytes_are_declined_or_scanned_as_the_structs_read_them(data):
+    global SMALL
+    if SMALL is None:
+        SMALL = _small_real_trace()
+    raw = bytearray(SMALL)
+    for _ in range(data.draw(st.integers(1, 4))):
+        how = data.draw(st.sampled_from(["byte", "cut", "delete", "insert"]))
+        at = data.draw(st.integers(0, len(raw) - 1))
+        if how == "byte":
+            raw[at] = data.draw(st.sampled_from(list(b'{}[]",:\\ 0-.eE\x00\x7f\x80\xc3\xff') + [data.draw(st.integers(0, 255))]))
+        elif how == "cut":
+            del raw[at:]
+        elif how == "delete":
+            del raw[at:at + data.draw(st.integers(1, 8))]
+        else:
+            raw[at:at] = data.draw(st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"\\u", b"1e999", b"\xed\xa0\x80"]))
+        if not raw:
+            raw = bytearray(b"{")
+    raw = bytes(raw)
+    s = scan_trace(raw)
+    try:
+        cols = decode_trace(raw)
+    except (TraceDecodeError, UnicodeDecodeError):
+        cols = None
+    if cols is None or cols.decoder != "msgspec":
+        assert s is None
+        return
+    if s is not None and kineto._base_fits(s):
+        assert _columns_of(kineto._from_scanned(s)) == _columns_of(kineto._from_columns(cols))
