@@ -55,8 +55,9 @@ from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable, StringPool
 from ..fileio import check_input_file
 from ..quality import QualityIssue
 from .ascend_output import _args_text
-from .trace_decode import (CHUNKED_FROM_BYTES, NoTraceEvents, ScannedTrace, TraceColumns, TraceDecodeError,
-                           collector_paused, decode_gzip_trace, decode_trace, scan_trace)
+from . import trace_decode
+from .trace_decode import (NoTraceEvents, ScannedTrace, TraceColumns, TraceDecodeError, collector_paused,
+                           decode_gzip_trace, decode_trace, scan_gzip_chunks, scan_trace)
 
 Warn = Callable[[str], None]
 SOURCE = "kineto"
@@ -113,10 +114,11 @@ def _load(path: Path) -> Union[ScannedTrace, TraceColumns]:
     check_input_file(path)
     try:
         if path.name.endswith(".gz"):
-            if path.stat().st_size >= CHUNKED_FROM_BYTES:      # decompressed beside the decode, memory bounded
-                return decode_gzip_trace(path)
-            raw = gzip.decompress(path.read_bytes())
-            return _scanned_or_decoded(raw)
+            chunked_from = min(trace_decode.SCANNED_IN_CHUNKS_FROM_BYTES, trace_decode.CHUNKED_FROM_BYTES)
+            if path.stat().st_size >= chunked_from:     # decompressed beside the scan, memory bounded
+                scanned = scan_gzip_chunks(path)
+                return scanned if scanned is not None and _base_fits(scanned) else decode_gzip_trace(path)
+            return _scanned_or_decoded(gzip.decompress(path.read_bytes()))
         with open(path, "rb") as fh:
             if not os.fstat(fh.fileno()).st_size:
                 return decode_trace(b"")

@@ -313,3 +313,32 @@ def test_damaged_bytes_are_declined_or_scanned_as_the_structs_read_them(data):
         return
     if s is not None and kineto._base_fits(s):
         assert _columns_of(kineto._from_scanned(s)) == _columns_of(kineto._from_columns(cols))
+
+
+@pytest.mark.parametrize("sample", ["trace_diff/control/control.json.gz", "trace_filter/sampled_rank-1.json.gz",
+                                    "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"])
+def test_gzip_scanned_in_chunks_beside_its_decompression_reads_as_the_whole_file(sample, monkeypatch):
+    """cpu_only's trace has a list of log lines after its events: the event list's end is found anyway."""
+    path = realdata(f"{HTA}/{sample}")
+    monkeypatch.setattr(trace_decode, "CHUNK_BYTES", 1 << 16)          # many chunks even for a small file
+    chunked = trace_decode.scan_gzip_chunks(path)
+    assert chunked is not None
+    assert _columns_of(kineto._from_scanned(chunked)) == _reference(gzip.decompress(path.read_bytes()))
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 0)
+    read = kineto.read_kineto(path, warn=print)
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 1 << 62)
+    assert _table_dump(read) == _table_dump(kineto.read_kineto(path, warn=print))
+
+
+def test_a_gzip_chunk_the_scanner_declines_is_read_by_the_structs(tmp_path, monkeypatch):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(3000)]
+    events[2500]["ts"] = "2500"     # a ts as text, in a late chunk
+    path = tmp_path / "late.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    monkeypatch.setattr(trace_decode, "CHUNK_BYTES", 1 << 12)
+    assert trace_decode.scan_gzip_chunks(path) is None
+    monkeypatch.setattr(trace_decode, "CHUNKED_FROM_BYTES", 0)
+    read = kineto.read_kineto(path, warn=print)
+    assert len(read.events) == 3000
+    monkeypatch.setattr(trace_decode, "_scanner", None)
+    assert _table_dump(read) == _table_dump(kineto.read_kineto(path, warn=print))
