@@ -7,10 +7,10 @@ skipped by the parser, not built); without it, or when the file does not fit tho
 is not an object, a bare event list ...), orjson decodes it and the same columns are taken from its dicts.
 Both give the same :class:`TraceColumns` (docs/performance.md: the parsers measured).
 
-:func:`scan_trace` is the Kineto reader's faster twin of :func:`decode_trace`: the compiled scanner
-(``_tracescan.c``) reads the same fields straight into arrays, names and categories as codes into one list of
-distinct texts (:class:`ScannedTrace`); it declines (None) any file the structs would read otherwise, and
-then :func:`decode_trace` reads it.
+:func:`scan_trace` is the Kineto reader's faster twin of :func:`decode_trace` (and :func:`scan_gzip_chunks` of
+:func:`decode_gzip_trace`): the compiled scanner (``_tracescan.c``) reads the same fields straight into arrays,
+names and categories as codes into one list of distinct texts (:class:`ScannedTrace`); it declines (None) any
+file the structs would read otherwise, and then the decoder reads it.
 
 :func:`decode_events` is the same decoder for readers that need every event and whole ``args`` (torch_npu's
 and MindSpore's ``trace_view.json``): one list per field of every event, ``args`` kept as its JSON text
