@@ -7,7 +7,7 @@ STAMP := $(VENV)/.npuprof-installed
 
 .PHONY: demo test test-fast test-loaded test-pythons test-freethreaded test-pure test-aarch64 dist bench bench-aarch64 interop venv system-deps tf215 clean
 
-$(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c
+$(STAMP): pyproject.toml setup.py core/_hotpath.c core/export/_rowrender.c core/readers/_tracescan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[all,dev]"
@@ -64,7 +64,8 @@ test-freethreaded: $(STAMP)
 PURE_TESTS ?= tests/performance/test_hotpath.py tests/performance/test_rowrender.py tests/platform/test_private_api.py tests/platform/test_doctor.py \
 	tests/performance/test_perf_recorder.py tests/performance/test_perf_flush.py tests/performance/test_perf_textrows.py tests/performance/test_perf_textrows_bands.py \
 	tests/performance/test_perf_trace.py tests/performance/test_perf_trace_fork.py tests/export/test_core_export.py tests/export/test_core_export_ascend.py \
-	tests/core/test_core_profiler.py tests/core/test_core_crash.py tests/core/test_core_correlation.py
+	tests/core/test_core_profiler.py tests/core/test_core_crash.py tests/core/test_core_correlation.py \
+	tests/readers/test_kineto_columnar.py tests/readers/test_kineto_scanner.py
 test-pure: $(STAMP)
 	NPUPROF_PURE_PYTHON=1 $(PY) -m pytest -ra $(PURE_TESTS)
 
@@ -101,4 +102,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py --readme README.md
 
 clean:
-	rm -rf $(VENV) .venv-tf215 .venv-interop .venv-py3.* npuprof_demo .pytest_cache build dist core/*.so core/export/*.so
+	rm -rf $(VENV) .venv-tf215 .venv-interop .venv-py3.* npuprof_demo .pytest_cache build dist core/*.so core/export/*.so core/readers/*.so

@@ -1,9 +1,10 @@
-"""The compiled hot paths: annotations (core/_hotpath.c) and text rows (core/export/_rowrender.c);
+"""The compiled hot paths: annotations (core/_hotpath.c), text rows (core/export/_rowrender.c) and the
+Kineto trace scanner (core/readers/_tracescan.c);
 everything else is in pyproject.toml.
 
 Each extension is optional: where one cannot be built (no C compiler or Python headers) the build
 prints a WARNING line and npuprof runs the same code in Python (core/recorder.py,
-core/export/textrows.py); a wheel holding neither is tagged pure (``py3-none-any``), as it is.
+core/export/textrows.py, core/readers/trace_decode.py); a wheel holding neither is tagged pure (``py3-none-any``), as it is.
 ``NPUPROF_PURE_WHEEL=1`` builds that pure wheel on purpose (for hosts that cannot build them).
 
 setuptools 61 or newer builds it (pyproject.toml's [project] table); the license is given here, as
@@ -40,7 +41,8 @@ except ImportError:
     from wheel.bdist_wheel import bdist_wheel
 
 EXTENSIONS = [Extension("npuprof._hotpath", ["core/_hotpath.c"], optional=True),
-              Extension("npuprof.export._rowrender", ["core/export/_rowrender.c"], optional=True)]
+              Extension("npuprof.export._rowrender", ["core/export/_rowrender.c"], optional=True),
+              Extension("npuprof.readers._tracescan", ["core/readers/_tracescan.c"], optional=True)]
 
 
 class OptionalBuildExt(build_ext):

@@ -1,8 +1,10 @@
 """npuprof's compiled modules, and the one switch that turns them all off.
 
 ``pip install`` builds them (``setup.py``, each optional): the annotation hot
-paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code) and the
-row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``).
+paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code), the
+row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``)
+and the Kineto trace scanner (``npuprof.readers._tracescan``, twin of
+``trace_decode.decode_trace``'s structs).
 Each Python twin is the reference and the fallback: it runs where the module
 was not built, everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0"), and on
 a free-threaded Python (3.13t) running with the GIL off: the compiled modules
@@ -34,7 +36,8 @@ from .private_api import gil_enabled
 PURE_PYTHON_ENV = "NPUPROF_PURE_PYTHON"
 # npuprof's compiled modules and what each one's Python twin is
 COMPILED_MODULES = {"npuprof._hotpath": "annotations (record_function, mstx, trace_api)",
-                    "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files"}
+                    "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files",
+                    "npuprof.readers._tracescan": "reading Kineto traces"}
 
 
 @dataclass(frozen=True)

@@ -46,17 +46,18 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from ..errors import ProfilerDataError
-from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable
+from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable, StringPool
 from ..fileio import check_input_file
 from ..quality import QualityIssue
 from .ascend_output import _args_text
-from .trace_decode import (NoTraceEvents, TraceColumns, TraceDecodeError, collector_paused, decode_gzip_trace,
-                           decode_trace)
+from . import trace_decode
+from .trace_decode import (NoTraceEvents, ScannedTrace, TraceColumns, TraceDecodeError, collector_paused,
+                           decode_gzip_trace, decode_trace, scan_gzip_chunks, scan_trace)
 
 Warn = Callable[[str], None]
 SOURCE = "kineto"
@@ -109,23 +110,42 @@ def is_kineto_trace(path: Path) -> bool:
                                                                   b'"deviceProperties"'))
 
 
-def _load(path: Path) -> TraceColumns:
+def _load(path: Path) -> Union[ScannedTrace, TraceColumns]:
     check_input_file(path)
     try:
         if path.name.endswith(".gz"):
-            return decode_gzip_trace(path)
+            chunked_from = min(trace_decode.SCANNED_IN_CHUNKS_FROM_BYTES, trace_decode.CHUNKED_FROM_BYTES)
+            if path.stat().st_size >= chunked_from:     # decompressed beside the scan, memory bounded
+                scanned = scan_gzip_chunks(path)
+                return scanned if scanned is not None and _base_fits(scanned) else decode_gzip_trace(path)
+            return _scanned_or_decoded(gzip.decompress(path.read_bytes()))
         with open(path, "rb") as fh:
             if not os.fstat(fh.fileno()).st_size:
                 return decode_trace(b"")
             # mapped, not read: the parser reads the page cache in place, no copy of the file in our heap
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
-                return decode_trace(view)
+                return _scanned_or_decoded(view)
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise ProfilerDataError(path, f"is not a readable trace ({type(e).__name__}: {e})") from None
     except NoTraceEvents:
         raise ProfilerDataError(path, "holds no traceEvents list") from None
     except TraceDecodeError as e:
         raise ProfilerDataError(path, f"is not a readable trace ({e})") from None
+
+
+def _scanned_or_decoded(raw: Union[bytes, memoryview]) -> Union[ScannedTrace, TraceColumns]:
+    """The compiled scanner's columns, else (not in use, or the file is not one it takes) the decoder's."""
+    scanned = scan_trace(raw)
+    if scanned is not None and _base_fits(scanned):
+        return scanned
+    return decode_trace(raw)
+
+
+def _base_fits(scanned: ScannedTrace) -> bool:
+    """Whether every usable start stays within int64 once the base time is added (else decided per event)."""
+    base_ns = _int_in(scanned.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    ok = scanned.usable
+    return not (base_ns and ok.any() and int(scanned.ts_ns[ok].max()) > _INT64[1] - base_ns)
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -267,6 +287,66 @@ def _times_numeric(ts: list, dur: list, base_ns: int) -> Optional[tuple[np.ndarr
     return t + base_ns, d, ok
 
 
+@dataclass
+class _Complete:
+    """The complete events of a file, column by column after the value rules: times in ns (``usable``
+    where both are), ints in their columns' ranges (else the default), ``cat``/``name`` codes into ``texts``."""
+
+    t: np.ndarray
+    d: np.ndarray
+    usable: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    corr: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    cat: np.ndarray
+    name: np.ndarray
+    texts: list
+    labels: list
+    other: int
+    doc: dict
+
+
+_PID, _TID, _CORR, _DEVICE, _STREAM = range(5)     # ScannedTrace.ints's columns
+
+
+def _from_scanned(s: ScannedTrace) -> _Complete:
+    base_ns = _int_in(s.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+
+    def ints(k: int, bounds: tuple[int, int], default: int) -> np.ndarray:
+        v = s.ints[:, k]
+        ok = ((s.ints_ok >> k) & 1).astype(bool) & (v >= bounds[0]) & (v <= bounds[1])
+        return np.where(ok, v, default)
+
+    return _Complete(t=s.ts_ns + base_ns, d=s.dur_ns.copy(), usable=s.usable.copy(), pid=ints(_PID, _INT64, 0),
+                     tid=ints(_TID, _INT64, 0), corr=ints(_CORR, (0, _INT64[1]), -1),
+                     device=ints(_DEVICE, (0, 32767), -1), stream=ints(_STREAM, (0, 2**31 - 1), -1),
+                     cat=s.cat, name=s.name, texts=s.texts, labels=s.labels, other=s.other, doc=s.doc)
+
+
+def _from_columns(cols: TraceColumns) -> _Complete:
+    base_ns = _int_in(cols.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    t, d, usable = _times(cols.ts, cols.dur, base_ns)
+    texts: list = []
+    index: dict = {}
+    return _Complete(t=t, d=d, usable=usable, pid=_int_column(cols.pid, _INT64, 0),
+                     tid=_int_column(cols.tid, _INT64, 0), corr=_int_column(cols.correlation, (0, _INT64[1]), -1),
+                     device=_int_column(cols.device, (0, 32767), -1), stream=_int_column(cols.stream, (0, 2**31 - 1), -1),
+                     cat=_text_codes(cols.cat, index, texts), name=_text_codes(cols.name, index, texts), texts=texts,
+                     labels=cols.labels, other=cols.other, doc=cols.doc)
+
+
+def _text_codes(values: list, index: dict, texts: list) -> np.ndarray:
+    """The code of each value's text in ``texts`` (``str`` of it), new texts appended."""
+    strings = values if set(map(type, values)) <= {str} else list(map(str, values))
+    for text in dict.fromkeys(strings):
+        if text not in index:
+            index[text] = len(texts)
+            texts.append(text)
+    return np.fromiter(map(index.__getitem__, strings), dtype=np.int32, count=len(strings))
+
+
 def read_kineto(path: Path, warn: Warn) -> KinetoRead:
     """The events of one trace file (see the module doc); a file without any complete event is an error."""
     with collector_paused():      # millions of acyclic objects: no collection walks them again and again
@@ -274,27 +354,23 @@ def read_kineto(path: Path, warn: Warn) -> KinetoRead:
 
 
 def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
-    cols = _load(path)
-    doc = cols.doc
-    base_ns = _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    loaded = _load(path)
+    c = _from_scanned(loaded) if isinstance(loaded, ScannedTrace) else _from_columns(loaded)
+    del loaded
+    doc, texts = c.doc, c.texts
     info = doc.get("distributedInfo")
     if not isinstance(info, dict):
         info = {}
     rank, world = info.get("rank"), info.get("world_size")
-    t, d, usable = _times(cols.ts, cols.dur, base_ns)
+    usable, pid, stream = c.usable, c.pid, c.stream
     bad = int(len(usable) - usable.sum())
-    cats = cols.cat if set(map(type, cols.cat)) <= {str} else list(map(str, cols.cat))
-    names = cols.name if set(map(type, cols.name)) <= {str} else list(map(str, cols.name))
-    class_of = {c: _cat_class(c) for c in set(cats)}
-    cls = np.fromiter(map(class_of.__getitem__, cats), dtype=np.uint8, count=len(cats))
+    class_of = np.zeros(len(texts), dtype=np.uint8)
+    for code in np.unique(c.cat).tolist():
+        class_of[code] = _cat_class(texts[code])
+    cls = class_of[c.cat]
     cls[~usable] = _C_OTHER
-    pid = _int_column(cols.pid, _INT64, 0)
-    tid = _int_column(cols.tid, _INT64, 0)
-    corr = _int_column(cols.correlation, (0, _INT64[1]), -1)
-    device = _int_column(cols.device, (0, 32767), -1)
-    stream = _int_column(cols.stream, (0, 2**31 - 1), -1)
 
-    device_pids = {p for p in (_labelled_device_pid(p, lab) for p, lab in cols.labels) if p is not None}
+    device_pids = {p for p in (_labelled_device_pid(p, lab) for p, lab in c.labels) if p is not None}
     device_pids.update(np.unique(pid[cls == _C_DEVICE]).tolist())
     device_pids.update(np.unique(pid[(cls == _C_UNKNOWN) & (stream >= 0)]).tolist())
     device_pids |= _device_property_ids(doc)
@@ -302,18 +378,18 @@ def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
     unknown = np.flatnonzero(cls == _C_UNKNOWN)
     unknown = unknown[np.isin(pid[unknown], np.fromiter(device_pids, np.int64, len(device_pids)))]
     unknown = unknown[np.argsort(pid[unknown], kind="stable")]    # per device pid, as the issues name them
-    other = cols.other + int(np.count_nonzero(cls == _C_OTHER)) - bad + int(np.count_nonzero(cls == _C_UNKNOWN)) \
+    other = c.other + int(np.count_nonzero(cls == _C_OTHER)) - bad + int(np.count_nonzero(cls == _C_UNKNOWN)) \
         - len(unknown)
     rows = np.concatenate([read_here, unknown])
     row_cls = cls[rows]
     row_cls[len(read_here):] = _C_DEVICE
-    events = _table(rows, row_cls, t, d, cats, names, pid, tid, corr, device, stream)
+    events = _table(rows, row_cls, c)
 
     issues: list[QualityIssue] = []
     unknown_pids = pid[unknown]
     for dev_pid in np.unique(unknown_pids).tolist():
         mine = unknown[unknown_pids == dev_pid]
-        kinds = ", ".join(sorted({cats[i] for i in mine.tolist()}))
+        kinds = ", ".join(sorted({texts[k] for k in c.cat[mine].tolist()}))
         issues.append(QualityIssue(
             str(path), f"device kind unknown: {len(mine)} events on pid {dev_pid} (cat {kinds}) counted as device time",
             affects=DEVICE_AFFECTS))
@@ -330,64 +406,78 @@ def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
                       world_size=world if isinstance(world, int) and world > 0 else None, issues=tuple(issues))
 
 
-def _table(rows: np.ndarray, row_cls: np.ndarray, t: np.ndarray, d: np.ndarray, cats: list, names: list,
-           pid: np.ndarray, tid: np.ndarray, corr: np.ndarray, device: np.ndarray, stream: np.ndarray) -> EventTable:
+class _Texts:
+    """``texts`` and the texts the rows add (kernel types, fixed types), each with a code after them."""
+
+    def __init__(self, texts: list) -> None:
+        self.texts = list(texts)
+        self._added: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        c = self._added.get(text)
+        if c is None:
+            c = self._added[text] = len(self.texts)
+            self.texts.append(text)
+        return c
+
+
+def _pooled(pool: StringPool, codes: np.ndarray, texts: list) -> np.ndarray:
+    """``pool.codes`` of the texts ``codes`` stand for: new texts added in order of first appearance."""
+    found, first = np.unique(codes, return_index=True)
+    remap = np.zeros(len(texts), dtype=np.int32)
+    for code in found[np.argsort(first, kind="stable")].tolist():
+        remap[code] = pool.code(texts[code])
+    return remap[codes]
+
+
+def _table(rows: np.ndarray, row_cls: np.ndarray, c: _Complete) -> EventTable:
     """The event table of the complete events ``rows`` (in that order), each read as its class says."""
     n = len(rows)
     if not n:
         return EventTable.empty()
-    row_list = rows.tolist()
-    row_names = [names[i] for i in row_list]
-    row_cats = [cats[i] for i in row_list]
+    texts = _Texts(c.texts)
+    r_name, r_cat = c.name[rows], c.cat[rows]
     kind = np.full(n, int(EventKind.OP), dtype=np.uint8)
-    types = list(row_names)                  # an OP's type is its name; the other classes below
-    args = [""] * n
+    r_type = r_name.copy()                   # an OP's type is its name; the other classes below
+    r_args = np.full(n, texts.code(""), dtype=np.int32)
     step = np.full(n, -1, dtype=np.int32)
-    r_pid = pid[rows]
     r_device = np.full(n, -1, dtype=np.int64)
     r_stream = np.full(n, -1, dtype=np.int64)
     r_corr = np.full(n, -1, dtype=np.int64)
 
-    steps: dict[str, Optional[int]] = {}
-    for j in np.flatnonzero(row_cls == _C_ANNOTATION).tolist():
-        name = row_names[j]
-        if name not in steps:
-            m = STEP_RE.match(name)
-            steps[name] = int(m.group(1)) if m else None
-        nth = steps[name]
-        if nth is None:
-            kind[j], types[j] = EventKind.RANGE, "user_annotation"
-        else:
-            kind[j], types[j], step[j] = EventKind.STEP, "ProfilerStep", nth
+    sel = np.flatnonzero(row_cls == _C_ANNOTATION)
+    names, which = np.unique(r_name[sel], return_inverse=True)
+    steps = [STEP_RE.match(c.texts[code]) for code in names.tolist()]
+    is_step = np.array([m is not None for m in steps], dtype=bool)[which]
+    kind[sel] = np.where(is_step, EventKind.STEP, EventKind.RANGE)
+    r_type[sel] = np.where(is_step, texts.code("ProfilerStep"), texts.code("user_annotation"))
+    step[sel] = np.array([int(m.group(1)) if m else -1 for m in steps], dtype=np.int32)[which]
     sel = np.flatnonzero(row_cls == _C_DEVICE_ANNOTATION)
-    kind[sel] = EventKind.RANGE
-    for j in sel.tolist():
-        types[j] = row_cats[j]
-    r_device[sel], r_stream[sel] = device[rows[sel]], stream[rows[sel]]
+    kind[sel], r_type[sel] = EventKind.RANGE, r_cat[sel]
+    r_device[sel], r_stream[sel] = c.device[rows[sel]], c.stream[rows[sel]]
     sel = np.flatnonzero(row_cls == _C_API)
-    kind[sel], r_corr[sel] = EventKind.API, corr[rows[sel]]
-    for j in sel.tolist():
-        types[j] = row_cats[j]
+    kind[sel], r_corr[sel], r_type[sel] = EventKind.API, c.corr[rows[sel]], r_cat[sel]
     sel = np.flatnonzero(row_cls == _C_STACK)
-    kind[sel] = EventKind.STACK
-    for j in sel.tolist():
-        types[j] = "python_function"
+    kind[sel], r_type[sel] = EventKind.STACK, texts.code("python_function")
     sel = np.flatnonzero(row_cls == _C_DEVICE)
     src = rows[sel]
-    dev, p = device[src], pid[src]
+    dev, p = c.device[src], c.pid[src]
     # without args.device the device is the pid (Kineto writes a device's events on the pid of its index)
     r_device[sel] = np.where((dev < 0) & (p >= 0) & (p <= 32767), p, dev)
-    r_stream[sel], r_corr[sel] = stream[src], corr[src]
-    read_as: dict[tuple[str, str], tuple[EventKind, str, str]] = {}
-    for j in sel.tolist():
-        key = (row_cats[j], row_names[j])
-        how = read_as.get(key)
-        if how is None:
-            how = read_as[key] = _device_kind_type(*key)
-        kind[j], types[j], args[j] = how
-    return EventTable.from_records(ts=t[rows], dur=d[rows], kind=kind, pid=r_pid, tid=tid[rows], device=r_device,
-                                   stream=r_stream, step=step, name=row_names, type=types, args=args, source=SOURCE,
-                                   corr=r_corr)
+    r_stream[sel], r_corr[sel] = c.stream[src], c.corr[src]
+    pairs, which = np.unique(r_cat[sel].astype(np.int64) * len(c.texts) + r_name[sel], return_inverse=True)
+    how = [_device_kind_type(c.texts[pair // len(c.texts)], c.texts[pair % len(c.texts)]) for pair in pairs.tolist()]
+    kind[sel] = np.array([int(k) for k, _, _ in how], dtype=np.uint8)[which]
+    r_type[sel] = np.array([texts.code(t) for _, t, _ in how], dtype=np.int32)[which]
+    r_args[sel] = np.array([texts.code(a) for _, _, a in how], dtype=np.int32)[which]
+
+    pool = StringPool()      # the table's texts in the order the per-row lists gave them: name, type, source, args
+    codes = {"name": _pooled(pool, r_name, c.texts), "type": _pooled(pool, r_type, texts.texts)}
+    codes["source"] = np.full(n, pool.code(SOURCE), dtype=np.int32)
+    codes["args"] = _pooled(pool, r_args, texts.texts)
+    numeric = {"ts": c.t[rows], "dur": c.d[rows], "kind": kind, "pid": c.pid[rows], "tid": c.tid[rows],
+               "device": r_device, "stream": r_stream, "step": step, "corr": r_corr}
+    return EventTable.from_codes(numeric, codes, pool.strings)
 
 
 def trace_distributed(path: Path) -> tuple[Optional[int], Optional[int]]:

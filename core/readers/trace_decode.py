@@ -7,6 +7,11 @@ skipped by the parser, not built); without it, or when the file does not fit tho
 is not an object, a bare event list ...), orjson decodes it and the same columns are taken from its dicts.
 Both give the same :class:`TraceColumns` (docs/performance.md: the parsers measured).
 
+:func:`scan_trace` is the Kineto reader's faster twin of :func:`decode_trace` (and :func:`scan_gzip_chunks` of
+:func:`decode_gzip_trace`): the compiled scanner (``_tracescan.c``) reads the same fields straight into arrays,
+names and categories as codes into one list of distinct texts (:class:`ScannedTrace`); it declines (None) any
+file the structs would read otherwise, and then the decoder reads it.
+
 :func:`decode_events` is the same decoder for readers that need every event and whole ``args`` (torch_npu's
 and MindSpore's ``trace_view.json``): one list per field of every event, ``args`` kept as its JSON text
 (``msgspec.Raw``) and parsed by orjson only for the events whose args are used, so the values are orjson's.
@@ -34,7 +39,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
+import numpy as np
 import orjson
+
+from ..compiled import load_compiled
 
 try:   # the optional fast path (pyproject extra "fast")
     import msgspec
@@ -43,6 +51,8 @@ except ImportError:    # pragma: no cover - exercised by NPUPROF_TRACE_DECODER=o
 
 # NPUPROF_TRACE_DECODER=orjson forces the fallback (tests run both; a user can rule msgspec out)
 DECODER_ENV = "NPUPROF_TRACE_DECODER"
+# the compiled Kineto scanner, or None: not built here, or NPUPROF_PURE_PYTHON set (see npuprof.compiled)
+_scanner = load_compiled("npuprof.readers._tracescan")
 
 
 @dataclass
@@ -297,6 +307,62 @@ def decode_trace(raw: Union[bytes, memoryview]) -> TraceColumns:
     return _from_dicts(doc)
 
 
+@dataclass
+class ScannedTrace:
+    """The complete events of a trace as the compiled scanner reads them, in file order: what
+    :class:`TraceColumns` holds, as arrays. ``ts_ns``/``dur_ns`` are ``round(v * 1000)`` of ts/dur where
+    ``usable`` (both numbers, not bools, finite, below 9e15 µs, dur >= 0; else 0), without the file's base
+    time; ``cat``/``name`` codes into ``texts``; ``ints`` the pid, tid, ``args.correlation/device/stream``
+    columns (n x 5), each usable where its bit of ``ints_ok`` is set (a JSON integer within int64, else 0)."""
+
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    usable: np.ndarray
+    cat: np.ndarray
+    name: np.ndarray
+    texts: list
+    ints: np.ndarray
+    ints_ok: np.ndarray
+    labels: list
+    other: int
+    doc: dict
+
+
+def scan_trace(raw: Union[bytes, memoryview]) -> Optional[ScannedTrace]:
+    """The trace ``raw`` as :class:`ScannedTrace`, or None where the scanner is not in use (not built,
+    ``NPUPROF_PURE_PYTHON``, no msgspec or ``NPUPROF_TRACE_DECODER=orjson``) or declines the file (anything
+    :func:`decode_trace`'s structs would read otherwise, or refuse): then :func:`decode_trace` reads it.
+
+    Example::
+
+        scanned = scan_trace(raw_bytes)
+        cols = decode_trace(raw_bytes) if scanned is None else None
+    """
+    if _scanner is None or decoder_name() != "msgspec":
+        return None
+    return _scanned(_scanner.scan(raw, msgspec.json.decode))
+
+
+def _scanned(scanned: Optional[tuple]) -> Optional[ScannedTrace]:
+    """The scanner's tuple (see ``_tracescan.c``) as :class:`ScannedTrace`; None as it declined."""
+    if scanned is None:
+        return None
+    decode = msgspec.json.decode
+    n, ts, dur, usable, cat, name, ints, ok, texts, meta, other, doc_texts = scanned
+    try:   # what the structs' Any fields hold: msgspec's values of the same texts
+        doc = {k: decode(doc_texts[k]) if k in doc_texts else None
+               for k in ("baseTimeNanoseconds", "distributedInfo", "deviceProperties")}
+        labels = [(decode(pid) if pid is not None else None, decode(lab) if lab is not None else "")
+                  for code, pid, lab in meta if code >= 0 and texts[code] == "process_labels"]
+    except (msgspec.MsgspecError, UnicodeDecodeError):
+        return None
+    return ScannedTrace(ts_ns=np.frombuffer(ts, np.int64), dur_ns=np.frombuffer(dur, np.int64),
+                        usable=np.frombuffer(usable, np.bool_), cat=np.frombuffer(cat, np.int32),
+                        name=np.frombuffer(name, np.int32), texts=texts,
+                        ints=np.frombuffer(ints, np.int64).reshape(n, 5), ints_ok=np.frombuffer(ok, np.uint8),
+                        labels=labels, other=other, doc=doc)
+
+
 def _from_structs(doc: Any) -> TraceColumns:
     events = doc.traceEvents
     complete = [e for e in events if e.ph == "X"]
@@ -344,6 +410,10 @@ CHUNK_BYTES = 16 << 20
 # 1.95 GB for a 656 MB trace), but on 2 loaded cores 30-60% slower than decompressing first, as the
 # decoder holds the GIL and the thread has no free core (docs/performance.md); below it, whole.
 CHUNKED_FROM_BYTES = 64 << 20
+# With the compiled scanner (scan_gzip_chunks) chunks cost no time: on the 25x trace gzipped (50 MB) the reader
+# took 3.7-3.9 s of CPU in chunks against 3.8 s decompressing first, peak RSS 387 MB against 1.38 GB; so
+# from this size on (below it one chunk holds the whole file) a gzipped trace is scanned in chunks.
+SCANNED_IN_CHUNKS_FROM_BYTES = 8 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_BEFORE = re.compile(rb"\}\s*,\s*\{\Z")
 
@@ -392,6 +462,108 @@ def decode_gzip_trace(path: Path) -> TraceColumns:
         except (_Chunked, OSError, EOFError, zlib.error):
             pass      # decoded whole below: a damaged stream raises there exactly as gzip says it
     return decode_trace(gzip.decompress(path.read_bytes()))
+
+
+def scan_gzip_chunks(path: Path) -> Optional[ScannedTrace]:
+    """The gzipped trace at ``path`` decompressed in a thread while the compiled scanner reads the events
+    already out, chunk by chunk (as :func:`decode_gzip_trace` does with msgspec, memory bounded the same way),
+    as :class:`ScannedTrace`; None where the scanner is not in use, declines a chunk, the stream does not
+    split into event chunks as expected or is damaged: then :func:`decode_gzip_trace` reads the file.
+    """
+    if _scanner is None or decoder_name() != "msgspec":
+        return None
+    pieces: queue.Queue = queue.Queue(maxsize=4)
+    stop = threading.Event()
+    worker = threading.Thread(target=_decompressed, args=(path, pieces, stop), daemon=True,
+                              name="npuprof-gunzip")
+    worker.start()
+    try:
+        return _scan_stream(pieces)
+    except (_Chunked, OSError, EOFError, zlib.error):
+        return None      # decode_gzip_trace reads it: a damaged stream raises there exactly as gzip says it
+    finally:
+        stop.set()
+        while worker.is_alive():      # let the worker finish its put() and see the stop
+            try:
+                pieces.get(timeout=0.05)
+            except queue.Empty:
+                pass
+
+
+def _scan_events(text: Union[bytes, bytearray]) -> ScannedTrace:
+    """The events of the JSON list body ``text`` (``{...},{...}``), scanned; :class:`_Chunked` where declined."""
+    part = _scanned(_scanner.scan(b'{"traceEvents":[' + text + b"]}", msgspec.json.decode))
+    if part is None:
+        raise _Chunked()
+    return part
+
+
+def _scan_stream(pieces: "queue.Queue") -> ScannedTrace:
+    buf = bytearray()
+    head = None
+    while head is None:      # up to the start of the event list
+        piece = _next_piece(pieces)
+        if piece is None:
+            raise _Chunked()
+        buf += piece
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            head, buf = bytes(buf[:m.end() - 1]), buf[m.end():]
+        elif len(buf) > CHUNK_BYTES:
+            raise _Chunked()
+    parts: list = []
+    while True:
+        piece = _next_piece(pieces)
+        if piece is None:
+            break
+        buf += piece
+        if len(buf) < CHUNK_BYTES:
+            continue
+        cut = _last_boundary(buf)
+        if cut < 0:
+            continue
+        parts.append(_scan_events(memoryview(buf)[:cut + 1]))
+        del buf[:cut + 1]
+        del buf[:buf.index(b",") + 1]
+    end = len(buf)
+    for _ in range(64):      # the event list closes at the last ] after which the rest of the document scans
+        end = buf.rfind(b"]", 0, end)
+        if end < 0:
+            raise _Chunked()
+        k = end - 1
+        while k >= 0 and buf[k] in b" \t\r\n":
+            k -= 1
+        if k >= 0 and buf[k] != ord("}"):
+            continue       # the list of events ends with an event: this ] closes some other list
+        doc = _scanned(_scanner.scan(head + b"[]" + buf[end + 1:], msgspec.json.decode))
+        if doc is None:
+            continue
+        if k >= 0:
+            parts.append(_scan_events(memoryview(buf)[:end]))
+        return _joined(parts, doc)
+    raise _Chunked()
+
+
+def _joined(parts: list, doc: ScannedTrace) -> ScannedTrace:
+    """The chunks' columns end to end, their codes into one list of texts; the document's keys from ``doc``."""
+    index: dict = {}
+    cats, names = [], []
+    for p in parts:
+        remap = np.array([index.setdefault(t, len(index)) for t in p.texts], dtype=np.int32)
+        cats.append(remap[p.cat])
+        names.append(remap[p.name])
+
+    def joined(key: str, dtype: Any) -> np.ndarray:
+        return np.concatenate([getattr(p, key) for p in parts]) if parts else np.zeros(0, dtype)
+
+    return ScannedTrace(ts_ns=joined("ts_ns", np.int64), dur_ns=joined("dur_ns", np.int64),
+                        usable=joined("usable", np.bool_),
+                        cat=np.concatenate(cats) if parts else np.zeros(0, np.int32),
+                        name=np.concatenate(names) if parts else np.zeros(0, np.int32),
+                        texts=list(index) or [""], ints=np.concatenate([p.ints for p in parts]) if parts
+                        else np.zeros((0, 5), np.int64), ints_ok=joined("ints_ok", np.uint8),
+                        labels=[lab for p in parts for lab in p.labels], other=sum(p.other for p in parts),
+                        doc=doc.doc)
 
 
 def _decode_chunks(path: Path) -> TraceColumns:

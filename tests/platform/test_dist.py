@@ -141,7 +141,8 @@ def test_make_dist_builds_an_sdist_manylinux_wheels_and_a_pure_wheel(dist, tmp_p
     for wheel in dist.glob("*.whl"):
         archive = zipfile.ZipFile(wheel)
         files = archive.namelist()
-        assert {"npuprof/py.typed", "npuprof/_hotpath.pyi", "npuprof/export/_rowrender.pyi"} <= set(files)
+        assert {"npuprof/py.typed", "npuprof/_hotpath.pyi", "npuprof/export/_rowrender.pyi",
+                "npuprof/readers/_tracescan.pyi"} <= set(files)
         assert not [f for f in files if ".libs/" in f]                # nothing grafted: libc is all they need
         compiled = [f for f in files if f.endswith(".so")]
         machine = next((m for m, name in platform_wheels.items() if name == wheel.name), None)
@@ -150,7 +151,8 @@ def test_make_dist_builds_an_sdist_manylinux_wheels_and_a_pure_wheel(dist, tmp_p
             continue
         cp = CP if machine == HOST else "cp311"
         suffix = f".cpython-{cp[2:]}-{machine}-linux-gnu.so"
-        assert sorted(compiled) == [f"npuprof/_hotpath{suffix}", f"npuprof/export/_rowrender{suffix}"]
+        assert sorted(compiled) == [f"npuprof/_hotpath{suffix}", f"npuprof/export/_rowrender{suffix}",
+                                    f"npuprof/readers/_tracescan{suffix}"]
         tags = archive.read("npuprof-0.1.0.dist-info/WHEEL").decode()
         assert f"Tag: {cp}-{cp}-manylinux_2_17_{machine}" in tags, tags
         # the tag's promise, checked apart from auditwheel: no module needs a glibc symbol newer than 2.17

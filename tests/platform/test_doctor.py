@@ -31,7 +31,7 @@ def test_version_names_the_platform_page_size_and_compiled_modules(pure):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"npuprof {__version__}\n")
     assert f"page size {mmap.PAGESIZE} bytes" in out.stdout
-    for name in ("npuprof._hotpath", "npuprof.export._rowrender"):
+    for name in ("npuprof._hotpath", "npuprof.export._rowrender", "npuprof.readers._tracescan"):
         if pure:
             assert f"{name} not loaded (NPUPROF_PURE_PYTHON=1 turns it off)" in out.stdout
         elif compiled_status(name).loaded:
@@ -44,7 +44,8 @@ def test_doctor_reports_everything_and_leaves_nothing_behind(tmp_path):
     report = json.loads(out.stdout)
     assert report["version"] == __version__ and report["page_size"] == mmap.PAGESIZE
     assert report["machine"] and report["platform"]
-    assert {c["name"] for c in report["compiled"]} == {"npuprof._hotpath", "npuprof.export._rowrender"}
+    assert {c["name"] for c in report["compiled"]} == {"npuprof._hotpath", "npuprof.export._rowrender",
+                                                       "npuprof.readers._tracescan"}
     assert report["write"]["mb_per_s"] > 0 and report["write"]["directory"] == str(tmp_path)
     assert set(report["private_api"]) == {"RLock._is_owned", "sys._getframe", "numpy _set_madvise_hugepage",
                                           "sys._is_gil_enabled"}

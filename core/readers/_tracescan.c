@@ -1,0 +1,1040 @@
+/* npuprof.readers._tracescan: a Kineto trace's complete events scanned into columns, compiled.
+ *
+ * Why: decoding the events into objects and taking one Python list per field
+ * was most of the Kineto reader's time (docs/performance.md). Here one pass
+ * over the bytes fills arrays of numbers and interns each name and category
+ * once (by its bytes): per event, no Python object is made at all.
+ *
+ * scan(buffer, decode) -> tuple, or None. None means "not a file this scanner
+ * takes as it is": any shape or value the structs of trace_decode.py would
+ * read differently, or refuse (an entry that is not an object, an args that
+ * is not an object, a ts given as text, a cat or name that is not text, a used
+ * key given twice or spelt with escapes, a number out of the double range,
+ * invalid UTF-8 or any other malformed JSON anywhere, nesting past 512). The
+ * caller then decodes the file with msgspec/orjson as before, so the scanner
+ * only ever answers for files on which both give the same values. It is the
+ * stricter of the two: it validates every string and number it skips.
+ *
+ * The tuple (n = the complete events, ph "X", in file order):
+ *   n, ts_ns, dur_ns, usable, cat, name, ints, ok, texts, meta, other, doc
+ * ts_ns/dur_ns: bytes of n int64, round(v * 1000) of ts/dur (an int exactly,
+ *   a float as Python rounds it), 0 where not usable; usable: n bytes, 1
+ *   where ts and dur are numbers (not bools) finite and below 9e15 in
+ *   magnitude and dur >= 0 (an absent dur is 0); the base time is the caller's.
+ * cat/name: bytes of n int32, codes into texts (list of str; an absent cat or
+ *   name is "").
+ * ints: bytes of 5n int64, per event pid, tid, args.correlation, args.device,
+ *   args.stream; ok: bytes of n, bit k set where field k is a JSON integer
+ *   within int64 (its value is then in ints, else 0).
+ * meta: list of (name code, pid JSON text or None, args.labels JSON text or
+ *   None) of every "M" event; other: the entries that are not complete events;
+ * doc: dict of the JSON text of the top level's baseTimeNanoseconds,
+ *   distributedInfo and deviceProperties where present.
+ * decode(bytes) -> str is called for a name or category holding escapes
+ * (once per distinct text), with the string's JSON text, quotes included.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
+#endif
+
+#define MAX_DEPTH 512
+#define NUM_INTS 5
+
+typedef struct {
+    const unsigned char *p, *end;
+    int fail;                 /* 1: not taken (the caller decodes otherwise); 2: a Python error is set */
+} Cursor;
+
+/* -- growable columns ------------------------------------------------------------------------------- */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;      /* in bytes */
+} Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *d = PyMem_Realloc(b->data, cap);
+    if (!d) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+/* -- interning: raw string bytes -> code ----------------------------------------------------------- */
+typedef struct {
+    const unsigned char *s;
+    Py_ssize_t len;
+    uint64_t hash;
+    int32_t code;
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    Py_ssize_t cap, used;     /* cap a power of two */
+    PyObject *texts;          /* list of str, by code */
+    PyObject *decode;
+} Interner;
+
+static uint64_t
+hash_bytes(const unsigned char *s, Py_ssize_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static int
+interner_grow(Interner *t)
+{
+    Py_ssize_t cap = t->cap ? t->cap * 2 : 1024;
+    Slot *slots = PyMem_Calloc(cap, sizeof(Slot));
+    if (!slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].s)
+            continue;
+        Py_ssize_t j = (Py_ssize_t)(t->slots[i].hash & (uint64_t)(cap - 1));
+        while (slots[j].s)
+            j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+/* the code of the string whose content (between the quotes) is s[0:n]; -1 with c->fail set */
+static int32_t
+intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped)
+{
+    if ((t->used + 1) * 2 > t->cap && interner_grow(t) < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    uint64_t h = hash_bytes(s, n);
+    Py_ssize_t j = (Py_ssize_t)(h & (uint64_t)(t->cap - 1));
+    while (t->slots[j].s) {
+        Slot *e = &t->slots[j];
+        if (e->hash == h && e->len == n && memcmp(e->s, s, n) == 0)
+            return e->code;
+        j = (j + 1) & (t->cap - 1);
+    }
+    PyObject *text;
+    if (escaped) {
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)s - 1, n + 2);
+        if (!raw) {
+            c->fail = 2;
+            return -1;
+        }
+        text = PyObject_CallFunctionObjArgs(t->decode, raw, NULL);
+        Py_DECREF(raw);
+        if (!text || !PyUnicode_Check(text)) {
+            Py_XDECREF(text);
+            PyErr_Clear();      /* msgspec refuses it: the caller's decoder decides what the file is */
+            c->fail = 1;
+            return -1;
+        }
+    }
+    else {
+        text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
+        if (!text) {
+            PyErr_Clear();
+            c->fail = 1;
+            return -1;
+        }
+    }
+    int32_t code = (int32_t)PyList_GET_SIZE(t->texts);
+    int rc = PyList_Append(t->texts, text);
+    Py_DECREF(text);
+    if (rc < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    Slot *e = &t->slots[j];
+    e->s = s;
+    e->len = n;
+    e->hash = h;
+    e->code = code;
+    t->used++;
+    return code;
+}
+
+/* -- the JSON grammar ------------------------------------------------------------------------------ */
+static inline void
+skip_ws(Cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+        c->p++;
+}
+
+/* 1 where a byte ends a run of plain string bytes: '"', '\\', control characters, non-ASCII */
+static unsigned char STOP[256];
+
+static void
+init_tables(void)
+{
+    for (int i = 0; i < 256; i++)
+        STOP[i] = (i < 0x20 || i == '"' || i == '\\' || i >= 0x80);
+}
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1
+/* the high bit of each byte of v that is '"', '\\', below 0x20 or non-ASCII; above the first such byte a
+ * bit may be set wrongly (a borrow), never below it, so the lowest set bit is the first stop */
+static inline uint64_t
+stop_bytes(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+    return (((quote - ones) & ~quote) | ((slash - ones) & ~slash) | ((v - ones * 0x20) & ~v) | v) & high;
+}
+#else
+#define SWAR 0
+#endif
+
+static inline int
+hexval(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+static int
+read_u4(Cursor *c, unsigned *out)
+{
+    if (c->end - c->p < 4)
+        return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(c->p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + (unsigned)h;
+    }
+    c->p += 4;
+    *out = v;
+    return 0;
+}
+
+/* one UTF-8 sequence starting at c->p (a byte >= 0x80), as Python's strict decoder takes it */
+static int
+skip_utf8(Cursor *c)
+{
+    const unsigned char *p = c->p;
+    Py_ssize_t left = c->end - p;
+    unsigned char b0 = p[0];
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        if (left < 2 || (p[1] & 0xC0) != 0x80)
+            return -1;
+        c->p += 2;
+        return 0;
+    }
+    if (b0 >= 0xE0 && b0 <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+            return -1;
+        if (b0 == 0xE0 && p[1] < 0xA0)
+            return -1;     /* overlong */
+        if (b0 == 0xED && p[1] >= 0xA0)
+            return -1;     /* a surrogate */
+        c->p += 3;
+        return 0;
+    }
+    if (b0 >= 0xF0 && b0 <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+            return -1;
+        if (b0 == 0xF0 && p[1] < 0x90)
+            return -1;     /* overlong */
+        if (b0 == 0xF4 && p[1] >= 0x90)
+            return -1;     /* past U+10FFFF */
+        c->p += 4;
+        return 0;
+    }
+    return -1;
+}
+
+/* a string at c->p (its opening quote): its content is [*s, *s + *n); *escaped if it holds a backslash */
+static int
+scan_string(Cursor *c, const unsigned char **s, Py_ssize_t *n, int *escaped)
+{
+    c->p++;    /* the quote */
+    *s = c->p;
+    *escaped = 0;
+    for (;;) {
+#if SWAR
+        while (c->p + 8 <= c->end) {      /* eight plain bytes at a time, to the first that is not */
+            uint64_t v;
+            memcpy(&v, c->p, 8);
+            uint64_t stop = stop_bytes(v);
+            if (stop) {
+                c->p += __builtin_ctzll(stop) >> 3;
+                break;
+            }
+            c->p += 8;
+        }
+#endif
+        while (c->p < c->end && !STOP[*c->p])
+            c->p++;
+        if (c->p >= c->end)
+            return -1;
+        unsigned char ch = *c->p;
+        if (ch == '"') {
+            *n = c->p - *s;
+            c->p++;
+            return 0;
+        }
+        if (ch == '\\') {
+            *escaped = 1;
+            c->p++;
+            if (c->p >= c->end)
+                return -1;
+            ch = *c->p++;
+            if (ch == 'u') {
+                unsigned u;
+                if (read_u4(c, &u) < 0)
+                    return -1;
+                if (u >= 0xDC00 && u <= 0xDFFF)
+                    return -1;     /* a lone low surrogate */
+                if (u >= 0xD800 && u <= 0xDBFF) {    /* a high surrogate: its low half must follow */
+                    unsigned lo;
+                    if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
+                        return -1;
+                    c->p += 2;
+                    if (read_u4(c, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
+                        return -1;
+                }
+            }
+            else if (!(ch == '"' || ch == '\\' || ch == '/' || ch == 'b' || ch == 'f' || ch == 'n' || ch == 'r'
+                       || ch == 't'))
+                return -1;
+            continue;
+        }
+        if (ch < 0x20)
+            return -1;
+        if (skip_utf8(c) < 0)
+            return -1;
+    }
+}
+
+enum { NUM_INT = 1, NUM_BIGINT = 2, NUM_FLOAT = 3 };
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* a number at c->p: its kind, and its value (*i for NUM_INT, *d for NUM_FLOAT) when want;
+ * -1 where it is not a JSON number or (wanted) a float out of the double range */
+static int
+scan_number(Cursor *c, int want, int *kind, int64_t *i, double *d)
+{
+    const unsigned char *start = c->p, *p = c->p, *end = c->end;
+    int neg = 0;
+    if (p < end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= end)
+        return -1;
+    const unsigned char *digits = p;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    else
+        return -1;
+    Py_ssize_t int_digits = p - digits;
+    int is_float = 0;
+    const unsigned char *frac = NULL;
+    Py_ssize_t frac_digits = 0;
+    if (p < end && *p == '.') {
+        p++;
+        frac = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        frac_digits = p - frac;
+        if (!frac_digits)
+            return -1;
+        is_float = 1;
+    }
+    int has_exp = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        const unsigned char *e = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        if (p == e)
+            return -1;
+        is_float = has_exp = 1;
+    }
+    c->p = p;
+    if (!is_float) {
+        *kind = NUM_INT;
+        if (!want)
+            return 0;
+        if (int_digits > 19) {
+            *kind = NUM_BIGINT;
+            return 0;
+        }
+        uint64_t v = 0;
+        for (const unsigned char *q = digits; q < digits + int_digits; q++)
+            v = v * 10 + (uint64_t)(*q - '0');     /* 19 digits never wrap a uint64 */
+        if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX) {
+            *kind = NUM_BIGINT;
+            return 0;
+        }
+        *i = neg ? (int64_t)(0 - v) : (int64_t)v;
+        return 0;
+    }
+    *kind = NUM_FLOAT;
+    if (!want)
+        return 0;
+    if (!has_exp && int_digits + frac_digits <= 15) {
+        /* exact: an integer below 10^15 < 2^53 divided by an exact power of ten, one rounding */
+        uint64_t m = 0;
+        for (const unsigned char *q = digits; q < digits + int_digits; q++)
+            m = m * 10 + (uint64_t)(*q - '0');
+        for (const unsigned char *q = frac; q < frac + frac_digits; q++)
+            m = m * 10 + (uint64_t)(*q - '0');
+        double v = (double)m / POW10[frac_digits];
+        *d = neg ? -v : v;
+        return 0;
+    }
+    /* Python's own correctly rounded conversion (float(text)); the text ends at a JSON delimiter */
+    char tmp[64];
+    Py_ssize_t len = p - start;
+    char *text = tmp;
+    if (len >= (Py_ssize_t)sizeof(tmp)) {
+        text = PyMem_Malloc(len + 1);
+        if (!text) {
+            PyErr_NoMemory();
+            c->fail = 2;
+            return -1;
+        }
+    }
+    memcpy(text, start, len);
+    text[len] = 0;
+    char *stop = NULL;
+    double v = PyOS_string_to_double(text, &stop, NULL);
+    int bad = (v == -1.0 && PyErr_Occurred()) || stop != text + len || !isfinite(v);
+    PyErr_Clear();
+    if (text != tmp)
+        PyMem_Free(text);
+    if (bad)
+        return -1;     /* out of range (msgspec refuses it): the caller decides */
+    *d = v;
+    return 0;
+}
+
+static int skip_value(Cursor *c, int depth);
+
+static int
+skip_literal(Cursor *c, const char *word, Py_ssize_t n)
+{
+    if (c->end - c->p < n || memcmp(c->p, word, n) != 0)
+        return -1;
+    c->p += n;
+    return 0;
+}
+
+static int
+skip_container(Cursor *c, int depth, unsigned char close)
+{
+    if (depth > MAX_DEPTH)
+        return -1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            const unsigned char *s;
+            Py_ssize_t n;
+            int esc;
+            if (c->p >= c->end || *c->p != '"' || scan_string(c, &s, &n, &esc) < 0)
+                return -1;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return -1;
+            c->p++;
+            skip_ws(c);
+        }
+        if (skip_value(c, depth + 1) < 0)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == close) {
+            c->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int
+skip_value(Cursor *c, int depth)
+{
+    if (c->p >= c->end)
+        return -1;
+    switch (*c->p) {
+    case '"': {
+        const unsigned char *s;
+        Py_ssize_t n;
+        int esc;
+        return scan_string(c, &s, &n, &esc);
+    }
+    case '{':
+        return skip_container(c, depth, '}');
+    case '[':
+        return skip_container(c, depth, ']');
+    case 't':
+        return skip_literal(c, "true", 4);
+    case 'f':
+        return skip_literal(c, "false", 5);
+    case 'n':
+        return skip_literal(c, "null", 4);
+    default: {
+        int kind;
+        return scan_number(c, 0, &kind, NULL, NULL);
+    }
+    }
+}
+
+/* -- events ---------------------------------------------------------------------------------------- */
+typedef struct {
+    Buf ts, dur, usable, cat, name, ints, ok;
+    Py_ssize_t n, other;
+    Interner names;
+    PyObject *meta;
+    int32_t empty_code;
+} Columns;
+
+enum { F_PH = 1, F_CAT = 2, F_NAME = 4, F_PID = 8, F_TID = 16, F_TS = 32, F_DUR = 64, F_ARGS = 128 };
+enum { A_CORR = 1, A_DEVICE = 2, A_STREAM = 4, A_LABELS = 8 };
+
+static inline int
+key_is(const unsigned char *s, Py_ssize_t n, const char *word)
+{
+    Py_ssize_t k = (Py_ssize_t)strlen(word);
+    return n == k && memcmp(s, word, k) == 0;
+}
+
+typedef struct {
+    int kind;          /* 0: not a number (absent, null, bool, other) */
+    int64_t i;
+    double d;
+} Number;
+
+/* a value that is Any in the structs and used as a number */
+static int
+read_number_value(Cursor *c, Number *num)
+{
+    num->kind = 0;
+    if (c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9')))
+        return scan_number(c, 1, &num->kind, &num->i, &num->d);
+    return skip_value(c, 1);
+}
+
+/* ts/dur as Python's _number takes them: not a bool, finite, |v| < 9e15 (µs whose ns fit int64) */
+static inline int
+usable_us(const Number *v, int64_t *ns)
+{
+    if (v->kind == NUM_INT) {
+        if (v->i <= -9000000000000000LL || v->i >= 9000000000000000LL)
+            return 0;
+        *ns = v->i * 1000;
+        return 1;
+    }
+    if (v->kind == NUM_FLOAT) {
+        if (!(fabs(v->d) < 9e15))
+            return 0;
+        *ns = (int64_t)nearbyint(v->d * 1000.0);   /* round half to even, as Python's round() */
+        return 1;
+    }
+    return 0;
+}
+
+/* an object's members: each key matched against the used ones (a key spelt with escapes is refused) */
+static int
+read_args(Cursor *c, Number *ints, int *seen, const unsigned char **labels, Py_ssize_t *labels_len)
+{
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        const unsigned char *k;
+        Py_ssize_t kn;
+        int esc;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':')
+            return -1;
+        c->p++;
+        skip_ws(c);
+        int field = 0;
+        if (key_is(k, kn, "correlation"))
+            field = A_CORR;
+        else if (key_is(k, kn, "device"))
+            field = A_DEVICE;
+        else if (key_is(k, kn, "stream"))
+            field = A_STREAM;
+        else if (key_is(k, kn, "labels"))
+            field = A_LABELS;
+        if (field & *seen)
+            return -1;     /* given twice */
+        *seen |= field;
+        if (field == A_LABELS) {
+            const unsigned char *v = c->p;
+            if (skip_value(c, 2) < 0)
+                return -1;
+            *labels = v;
+            *labels_len = c->p - v;
+        }
+        else if (field) {
+            if (read_number_value(c, &ints[field == A_CORR ? 2 : field == A_DEVICE ? 3 : 4]) < 0)
+                return -1;
+        }
+        else if (skip_value(c, 2) < 0)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static PyObject *
+json_text(const unsigned char *s, Py_ssize_t n)
+{
+    if (!s)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)s, n);
+}
+
+/* one entry of traceEvents at c->p */
+static int
+read_event(Cursor *c, Columns *out)
+{
+    if (c->p >= c->end || *c->p != '{')
+        return -1;     /* not an object: the structs refuse it */
+    c->p++;
+    skip_ws(c);
+    int seen = 0, args_seen = 0;
+    int ph = 0;    /* 'X', 'M' or 0 */
+    const unsigned char *cat = NULL, *name = NULL, *labels = NULL, *pid_text = NULL;
+    Py_ssize_t cat_n = 0, name_n = 0, labels_n = 0, pid_n = 0;
+    int cat_esc = 0, name_esc = 0, cat_str = 1, name_str = 1;
+    Number ints[NUM_INTS] = {{0}};
+    Number ts = {0}, dur = {NUM_INT, 0, 0.0};     /* an absent dur is 0 */
+    int ts_text = 0;
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        goto done;
+    }
+    for (;;) {
+        const unsigned char *k;
+        Py_ssize_t kn;
+        int esc;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':')
+            return -1;
+        c->p++;
+        skip_ws(c);
+        int field = 0;
+        switch (kn) {
+        case 2:
+            field = key_is(k, kn, "ph") ? F_PH : key_is(k, kn, "ts") ? F_TS : 0;
+            break;
+        case 3:
+            field = key_is(k, kn, "cat") ? F_CAT : key_is(k, kn, "pid") ? F_PID : key_is(k, kn, "tid") ? F_TID
+                  : key_is(k, kn, "dur") ? F_DUR : 0;
+            break;
+        case 4:
+            field = key_is(k, kn, "name") ? F_NAME : key_is(k, kn, "args") ? F_ARGS : 0;
+            break;
+        }
+        if (field & seen)
+            return -1;     /* given twice */
+        seen |= field;
+        if (c->p >= c->end)
+            return -1;
+        unsigned char ch = *c->p;
+        switch (field) {
+        case F_PH:
+            if (ch == '"') {
+                const unsigned char *s;
+                Py_ssize_t n;
+                if (scan_string(c, &s, &n, &esc) < 0 || esc)
+                    return -1;
+                ph = (n == 1 && (s[0] == 'X' || s[0] == 'M')) ? s[0] : 0;
+            }
+            else if (skip_value(c, 1) < 0)
+                return -1;
+            break;
+        case F_CAT:
+        case F_NAME: {
+            const unsigned char *s = NULL;
+            Py_ssize_t n = 0;
+            int is_str = ch == '"';
+            if (is_str ? scan_string(c, &s, &n, &esc) < 0 : skip_value(c, 1) < 0)
+                return -1;
+            if (field == F_CAT)
+                cat = s, cat_n = n, cat_esc = esc, cat_str = is_str;
+            else
+                name = s, name_n = n, name_esc = esc, name_str = is_str;
+            break;
+        }
+        case F_PID:
+            pid_text = c->p;
+            if (read_number_value(c, &ints[0]) < 0)
+                return -1;
+            pid_n = c->p - pid_text;
+            break;
+        case F_TID:
+            if (read_number_value(c, &ints[1]) < 0)
+                return -1;
+            break;
+        case F_TS:
+            ts_text = ch == '"';
+            if (read_number_value(c, &ts) < 0)
+                return -1;
+            break;
+        case F_DUR:
+            if (read_number_value(c, &dur) < 0)
+                return -1;
+            break;
+        case F_ARGS:
+            if (ch == '{') {
+                if (read_args(c, ints, &args_seen, &labels, &labels_n) < 0)
+                    return -1;
+            }
+            else if (ch == 'n') {
+                if (skip_literal(c, "null", 4) < 0)
+                    return -1;
+            }
+            else
+                return -1;     /* an args that is not an object: the structs refuse it */
+            break;
+        default:
+            if (skip_value(c, 1) < 0)
+                return -1;
+        }
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            break;
+        }
+        return -1;
+    }
+done:
+    if (ph == 'M') {
+        out->other++;
+        int32_t code = out->empty_code;
+        if (name) {
+            code = intern(&out->names, c, name, name_n, name_esc);
+            if (code < 0)
+                return -1;
+        }
+        else if (!name_str)
+            code = -1;     /* a name that is not text: never "process_labels" */
+        PyObject *pid = pid_text ? json_text(pid_text, pid_n) : json_text(NULL, 0);
+        PyObject *lab = json_text(labels, labels_n);
+        PyObject *item = (pid && lab) ? Py_BuildValue("(iOO)", (int)code, pid, lab) : NULL;
+        Py_XDECREF(pid);
+        Py_XDECREF(lab);
+        if (!item || PyList_Append(out->meta, item) < 0) {
+            Py_XDECREF(item);
+            c->fail = 2;
+            return -1;
+        }
+        Py_DECREF(item);
+        return 0;
+    }
+    if (ph != 'X') {
+        out->other++;
+        return 0;
+    }
+    if (!cat_str || !name_str || ts_text)
+        return -1;     /* a cat or name that is not text, a ts given as text: decided by the Python rules */
+    int32_t cat_code = cat ? intern(&out->names, c, cat, cat_n, cat_esc) : out->empty_code;
+    if (cat_code < 0)
+        return -1;
+    int32_t name_code = name ? intern(&out->names, c, name, name_n, name_esc) : out->empty_code;
+    if (name_code < 0)
+        return -1;
+    if (buf_reserve(&out->ts, 8) < 0 || buf_reserve(&out->dur, 8) < 0 || buf_reserve(&out->usable, 1) < 0
+        || buf_reserve(&out->cat, 4) < 0 || buf_reserve(&out->name, 4) < 0
+        || buf_reserve(&out->ints, 8 * NUM_INTS) < 0 || buf_reserve(&out->ok, 1) < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    int64_t t_ns = 0, d_ns = 0;
+    int usable = usable_us(&ts, &t_ns) && usable_us(&dur, &d_ns) && d_ns >= 0;
+    if (!usable)
+        t_ns = d_ns = 0;
+    /* dur < 0 as a float: -0.0 is usable (not < 0), a tiny negative that rounds to 0 is not */
+    if (usable && dur.kind == NUM_FLOAT && dur.d < 0) {
+        usable = 0;
+        t_ns = d_ns = 0;
+    }
+    memcpy(out->ts.data + out->ts.len, &t_ns, 8);
+    out->ts.len += 8;
+    memcpy(out->dur.data + out->dur.len, &d_ns, 8);
+    out->dur.len += 8;
+    out->usable.data[out->usable.len++] = (char)usable;
+    memcpy(out->cat.data + out->cat.len, &cat_code, 4);
+    out->cat.len += 4;
+    memcpy(out->name.data + out->name.len, &name_code, 4);
+    out->name.len += 4;
+    unsigned char ok = 0;
+    for (int f = 0; f < NUM_INTS; f++) {
+        int64_t v = ints[f].kind == NUM_INT ? ints[f].i : 0;
+        if (ints[f].kind == NUM_INT)
+            ok |= (unsigned char)(1 << f);
+        memcpy(out->ints.data + out->ints.len, &v, 8);
+        out->ints.len += 8;
+    }
+    out->ok.data[out->ok.len++] = (char)ok;
+    out->n++;
+    return 0;
+}
+
+static int
+read_events(Cursor *c, Columns *out)
+{
+    if (c->p >= c->end || *c->p != '[')
+        return -1;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        return 0;
+    }
+    for (;;) {
+        if (read_event(c, out) < 0)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == ']') {
+            c->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static PyObject *
+buf_bytes(Buf *b)
+{
+    return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len);
+}
+
+static void
+columns_free(Columns *col)
+{
+    Buf *bufs[] = {&col->ts, &col->dur, &col->usable, &col->cat, &col->name, &col->ints, &col->ok};
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        PyMem_Free(bufs[k]->data);
+    PyMem_Free(col->names.slots);
+    Py_XDECREF(col->names.texts);
+    Py_XDECREF(col->meta);
+}
+
+static int
+read_document(Cursor *c, Columns *out, PyObject *doc)
+{
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '{')
+        return -1;     /* a bare event list, or not an object: the caller's decoder */
+    c->p++;
+    skip_ws(c);
+    int have_events = 0, seen = 0;
+    if (c->p < c->end && *c->p == '}')
+        return -1;
+    for (;;) {
+        const unsigned char *k;
+        Py_ssize_t kn;
+        int esc;
+        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':')
+            return -1;
+        c->p++;
+        skip_ws(c);
+        const char *keep = NULL;
+        int bit = 0;
+        if (key_is(k, kn, "baseTimeNanoseconds"))
+            keep = "baseTimeNanoseconds", bit = 1;
+        else if (key_is(k, kn, "distributedInfo"))
+            keep = "distributedInfo", bit = 2;
+        else if (key_is(k, kn, "deviceProperties"))
+            keep = "deviceProperties", bit = 4;
+        if (key_is(k, kn, "traceEvents")) {
+            if (have_events || read_events(c, out) < 0)
+                return -1;
+            have_events = 1;
+        }
+        else if (keep) {
+            if (seen & bit)
+                return -1;
+            seen |= bit;
+            const unsigned char *v = c->p;
+            if (skip_value(c, 1) < 0)
+                return -1;
+            PyObject *text = json_text(v, c->p - v);
+            if (!text || PyDict_SetItemString(doc, keep, text) < 0) {
+                Py_XDECREF(text);
+                c->fail = 2;
+                return -1;
+            }
+            Py_DECREF(text);
+        }
+        else if (skip_value(c, 1) < 0)
+            return -1;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return -1;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            break;
+        }
+        return -1;
+    }
+    skip_ws(c);
+    if (c->p != c->end || !have_events)
+        return -1;     /* trailing bytes, or no traceEvents */
+    return 0;
+}
+
+static PyObject *
+scan(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *source, *decode;
+    if (!PyArg_ParseTuple(args, "OO:scan", &source, &decode))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Columns col;
+    memset(&col, 0, sizeof(col));
+    PyObject *doc = PyDict_New();
+    PyObject *result = NULL;
+    col.names.texts = PyList_New(0);
+    col.names.decode = decode;
+    col.meta = PyList_New(0);
+    if (!doc || !col.names.texts || !col.meta)
+        goto out;
+    Cursor c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0};
+    col.empty_code = intern(&col.names, &c, (const unsigned char *)"", 0, 0);
+    if (col.empty_code < 0)
+        goto out;
+    int rc = read_document(&c, &col, doc);
+    if (c.fail == 2)
+        goto out;
+    if (rc < 0 || c.fail) {
+        result = Py_NewRef(Py_None);
+        goto out;
+    }
+    PyObject *ts = buf_bytes(&col.ts), *dur = buf_bytes(&col.dur), *usable = buf_bytes(&col.usable),
+             *cat = buf_bytes(&col.cat), *name = buf_bytes(&col.name), *ints = buf_bytes(&col.ints),
+             *ok = buf_bytes(&col.ok);
+    if (ts && dur && usable && cat && name && ints && ok)
+        result = Py_BuildValue("(nOOOOOOOOOnO)", col.n, ts, dur, usable, cat, name, ints, ok, col.names.texts,
+                               col.meta, col.other, doc);
+    Py_XDECREF(ts);
+    Py_XDECREF(dur);
+    Py_XDECREF(usable);
+    Py_XDECREF(cat);
+    Py_XDECREF(name);
+    Py_XDECREF(ints);
+    Py_XDECREF(ok);
+out:
+    columns_free(&col);
+    Py_XDECREF(doc);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buffer, decode) -> the complete events of a Kineto trace as columns, or None (see the module doc)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "npuprof.readers._tracescan",
+    "A Kineto trace's complete events scanned into columns (twin of trace_decode's structs).", -1, methods};
+
+PyMODINIT_FUNC
+PyInit__tracescan(void)
+{
+    init_tables();
+    return PyModule_Create(&module);
+}
