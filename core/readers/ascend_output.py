@@ -72,7 +72,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -85,7 +85,7 @@ from npuprof.rawstore import RAW_DIR
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
 from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, collector_paused, \
-    decode_events, event_array_chunks
+    decode_events, event_array_chunks, events_of_structs
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -408,8 +408,8 @@ def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
     check_input_file(path)
     try:
         trace = _CompactTrace()
-        for chunk in event_array_chunks(path):
-            trace.add(chunk)
+        for chunk in event_array_chunks(path, as_structs=True):
+            trace.add_structs(chunk)
         return trace.finish()
     except ChunksRefused:
         pass
@@ -648,6 +648,7 @@ _ROW_FIELDS = ("ts", "dur", "kind", "name", "type", "tid", "device", "stream", "
 _SKIP, _ROW, _MSTX_SPAN, _CANN_API, _COUNTERS, _HARDWARE, _HCCL = range(7)
 # every event through the per-event rules (tests: the reference the bulk rules must equal)
 _PER_EVENT_ONLY = False
+_READ_FIELDS = ("ph", "ts", "dur", "pid", "tid", "name", "cat", "args")
 
 
 def _step_of(name: str) -> Optional[int]:
@@ -742,17 +743,32 @@ class _CompactTrace:
                             ("id", events.id)):
             self.flows.setdefault(key, []).extend([values[i] for i in flows])
         read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
-        n = len(read)
-        if n:
-            self._add_read(events, read)
+        if read:
+            take = itemgetter(*read) if len(read) > 1 else (lambda values: (values[read[0]],))
+            self._add_read(*(take(getattr(events, k)) for k in _READ_FIELDS))
         events.release()
 
-    def _add_read(self, events: TraceEvents, read: list) -> None:
-        n = len(read)
-        take = itemgetter(*read) if n > 1 else (lambda values: (values[read[0]],))
-        phases = take(events.ph)
+    def add_structs(self, structs: list) -> None:
+        """Take one chunk of msgspec's event structs (:func:`event_array_chunks` ``as_structs``): only the
+        fields used are taken, each from the events that use it."""
+        self.raw_args = True
+        self._entries += len(structs)
+        ph = list(map(attrgetter("ph"), structs))
+        meta = [e for e, p in zip(structs, ph) if p == "M"]
+        if meta:
+            self.meta += events_of_structs(meta).dicts(range(len(meta)))
+        flows = [e for e, p in zip(structs, ph) if p == "s" or p == "f"]
+        for key in ("cat", "pid", "tid", "ts", "id"):
+            self.flows.setdefault(key, []).extend(map(attrgetter(key), flows))
+        read = [e for e, p in zip(structs, ph) if p in _READ_PHASES]
+        del structs[:], ph, meta, flows
+        if read:
+            self._add_read(*(list(map(attrgetter(k), read)) for k in _READ_FIELDS))
+
+    def _add_read(self, phases: Sequence[Any], ts_in: Sequence[Any], dur_in: Sequence[Any], pids: Sequence[Any],
+                  tids: Sequence[Any], names: Sequence[Any], cats: Sequence[Any], args: Sequence[Any]) -> None:
+        n = len(phases)
         phase = np.fromiter(map(_PHASE.__getitem__, phases), dtype=np.uint8, count=n)
-        ts_in, dur_in = take(events.ts), take(events.dur)
         ts, ts_ok = us_texts_to_ns_array(ts_in)
         spans = phase == _PH_X
         if spans.all():
@@ -762,13 +778,11 @@ class _CompactTrace:
             x = np.flatnonzero(spans)
             if len(x):
                 dur[x], dur_ok[x] = us_texts_to_ns_array([dur_in[i] for i in x.tolist()])
-        pids, tids, names, cats = take(events.pid), take(events.tid), take(events.name), take(events.cat)
-        args = take(events.args)
         if self.raw_args:
             arg = _codes(list(map(bytes, args)), self._index["args"], self.args)
         else:      # orjson's objects: one code each
             arg = np.arange(len(self.args), len(self.args) + n, dtype=np.int64)
-            self.args += args
+            self.args += list(args)
         cols = None
         plain_all = (not _PER_EVENT_ONLY and _only(pids, int) and _only(tids, int) and _only(names, str)
                      and _only(cats, str, type(None)) and bool(ts_ok.all()) and bool(dur_ok.all()))

@@ -225,7 +225,7 @@ class ChunksRefused(TraceDecodeError):
     the caller decodes it whole (:func:`decode_events`), which says what is wrong with it, if anything."""
 
 
-def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None) -> Iterator[TraceEvents]:
+def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None, as_structs: bool = False) -> Iterator[Any]:
     """The events of the JSON event array in the file ``path`` (torch_npu's and MindSpore's
     ``trace_view.json``), as :func:`decode_events` gives them, ``chunk_bytes`` of the file at a time: read
     piece by piece, cut between two events (``},{``), each piece decoded by msgspec and handed over before
@@ -233,7 +233,9 @@ def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None) -> Iterato
 
     Raises :class:`ChunksRefused` (possibly after some chunks were given) when msgspec is not used, the
     file is not an array, or a piece does not decode: a cut inside a string or a nested value leaves it
-    open, so a wrong cut is always seen.
+    open, so a wrong cut is always seen. ``as_structs``: each chunk as msgspec's list of event structs (the
+    fields as attributes, ``args`` a ``msgspec.Raw``; see :func:`events_of_structs`), for a reader that takes
+    only some fields of some events.
 
     Example::
 
@@ -252,7 +254,7 @@ def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None) -> Iterato
         while True:
             block = fh.read(chunk_bytes)
             if not block:
-                yield _decode_chunk(b"[" + bytes(buf))     # the rest closes the array
+                yield _decode_chunk(b"[" + bytes(buf), as_structs)     # the rest closes the array
                 return
             buf += block
             cut = _last_boundary(buf)
@@ -261,15 +263,20 @@ def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None) -> Iterato
             text = b"[" + bytes(memoryview(buf)[:cut + 1]) + b"]"
             del buf[:cut + 1]
             del buf[:buf.index(b",") + 1]
-            yield _decode_chunk(text)
+            yield _decode_chunk(text, as_structs)
             del text
 
 
-def _decode_chunk(text: bytes) -> TraceEvents:
+def _decode_chunk(text: bytes, as_structs: bool = False) -> Any:
     try:
         events = _ANY_EVENTS_DECODER.decode(text)
     except msgspec.MsgspecError as e:
         raise ChunksRefused(str(e)) from None
+    return events if as_structs else _events_from_structs(events, one_each=False)
+
+
+def events_of_structs(events: list) -> TraceEvents:
+    """Event structs of :func:`event_array_chunks` (``as_structs``) as :func:`decode_events` gives them."""
     return _events_from_structs(events, one_each=False)
 
 

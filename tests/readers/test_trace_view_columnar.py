@@ -84,8 +84,8 @@ def test_the_trace_read_in_small_chunks_is_the_trace_read_whole(tmp_path, monkey
     whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
     pieces = []
     chunks = trace_decode.event_array_chunks
-    monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path: (pieces.append(1) or c
-                                                                          for c in chunks(path, 1 << 14)))
+    monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path, **kw: (pieces.append(1) or c
+                                                                                for c in chunks(path, 1 << 14, **kw)))
     from npuprof.readers import ascend_output
     monkeypatch.setattr(ascend_output, "event_array_chunks", trace_decode.event_array_chunks)
     small, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
