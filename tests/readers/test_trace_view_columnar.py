@@ -194,3 +194,17 @@ def test_real_cann_timelines_read_alike_by_both_decoders(monkeypatch):
     monkeypatch.setenv(DECODER_ENV, "orjson")
     slow = read_device_timelines(prof, warn=lambda m: None)
     assert len(fast) > 1000 and _dump(fast) == _dump(slow)
+
+
+def test_a_chunk_msgspec_refuses_midway_has_the_file_read_whole(tmp_path, monkeypatch):
+    """An entry that is not an object near the end: the chunks read so far are dropped and the whole file
+    is read by orjson, which counts the entry as malformed."""
+    pytest.importorskip("msgspec")
+    events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text()) + [123]
+    out_dir = _run(tmp_path, events)
+    chunks = trace_decode.event_array_chunks
+    from npuprof.readers import ascend_output
+    monkeypatch.setattr(ascend_output, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+    assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
+    assert any("1 malformed event(s) skipped" in p for p in fast_problems)
