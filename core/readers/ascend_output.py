@@ -921,13 +921,18 @@ class _Rows:
         self.add(**cols)
 
     def joined(self, order_by_pos: bool) -> dict:
+        """Every part's rows, column by column (each part's column released once copied); in event order
+        (``pos``, then ``sub``) when asked."""
         if not self.parts:
             return {}
         keys = [k for k in (*_ROW_FIELDS, "pos", "sub") if k in self.parts[0]]
-        out = {k: np.concatenate([p[k].astype(_ROW_DTYPES.get(k, np.int64)) for p in self.parts]) for k in keys}
+        out = {k: np.concatenate([p.pop(k).astype(_ROW_DTYPES.get(k, np.int64), copy=False) for p in self.parts])
+               for k in keys}
+        self.parts = []
         if order_by_pos:
-            order = np.lexsort((out["sub"], out["pos"]))
-            out = {k: v[order] for k, v in out.items()}
+            order = np.lexsort((out.pop("sub"), out.pop("pos")))
+            for k in list(out):
+                out[k] = out[k][order]
         return out
 
 
@@ -1007,7 +1012,8 @@ class _TraceReader:
         parts += [p for p in (tail_rows.joined(False),) if p]
         if not parts:
             return EventTable.empty()
-        cols = {k: np.concatenate([p[k] for p in parts]) for k in _ROW_FIELDS}
+        cols = {k: np.concatenate([p.pop(k) for p in parts]) for k in _ROW_FIELDS}
+        del parts
         return _table(cols, strings.strings, self.pid, self.source)
 
     def _plain(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
