@@ -79,6 +79,11 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
             end = (hashable(ev.get("pid")), hashable(ev.get("tid")), ts)
             other = flow_of.setdefault(end, fid)
             parent[root(fid)] = root(other)
+    return _links(parent, root, flow_of)
+
+
+def _links(parent: dict, root: Callable[[Any], Any], flow_of: dict) -> dict:
+    """end -> link id, from the flows joined by their shared ends (see :func:`flow_ends`)."""
     numeric: dict = {}
     for fid in parent:
         n = link_id(fid)
@@ -95,3 +100,38 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
             else:
                 link[r], next_id = next_id, next_id + 1
     return {end: link[root(fid)] for end, fid in flow_of.items()}
+
+
+def flow_ends_of_columns(cat: Sequence[Any], pid: Sequence[Any], tid: Sequence[Any], ts_ns: Sequence[Optional[int]],
+                         ids: Sequence[Any], cats: Sequence[str]) -> dict:
+    """:func:`flow_ends` of the flow events (``s``/``f`` only) given as columns, ``ts`` already in ns (None
+    where unreadable): the same links, without a dict per event.
+
+    Example::
+
+        >>> flow_ends_of_columns(["HostToDevice"] * 2, [1, 9], [2, 3], [10500, 12000], [7, 7], ("HostToDevice",))
+        {(1, 2, 10500): 7, (9, 3, 12000): 7}
+    """
+    present = set(map(hashable, cat))
+    chosen = next((c for c in cats if c in present), None)
+    parent: dict = {}
+
+    def root(fid: Any) -> Any:
+        while parent[fid] != fid:
+            parent[fid] = parent[parent[fid]]
+            fid = parent[fid]
+        return fid
+
+    flow_of: dict = {}
+    plain = (str, int)
+    for c, p, t, ts, fid in zip(cat, pid, tid, ts_ns, ids):
+        if c != chosen or ts is None:
+            continue
+        fid = fid if type(fid) in plain else hashable(fid)
+        if fid is None:
+            continue
+        parent.setdefault(fid, fid)
+        end = (p if type(p) in plain else hashable(p), t if type(t) in plain else hashable(t), ts)
+        other = flow_of.setdefault(end, fid)
+        parent[root(fid)] = root(other)
+    return _links(parent, root, flow_of)

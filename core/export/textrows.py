@@ -191,6 +191,11 @@ _LITERAL, _POOLED, _INTEGER, _FIXED3 = 0, 1, 2, 3
 _compiled = load_compiled("npuprof.export._rowrender")
 
 
+def compiled_rows() -> bool:
+    """Whether :meth:`RowBuilder.render` renders compiled (``_rowrender.c`` built here)."""
+    return _compiled is not None
+
+
 class RowBuilder:
     """Collects the pieces of ``n`` rows, then renders them (see module doc)."""
 

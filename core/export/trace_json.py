@@ -41,7 +41,7 @@ import numpy as np
 import orjson
 
 from ..analysis.grouping import small_unique
-from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows
+from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows, compiled_rows
 from ..events import EventKind, EventTable
 from ..fileio import WriteBehind, atomic_write, open_private, secure_mkdir, temporary_name
 
@@ -147,6 +147,12 @@ class _Pools:
         cat = [cats.get(k, "cpu_op") for k in range(256)]
         self.cat = Pool(cat)
         self.prefix = [f'{{"ph":"X","cat":"{c}","name":' for c in cat]
+        # each kind's text up to its name, instants included (_render_in_place)
+        heads = list(self.prefix)
+        heads[_COUNTER] = '{"ph":"C","name":'
+        heads[_MARK] = '{"ph":"i","s":"t","cat":"cpu_instant_event","name":'
+        heads[_MEMORY] = '{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]"'
+        self.heads = Pool(heads)
 
 
 def _row_python(p: _Pools, kind: int, name: int, pid: int, tid: int, ts: float, dur: float, typ: int, step: int,
@@ -380,6 +386,9 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
             continue
         text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
         long_rows = np.flatnonzero(text_len > LONG_ROW)
+        if len(long_rows) and _renders_long_rows(cols, long_rows, base_ns):
+            yield _render_in_place(p, cols, base_ns, long_rows)
+            continue
         start = 0
         for r in long_rows.tolist() + [hi - lo]:
             if r > start:
@@ -395,6 +404,83 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     if links is not None:
         for k, cat in enumerate(flow_cats):
             yield from _flow_blocks(events, links[1], links[2], base_ns, cat, first_id=1 + k * len(links[2]))
+
+
+# |ns| below this prints the same through ``f"{ns / 1000.0:.3f}"`` (:func:`_row_python`) as exactly
+# (``fixed3``): half a double's ulp at 2**43 µs is under half a thousandth
+_FLOAT_EXACT_NS = 2 ** 43 * 1000
+
+
+def _renders_long_rows(cols: dict, long_rows: np.ndarray, base_ns: int) -> bool:
+    """Whether :func:`_render_in_place` gives this chunk's bytes: the compiled renderer is built (it has no
+    per-row width limit) and every long row's times print alike both ways."""
+    if not compiled_rows():
+        return False
+    ts = cols["ts"][long_rows].astype(np.int64) - base_ns
+    dur = cols["dur"][long_rows]
+    if not ((np.abs(ts) < _FLOAT_EXACT_NS).all() and (np.abs(dur) < _FLOAT_EXACT_NS).all()):
+        return False
+    # each group prints the value its np.unique keeps for 0.0 and -0.0 alike: only without -0.0 is that
+    # the same text whichever rows share the unique
+    value = cols["value"]
+    return not bool(((value == 0) & np.signbit(value)).any())
+
+
+def _render_in_place(p: _Pools, cols: dict, base_ns: int, long_rows: np.ndarray) -> bytes:
+    """A chunk with long rows in one compiled render, the same bytes as rendering each stretch between
+    two long rows group by group (:func:`_render_rows`) and each long row by hand (:func:`_row_python`):
+    the rows are put in that order, and one template with every group's pieces (each present in its
+    group's rows only) renders them. Thousands of stretches of a few rows each (torch_npu's operators
+    with call stacks) cost a render call each otherwise."""
+    n = len(cols["kind"])
+    is_long = np.zeros(n, dtype=bool)
+    is_long[long_rows] = True
+    before = np.cumsum(is_long) - is_long          # long rows before each row
+    stretch = 2 * before + is_long                 # a long row sorts after the stretch before it
+    group = np.where(is_long, 0, _GROUP[cols["kind"]])
+    order = np.lexsort((group, stretch))           # stable: time order kept within a group
+    c = {k: v[order] for k, v in cols.items()}
+    kind = c["kind"].astype(np.int64)
+    grp = group[order]
+    span, mark = grp == 0, kind == _MARK
+    valued = (kind == _COUNTER) | (kind == _MEMORY)
+    span &= ~(mark | valued)                       # a long mark/counter keeps its own template
+    rows = RowBuilder(n)
+    rows.pooled(kind, p.heads)
+    rows.pooled(c["name"], p.names, kind != _MEMORY)
+    _render_place(rows, c, base_ns)
+    rows.pooled(span.astype(np.int64), ["", ',"dur":'])
+    rows.fixed3(c["dur"], span)
+    rows.pooled(span.astype(np.int64), ["", ',"args":{"Op Type":'])
+    rows.pooled(c["type"], p.names, span)
+    rows.pooled(span.astype(np.int64), ["", ',"Step":'])
+    rows.integer(c["step"], span)
+    on_dev = span & (c["device"] >= 0)
+    if on_dev.any():
+        flag = on_dev.astype(np.int64)
+        rows.pooled(flag, ["", ',"device":'])
+        rows.integer(c["device"], on_dev)
+        rows.pooled(flag, ["", ',"stream":'])
+        rows.integer(c["tid"], on_dev)
+    linked = c.get("linked")
+    if linked is not None:
+        linked = linked & span
+        if linked.any():
+            rows.pooled(linked.astype(np.int64), ["", ',"correlation":'])
+            rows.integer(c["corr"], linked)
+    rows.pooled(c["args"], p.rest, span)
+    rows.pooled(mark.astype(np.int64), ["", ',"args":'])
+    rows.pooled(c["args"], p.args, mark)
+    if valued.any():
+        rows.pooled(np.where(kind == _COUNTER, 1, np.where(kind == _MEMORY, 2, 0)),
+                    ["", ',"args":{"value":', ',"args":{"Bytes":'])
+        uniq, inv = np.unique(c["value"][valued], return_inverse=True)
+        codes = np.zeros(n, dtype=np.int64)
+        codes[valued] = inv.reshape(-1)
+        rows.pooled(codes, [_value_json(v) for v in uniq.tolist()], valued)
+        rows.pooled(valued.astype(np.int64), ["", "}"])
+    rows.literal("},\n")
+    return rows.render()
 
 
 def event_lines(events: EventTable, base_ns: int) -> Iterable[str]:

@@ -72,8 +72,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import orjson
@@ -81,9 +82,10 @@ import orjson
 from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
-from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable
+from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
-from .trace_decode import NoTraceEvents, TraceDecodeError, TraceEvents, collector_paused, decode_events
+from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, collector_paused, \
+    decode_events, event_array_chunks, events_of_structs
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -106,6 +108,7 @@ _OP_SUFFIX_RE = re.compile(r"-op\d+$")
 _HCOM_INSTANCE_RE = re.compile(r"(_\d+)+$")         # hcom_allReduce__586_0_1 -> hcom_allReduce_
 _GROUP_LANE_RE = re.compile(r"^Group\s+(\S+)\s+Communication")
 INVALID_RANK = 4294967295                            # msprof's "no peer" (uint32 max)
+_INT64 = (-(1 << 63), 1 << 63)
 # kernel_details columns carried by event columns, not args
 _EVENT_COLUMNS = {"Name", "Type", "Start Time(us)", "Duration(us)", "Step Id", "Step ID", "Stream ID",
                   "Device_id"}
@@ -189,57 +192,74 @@ def us_texts_to_ns(values: list) -> list:
         >>> us_texts_to_ns(["1795306209649981.618", "12.5", None])
         [1795306209649981618, 12500, None]
     """
+    ns, ok = us_texts_to_ns_array(values)
+    out = ns.tolist()
+    for i in np.flatnonzero(~ok).tolist():
+        out[i] = _ts_or_none(values[i])
+    return out
+
+
+def us_texts_to_ns_array(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, ok): :func:`us_text_to_ns` of every value as int64, ``ok`` False where it raises or its result
+    is beyond int64 (those values are 0).
+
+    Example::
+
+        >>> ns, ok = us_texts_to_ns_array(["1.5", 2, None])
+        >>> ns.tolist(), ok.tolist()
+        ([1500, 2000, 0], [True, True, False])
+    """
     n = len(values)
     kinds = set(map(type, values))
     if kinds == {str}:
-        out = _digit_texts_to_ns(values)
+        ns, ok = _digit_texts_to_ns(values)
     elif kinds <= {int, float} and n:
         with np.errstate(invalid="ignore", over="ignore"):
             x = np.array(values, dtype=np.float64) * 1000.0
             ok = np.abs(x) < 2.0 ** 62            # nan and inf compare False: done one by one below
-        out = np.where(ok, np.rint(np.where(ok, x, 0.0)), 0).astype(np.int64).tolist()
-        for i in np.flatnonzero(~ok).tolist():
-            out[i] = None
+        ns = np.where(ok, np.rint(np.where(ok, x, 0.0)), 0).astype(np.int64)
     else:
-        out = [None] * n
-    for i, (v, ns) in enumerate(zip(values, out)):
-        if ns is None:
-            out[i] = _ts_or_none(v)
-    return out
+        ns, ok = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    lo, hi = _INT64
+    for i in np.flatnonzero(~ok).tolist():
+        v = _ts_or_none(values[i])
+        if v is not None and lo <= v < hi:
+            ns[i], ok[i] = v, True
+    return ns, ok
 
 
-def _digit_texts_to_ns(texts: list) -> list:
-    """``int(whole) * 1000 + int(three decimals)`` of each text of that form (up to 19 digits), else None."""
+def _digit_texts_to_ns(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, ok): ``int(whole) * 1000 + int(three decimals)`` of each text of that form (up to 19 digits);
+    ``ok`` False (ns 0) for any other text."""
     n = len(texts)
-    out: list = [None] * n
+    ns = np.zeros(n, dtype=np.int64)
+    good = np.zeros(n, dtype=bool)
     try:
         arr = np.array(texts, dtype=np.bytes_)
     except UnicodeEncodeError:
-        return out
+        return ns, good
     width = arr.dtype.itemsize
     if not n or not width:
-        return out
+        return ns, good
     mat = arr.view(np.uint8).reshape(n, width)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    ns = np.zeros(n, dtype=np.int64)
-    good = np.zeros(n, dtype=bool)
-    for length in np.unique(lengths).tolist():
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    for length in [shortest] if shortest == longest else np.unique(lengths).tolist():
         if not 5 <= length <= 20:
             continue
-        rows = np.flatnonzero(lengths == length)
+        rows = slice(None) if shortest == longest else np.flatnonzero(lengths == length)
         block = mat[rows, :length]
         digits = np.delete(block, length - 4, axis=1) - np.uint8(48)     # a non-digit wraps past 9
         ok = (block[:, length - 4] == ord(".")) & (digits <= 9).all(axis=1)
-        value = np.zeros(len(rows), dtype=np.uint64)
-        for col in digits.T:
-            value = value * np.uint64(10) + col
+        # sum of digit * 10**k in uint64: wraps only past 2**64, which 19 digits never reach
+        value = digits.astype(np.uint64) @ _POWERS_OF_TEN[length - 2::-1]
         ok &= value < np.uint64(2 ** 63)
         ns[rows] = np.where(ok, value, 0).astype(np.int64)
         good[rows] = ok
-    values = ns.tolist()
-    for i in np.flatnonzero(good).tolist():
-        out[i] = values[i]
-    return out
+    return ns, good
+
+
+_POWERS_OF_TEN = np.array([10 ** k for k in range(20)], dtype=np.uint64)
 
 
 def _ts_or_none(value: Any) -> Optional[int]:
@@ -351,11 +371,11 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     out_dir = Path(out_dir)
     problems: list[str] = []
     tv = out_dir / TRACE_VIEW
-    trace = TraceEvents()
+    trace = _CompactTrace()
     if tv.is_file() and is_ascend_trace(tv):
         with collector_paused():
             trace = _load_trace(tv, problems)
-    meta = _TraceMeta.of(trace.dicts(i for i, ph in enumerate(trace.ph) if ph == "M"))
+    meta = _TraceMeta.of(trace.meta)
     run_device = device if device is not None else device_from_data(out_dir, meta)
     source = writer.value
     kd = out_dir / KERNEL_DETAILS
@@ -382,15 +402,28 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     return EventTable.concat(tables), problems
 
 
-def _load_trace(path: Path, problems: list[str]) -> TraceEvents:
+def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
+    """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
+    does not split into event chunks)."""
     check_input_file(path)
     try:
-        return decode_events(path.read_bytes())
+        trace = _CompactTrace()
+        for chunk in event_array_chunks(path, as_structs=True):
+            trace.add_structs(chunk)
+        return trace.finish()
+    except ChunksRefused:
+        pass
+    try:
+        events = decode_events(path.read_bytes())
     except NoTraceEvents:
         problems.append(f"{path}: no event list; file skipped")
     except TraceDecodeError as e:
         problems.append(f"{path}: not valid JSON, cut short or damaged ({e}); file skipped")
-    return TraceEvents()
+    else:
+        trace = _CompactTrace()
+        trace.add(events)
+        return trace.finish()
+    return _CompactTrace()
 
 
 # -- the device id --------------------------------------------------------------------------------------
@@ -603,21 +636,19 @@ class _CommEvent:
 
 
 _READ_PHASES = ("X", "C", "i", "I")
+_PHASE = {"X": 0, "C": 1, "i": 2, "I": 2}      # read events' phases: complete, counter, instant
+_PH_X, _PH_C, _PH_I = 0, 1, 2
 _PLAIN = (int, str)       # pid/tid types that are their own flow key (traceflows.hashable)
 _COUNTER, _MARK, _STEP, _API, _RANGE, _OP, _STACK, _KERNEL, _COMM = (
     int(k) for k in (EventKind.COUNTER, EventKind.MARK, EventKind.STEP, EventKind.API, EventKind.RANGE,
                      EventKind.OP, EventKind.STACK, EventKind.KERNEL, EventKind.COMM))
 _STEPS: dict = {}
-_ROWS_PER_BLOCK = 1 << 16
 _ROW_FIELDS = ("ts", "dur", "kind", "name", "type", "tid", "device", "stream", "value", "step", "args", "corr")
-
-
-def _into_columns(rows: list, columns: list[list]) -> None:
-    """Move the row tuples ``rows`` onto the end of ``columns`` (one list per field); ``rows`` is left empty."""
-    if rows:
-        for column, values in zip(columns, zip(*rows)):
-            column.extend(values)
-        rows.clear()
+# what an event becomes (decided once per distinct process, category, name and phase)
+_SKIP, _ROW, _MSTX_SPAN, _CANN_API, _COUNTERS, _HARDWARE, _HCCL = range(7)
+# every event through the per-event rules (tests: the reference the bulk rules must equal)
+_PER_EVENT_ONLY = False
+_READ_FIELDS = ("ph", "ts", "dur", "pid", "tid", "name", "cat", "args")
 
 
 def _step_of(name: str) -> Optional[int]:
@@ -632,37 +663,305 @@ def _step_of(name: str) -> Optional[int]:
         return step
 
 
-class _ArgsCache:
-    """Each event's ``args`` as a dict (``{}`` where not an object) and as the event table's args text, parsed
-    once per distinct JSON text (a trace repeats its args: the same call stacks, the same task fields)."""
+def _codes(values: list, index: dict, table: list) -> np.ndarray:
+    """The code of each value in ``table`` (``index``: value -> code), new values added in order."""
+    found = list(map(index.get, values))
+    if None in found:
+        for v in values:
+            if v not in index:
+                index[v] = len(table)
+                table.append(v)
+        found = list(map(index.__getitem__, values))
+    return np.array(found, dtype=np.int64)
 
-    def __init__(self, events: TraceEvents) -> None:
-        self.events = events
-        self.raw = events.decoder == "msgspec"
+
+def _distinct(codes: np.ndarray, size: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of non-negative codes; without a sort where the codes are
+    dense enough (below ``size``, or a few times the number of codes)."""
+    top = size if size is not None else (int(codes.max()) + 1 if len(codes) else 0)
+    if top > 4 * len(codes) + (1 << 20):
+        uniq, at = np.unique(codes, return_inverse=True)
+        return uniq, at.reshape(-1)
+    seen = np.zeros(top, dtype=bool)
+    seen[codes] = True
+    uniq = np.flatnonzero(seen)
+    where = np.zeros(top, dtype=np.int64)
+    where[uniq] = np.arange(len(uniq))
+    return uniq, where[codes]
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
+    """The distinct (a, b) pairs of two columns of non-negative codes, and each row's pair."""
+    base = int(b.max()) + 1 if len(b) else 1
+    if len(a) and int(a.max()) >= (1 << 62) // base:
+        pairs, at = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+        return pairs.tolist(), at.reshape(-1)
+    keys, at = _distinct(a * base + b)
+    return [(k // base, k % base) for k in keys.tolist()], at
+
+
+def _only(values: list, *types: type) -> bool:
+    return set(map(type, values)) <= set(types)
+
+
+@dataclass
+class _CompactTrace:
+    """A trace_view.json's events, compact (one chunk of decoded events at a time goes in, see
+    :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase ``X``, ``C``, ``i``,
+    ``I``) as one array entry per column, in file order, names, categories and args as codes into the
+    distinct values (args: each distinct JSON text, or orjson's objects). An event whose values are not
+    of the usual types (pid/tid not integers, a name not a string, an unreadable time ...) is ``odd``:
+    its values are kept as the file has them and read by the per-event rules."""
+
+    raw_args: bool = True
+    meta: list = field(default_factory=list)
+    flows: dict = field(default_factory=dict)     # the flow events (s/f): cat, pid, tid, ts, id as lists
+    names: list = field(default_factory=list)
+    cats: list = field(default_factory=list)
+    args: list = field(default_factory=list)
+    odd: dict = field(default_factory=dict)       # position -> (ph, cat, name, pid, tid, ts ns, dur ns)
+    not_objects: int = 0
+    columns: dict = field(default_factory=dict)   # phase, plain, ts, dur, pid, tid, name, cat, arg
+    _parts: list = field(default_factory=list)
+    pids: list = field(default_factory=list)
+    _index: dict = field(default_factory=lambda: {"names": {}, "cats": {}, "args": {}, "pids": {}})
+    _count: int = 0
+    _entries: int = 0
+
+    def __len__(self) -> int:
+        return self._entries
+
+    def add(self, events: TraceEvents) -> None:
+        """Take one chunk of decoded events (``events`` is left empty)."""
+        self.raw_args = events.decoder == "msgspec"
+        self.not_objects += events.not_objects
+        self._entries += len(events)
+        ph = events.ph
+        self.meta += events.dicts(i for i, p in enumerate(ph) if p == "M")
+        flows = [i for i, p in enumerate(ph) if p == "s" or p == "f"]
+        for key, values in (("cat", events.cat), ("pid", events.pid), ("tid", events.tid), ("ts", events.ts),
+                            ("id", events.id)):
+            self.flows.setdefault(key, []).extend([values[i] for i in flows])
+        read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
+        if read:
+            take = itemgetter(*read) if len(read) > 1 else (lambda values: (values[read[0]],))
+            self._add_read(*(take(getattr(events, k)) for k in _READ_FIELDS))
+        events.release()
+
+    def add_structs(self, structs: list) -> None:
+        """Take one chunk of msgspec's event structs (:func:`event_array_chunks` ``as_structs``): only the
+        fields used are taken, each from the events that use it."""
+        self.raw_args = True
+        self._entries += len(structs)
+        ph = list(map(attrgetter("ph"), structs))
+        meta = [e for e, p in zip(structs, ph) if p == "M"]
+        if meta:
+            self.meta += events_of_structs(meta).dicts(range(len(meta)))
+        flows = [e for e, p in zip(structs, ph) if p == "s" or p == "f"]
+        for key in ("cat", "pid", "tid", "ts", "id"):
+            self.flows.setdefault(key, []).extend(map(attrgetter(key), flows))
+        read = [e for e, p in zip(structs, ph) if p in _READ_PHASES]
+        del structs[:], ph, meta, flows
+        if read:
+            self._add_read(*(list(map(attrgetter(k), read)) for k in _READ_FIELDS))
+
+    def _add_read(self, phases: Sequence[Any], ts_in: Sequence[Any], dur_in: Sequence[Any], pids: Sequence[Any],
+                  tids: Sequence[Any], names: Sequence[Any], cats: Sequence[Any], args: Sequence[Any]) -> None:
+        n = len(phases)
+        phase = np.fromiter(map(_PHASE.__getitem__, phases), dtype=np.uint8, count=n)
+        ts, ts_ok = us_texts_to_ns_array(ts_in)
+        spans = phase == _PH_X
+        if spans.all():
+            dur, dur_ok = us_texts_to_ns_array(dur_in)
+        else:      # a duration only for complete events
+            dur, dur_ok = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+            x = np.flatnonzero(spans)
+            if len(x):
+                dur[x], dur_ok[x] = us_texts_to_ns_array([dur_in[i] for i in x.tolist()])
+        if self.raw_args:
+            arg = _codes(list(map(bytes, args)), self._index["args"], self.args)
+        else:      # orjson's objects: one code each
+            arg = np.arange(len(self.args), len(self.args) + n, dtype=np.int64)
+            self.args += list(args)
+        cols = None
+        plain_all = (not _PER_EVENT_ONLY and _only(pids, int) and _only(tids, int) and _only(names, str)
+                     and _only(cats, str, type(None)) and bool(ts_ok.all()) and bool(dur_ok.all()))
+        if plain_all:
+            try:
+                cols = {"pid": np.array(pids, dtype=np.int64), "tid": np.array(tids, dtype=np.int64)}
+            except OverflowError:
+                plain_all = False
+            plain = np.ones(n, dtype=bool)
+        if cols is None:     # some odd events: each one looked at
+            lo, hi = _INT64
+            ok = [type(p) is int and type(t) is int and type(nm) is str and (c is None or type(c) is str)
+                  and lo <= p < hi and lo <= t < hi and not _PER_EVENT_ONLY
+                  for p, t, nm, c in zip(pids, tids, names, cats)]
+            plain = np.array(ok, dtype=bool) & ts_ok & dur_ok
+            for j in np.flatnonzero(~plain).tolist():
+                self.odd[self._count + j] = (phases[j], cats[j], names[j], pids[j], tids[j], _ts_or_none(ts_in[j]),
+                                             _ts_or_none(dur_in[j]) if phases[j] == "X" else 0)
+            good = plain.tolist()
+            cols = {"pid": np.array([v if g else 0 for v, g in zip(pids, good)], dtype=np.int64),
+                    "tid": np.array([v if g else 0 for v, g in zip(tids, good)], dtype=np.int64)}
+            names = [v if g else "" for v, g in zip(names, good)]
+            cats = [v if g else None for v, g in zip(cats, good)]
+        cols["ts"], cols["dur"] = ts, dur
+        cols["phase"] = phase
+        cols["plain"] = plain
+        cols["pidc"] = _codes(pids if plain_all else cols["pid"].tolist(), self._index["pids"], self.pids)
+        cols["name"] = _codes(names, self._index["names"], self.names)
+        cols["cat"] = _codes(cats, self._index["cats"], self.cats)
+        cols["arg"] = arg
+        self._parts.append(cols)
+        self._count += n
+
+    def finish(self) -> "_CompactTrace":
+        """The columns of every chunk added, joined."""
+        if self._parts:
+            self.columns = {k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]}
+        self._parts = []
+        self._index = {}
+        return self
+
+
+class _ArgsTable:
+    """Each distinct ``args`` of a trace as a dict (``{}`` where not an object) and as the event table's args
+    text, parsed once (a trace repeats its args: the same call stacks, the same task fields)."""
+
+    def __init__(self, values: list, raw: bool) -> None:
+        self.values, self.raw = values, raw
         self.parsed: dict = {}
         self.texts: dict = {}
 
-    def dict(self, i: int) -> dict:
-        if not self.raw:
-            args = self.events.args[i]
-            return args if isinstance(args, dict) else {}
-        key = bytes(self.events.args[i])
-        args = self.parsed.get(key)
-        if args is None:
-            args = orjson.loads(key)
-            if not isinstance(args, dict):
-                args = {}
-            self.parsed[key] = args
-        return args
+    def dict(self, code: int) -> dict:
+        """Raises ValueError where orjson does not read the args."""
+        got = self.parsed.get(code)
+        if got is None:
+            v = self.values[code]
+            if self.raw:
+                v = orjson.loads(v)
+            got = self.parsed[code] = v if isinstance(v, dict) else {}
+        return got
 
-    def text(self, i: int) -> str:
-        if not self.raw:
-            return _args_text(self.dict(i))
-        key = bytes(self.events.args[i])
-        text = self.texts.get(key)
-        if text is None:
-            text = self.texts[key] = _args_text(self.dict(i))
-        return text
+    def text(self, code: int) -> str:
+        got = self.texts.get(code)
+        if got is None:
+            got = self.texts[code] = _args_text(self.dict(code))
+        return got
+
+    def readable(self, codes: np.ndarray) -> np.ndarray:
+        """Whether each code's args parse (orjson reads every args of a trace that msgspec decoded but
+        integers beyond 64 bits)."""
+        uniq, inverse = _distinct(codes, len(self.values))
+        ok = np.ones(len(uniq), dtype=bool)
+        for k, c in enumerate(uniq.tolist()):
+            try:
+                self.dict(c)
+            except ValueError:
+                ok[k] = False
+        return ok[inverse]
+
+
+class _Strings:
+    """Local string codes of the rows being built (the table's pool is laid out from them at the end)."""
+
+    def __init__(self) -> None:
+        self.index: dict = {"": 0}
+        self.strings: list = [""]
+
+    def code(self, s: str) -> int:
+        c = self.index.get(s)
+        if c is None:
+            c = self.index[s] = len(self.strings)
+            self.strings.append(s)
+        return c
+
+
+def _text_codes(codes: np.ndarray, args: _ArgsTable, strings: _Strings) -> np.ndarray:
+    """The local string code of the args text of each args code."""
+    uniq, at = _distinct(codes, len(args.values))
+    return np.array([strings.code(args.text(a)) for a in uniq.tolist()], dtype=np.int64)[at]
+
+
+def _hardware_task(args: dict) -> dict:
+    """A hardware task's args in the table (kernel_details' names)."""
+    task = {"Accelerator Core": str(args.get("Task Type", "")), "Task ID": args.get("Task Id"),
+            "Model ID": args.get("Model Id")}
+    task.update((k, args[k]) for k in KERNEL_TENSOR_COLUMNS if isinstance(args.get(k), str))
+    return {k: v for k, v in task.items() if v not in (None, "")}
+
+
+def _hardware_kind(name: str, task: dict) -> int:
+    return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in _COMM_CORES \
+        else _KERNEL
+
+
+class _Rows:
+    """Rows being built, as column arrays per part (``pos``/``sub``: the event and its row's place)."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict] = []
+
+    def add(self, **cols: Any) -> None:
+        n = len(cols["ts"])
+        if n:
+            self.parts.append({k: np.broadcast_to(np.asarray(v), (n,)) if np.ndim(v) == 0 else np.asarray(v)
+                               for k, v in cols.items()})
+
+    def add_tuples(self, rows: list, strings: _Strings, pos: Optional[list] = None) -> None:
+        """Rows as tuples of :data:`_ROW_FIELDS` (strings as text)."""
+        if not rows:
+            return
+        cols = dict(zip(_ROW_FIELDS, map(list, zip(*rows))))
+        for k in ("name", "type", "args"):
+            cols[k] = [strings.code(s) for s in cols[k]]
+        if pos is not None:
+            cols["pos"], cols["sub"] = [p for p, _ in pos], [s for _, s in pos]
+        self.add(**cols)
+
+    def joined(self, order_by_pos: bool) -> dict:
+        """Every part's rows, column by column (each part's column released once copied); in event order
+        (``pos``, then ``sub``) when asked."""
+        if not self.parts:
+            return {}
+        keys = [k for k in (*_ROW_FIELDS, "pos", "sub") if k in self.parts[0]]
+        out = {k: np.concatenate([p.pop(k).astype(_ROW_DTYPES.get(k, np.int64), copy=False) for p in self.parts])
+               for k in keys}
+        self.parts = []
+        if order_by_pos:
+            order = np.lexsort((out.pop("sub"), out.pop("pos")))
+            for k in list(out):
+                out[k] = out[k][order]
+        return out
+
+
+_ROW_DTYPES = {"value": np.float64, "kind": np.uint8}
+
+
+def _table(cols: dict, strings: list, pid: int, source: str) -> EventTable:
+    """The event table of the rows ``cols`` (strings as codes into ``strings``, ``""`` first), its string pool
+    laid out as :meth:`EventTable.from_records` lays it out: ``""``, then each new text in order of first
+    appearance in the name, type, source and args columns."""
+    n = len(cols["ts"])
+    if source in strings:
+        source_code = strings.index(source)
+    else:
+        source_code = len(strings)
+        strings = strings + [source]
+    seq = np.concatenate([cols["name"], cols["type"], np.array([source_code], dtype=np.int64), cols["args"]])
+    first = np.full(len(strings), len(seq), dtype=np.int64)
+    np.minimum.at(first, seq, np.arange(len(seq), dtype=np.int64))
+    used = np.flatnonzero(first < len(seq))
+    order = used[np.argsort(first[used], kind="stable")]
+    order = np.concatenate([[0], order[order != 0]])
+    remap = np.zeros(len(strings), dtype=np.int64)
+    remap[order] = np.arange(len(order))
+    numeric = {k: cols[k] for k in ("ts", "dur", "kind", "tid", "device", "stream", "value", "step", "corr")}
+    numeric["pid"] = np.full(n, pid, dtype=np.int64)
+    codes = {k: remap[cols[k]] for k in ("name", "type", "args")}
+    codes["source"] = int(remap[source_code])
+    return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
 
 
 class _TraceReader:
@@ -677,65 +976,295 @@ class _TraceReader:
         self.op_groups: dict = {}         # (op name, occurrence) -> group, of HCCL operators not read
         self.comm: list[_CommEvent] = []
 
-    def read(self, events: TraceEvents, path: Path, problems: list[str]) -> EventTable:
+    def read(self, trace: _CompactTrace, path: Path, problems: list[str]) -> EventTable:
         """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones.
-        ``events`` is consumed (released once read).
+        ``trace`` is consumed (released once read).
 
-        One pass over the events in file order, each event's fields taken from the decoded columns (times
-        converted in bulk), its ``args`` parsed only where the event's kind uses them."""
-        ph = events.ph
-        flows = flow_ends(events.dicts((i for i, p in enumerate(ph) if p == "s" or p == "f"), with_args=False),
-                          LAUNCH_FLOW_CATS, _ts_or_none)
-        comm_streams = self._comm_streams(events)
-        rows: list = []        # tuples of _ROW_FIELDS
-        hardware: list = []
-        bad = events.not_objects
-        read = [i for i, p in enumerate(ph) if p in _READ_PHASES]
-        ts_ns = us_texts_to_ns([events.ts[i] for i in read])
-        dur_ns = us_texts_to_ns([events.dur[i] if ph[i] == "X" else 0 for i in read])
-        events.ts = events.dur = events.id = []      # as ns now (ids: in the flows); the texts' memory freed
-        args_of = _ArgsCache(events)
-        pids, tids, names, cats = events.pid, events.tid, events.name, events.cat
+        What each event becomes is decided once per distinct (process, category, name, phase) and applied
+        to every event in bulk; the args are parsed once per distinct text, only where the event's kind
+        uses them. The odd events (see :class:`_CompactTrace`) go through the same rules one by one."""
+        f = trace.flows
+        flows = flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
+                                     LAUNCH_FLOW_CATS) if f else {}
+        trace.flows = {}
+        args = _ArgsTable(trace.args, trace.raw_args)
+        strings = _Strings()
+        comm_streams = self._comm_streams(trace, args)
+        main, hardware = _Rows(), _Rows()
+        comm: list = []          # (position, _CommEvent)
+        links: list = []         # (position, (ts, name), link) of hardware tasks not read
+        bad = trace.not_objects
+        c = trace.columns
+        if c:
+            bad += self._plain(trace, args, flows, strings, comm_streams, main, hardware, comm, links)
+            bad += self._odd(trace, args, flows, strings, comm_streams, main, hardware, comm, links)
+        trace.columns, trace.odd, trace.args = {}, {}, []
+        for _, key, link in sorted(links, key=lambda x: x[0]):
+            self.task_links[key] = link
+        self.comm = [e for _, e in sorted(comm, key=lambda x: x[0])]
+        tail: list = []
+        self._add_comm(tail)
+        if bad:
+            problems.append(f"{path}: {bad} malformed event(s) skipped")
+        parts = [p for p in (main.joined(True), hardware.joined(True)) if p]
+        tail_rows = _Rows()
+        tail_rows.add_tuples(tail, strings)
+        parts += [p for p in (tail_rows.joined(False),) if p]
+        if not parts:
+            return EventTable.empty()
+        cols = {k: np.concatenate([p.pop(k) for p in parts]) for k in _ROW_FIELDS}
+        del parts
+        return _table(cols, strings.strings, self.pid, self.source)
+
+    def _plain(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+               main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
+        """The rows of the plain events, in bulk; returns how many were malformed."""
+        c = trace.columns
+        rows = np.flatnonzero(c["plain"])
+        if not len(rows):
+            return 0
+        pid, tid, phase = c["pid"][rows], c["tid"][rows], c["phase"][rows]
+        name, cat, arg = c["name"][rows], c["cat"][rows], c["arg"][rows]
+        pid_at = c["pidc"][rows]
+        process = [self.meta.proc_name.get(v, "") for v in trace.pids]
+        device = [self._device_of(v) for v in trace.pids]
+        n_cat, n_name = len(trace.cats) + 1, len(trace.names) + 1
+        if len(trace.pids) * n_cat * n_name * 3 < 1 << 62:
+            key = ((pid_at * n_cat + cat) * n_name + name) * 3 + phase
+            combos, at = _distinct(key)
+            ph_of, rest = combos % 3, combos // 3
+            name_of, rest = rest % n_name, rest // n_name
+            cat_of, pid_of = rest % n_cat, rest // n_cat
+        else:
+            stacked = np.stack([pid_at, cat, name, phase.astype(np.int64)], axis=1)
+            combos, at = np.unique(stacked, axis=0, return_inverse=True)
+            pid_of, cat_of, name_of, ph_of = combos.T
+        at = at.reshape(-1)
+        rule = [self._rule(process[p], device[p], trace.cats[ct], trace.names[nm], ph, strings)
+                for p, ct, nm, ph in zip(pid_of.tolist(), cat_of.tolist(), name_of.tolist(), ph_of.tolist())]
+        action = np.array([r[0] for r in rule], dtype=np.int8)[at]
+        kind = np.array([r[1] for r in rule], dtype=np.int64)[at]
+        out_name = np.array([r[2] for r in rule], dtype=np.int64)[at]
+        out_type = np.array([r[3] for r in rule], dtype=np.int64)[at]
+        out_device = np.array([r[4] for r in rule], dtype=np.int64)[at]
+        step = np.array([r[5] for r in rule], dtype=np.int64)[at]
+        with_args = np.array([r[6] for r in rule], dtype=bool)[at]
+        with_corr = np.array([r[7] for r in rule], dtype=bool)[at]
+        del rule, at
+        ts, dur = c["ts"][rows], c["dur"][rows]
+        needs_args = with_args | (action == _COUNTERS) | (action == _HCCL)
+        if not self.skip_hardware:      # tasks not read: only their links are kept
+            needs_args |= action == _HARDWARE
+        bad = np.zeros(len(rows), dtype=bool)
+        if needs_args.any():
+            sel = np.flatnonzero(needs_args)
+            bad[sel] = ~args.readable(arg[sel])
+        corr = np.full(len(rows), -1, dtype=np.int64)
+        linked = (with_corr | (action == _HARDWARE) | (action == _HCCL)) & ~bad
+        if flows and linked.any():
+            sel = np.flatnonzero(linked)
+            get = flows.get
+            corr[sel] = [get(k, -1) for k in zip(pid[sel].tolist(), tid[sel].tolist(), ts[sel].tolist())]
+        pos = rows
+        # one row per event
+        one = np.flatnonzero(((action == _ROW) | (action == _MSTX_SPAN) | (action == _CANN_API)) & ~bad)
+        if len(one):
+            k = kind[one]
+            span = action[one] == _MSTX_SPAN
+            if span.any():
+                k = np.where(span, np.where(dur[one] > 0, _RANGE, _MARK), k)
+            typ = out_type[one]
+            cann = np.flatnonzero(action[one] == _CANN_API)
+            if len(cann):
+                typ = typ.copy()
+                typ[cann] = self._cann_levels(arg[one][cann], name[one][cann], trace.names, args, strings)
+            a = np.zeros(len(one), dtype=np.int64)
+            wa = np.flatnonzero(with_args[one])
+            if len(wa):
+                a[wa] = _text_codes(arg[one][wa], args, strings)
+            main.add(pos=pos[one], sub=0, ts=ts[one], dur=dur[one], kind=k, name=out_name[one], type=typ,
+                     tid=tid[one], device=out_device[one], stream=-1, value=0.0, step=step[one], args=a,
+                     corr=np.where(with_corr[one], corr[one], -1))
+        counters = np.flatnonzero((action == _COUNTERS) & ~bad)
+        if len(counters):
+            self._counters(counters, pos, ts, tid, name, arg, out_type, out_device, trace.names, args, strings, main)
+        tasks = np.flatnonzero((action == _HARDWARE) & ~bad)
+        if len(tasks):
+            if self.skip_hardware:
+                names = trace.names
+                links += [(p, (t, names[nm]), link) for p, t, nm, link in
+                          zip(pos[tasks].tolist(), ts[tasks].tolist(), name[tasks].tolist(), corr[tasks].tolist())
+                          if link >= 0]
+            else:
+                self._hardware(tasks, pos, ts, dur, pid, tid, name, arg, out_device, corr, trace.names, args,
+                               strings, comm_streams, hardware)
+        for j in np.flatnonzero((action == _HCCL) & ~bad).tolist():
+            epid, etid = int(pid[j]), int(tid[j])
+            comm.append((int(pos[j]), _CommEvent(int(ts[j]), int(dur[j]), trace.names[name[j]], epid, etid,
+                                                 int(out_device[j]), self.meta.thread_name.get((epid, etid), ""),
+                                                 args.dict(int(arg[j])), int(corr[j]))))
+        return int(bad.sum())
+
+    def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: _Strings) -> tuple:
+        """(action, kind, name, type, device, step, with args, with link) of the events of one process,
+        category, name and phase (the module doc's rules)."""
+        code = strings.code
+        skip = (_SKIP, 0, 0, 0, -1, -1, False, False)
+        if process in _DERIVED:
+            return skip
+        is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
+        if self.skip_mstx and is_mstx:
+            return skip
+        if phase == _PH_C:
+            return (_COUNTERS, _COUNTER, 0, code(process), device, -1, False, False)
+        if phase == _PH_I:
+            return (_ROW, _MARK, code(name), code(process), device, -1, False, False)
+        step = _step_of(name)
+        if step is not None:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
+            return (_ROW, _STEP, code(name), code("ProfilerStep"), -1, step, False, False)
+        if process == "CANN":
+            level, _, api = name.partition("@")
+            return (_CANN_API, _API, code(api if api else name), -1, -1, -1, True, True)
+        if process == "Ascend Hardware":
+            return (_HARDWARE, _KERNEL, 0, 0, device, -1, False, True)
+        if process in _COMM_PROCESSES:
+            return (_HCCL, _COMM, 0, 0, device, -1, False, True)
+        if is_mstx:
+            return (_MSTX_SPAN, _RANGE, code(name), code("mstx"), -1, -1, False, False)
+        if process == "CPU OP":
+            if self.skip_cpu_ops:
+                return skip
+            return (_ROW, _OP, code(name), code(op_type_of(name)), -1, -1, False, False)
+        if cat == "python_function":
+            return (_ROW, _STACK, code(name), code("python_function"), -1, -1, False, False)
+        if cat == "cpu_op" or (process == "MindSpore" and "::" not in name):
+            op_type = name if cat == "cpu_op" else op_type_of(name)
+            return (_ROW, _OP, code(name), code(op_type), -1, -1, True, True)
+        if process == "MindSpore":     # Kernel::KernelLaunch::... and the like
+            return (_ROW, _API, code(name), code(name.split("::", 1)[0]), -1, -1, True, True)
+        return (_ROW, _RANGE, code(name), code(str(cat or process)), device, -1, True, False)
+
+    @staticmethod
+    def _cann_levels(arg: np.ndarray, name: np.ndarray, names: list, args: _ArgsTable,
+                     strings: _Strings) -> np.ndarray:
+        """The API level of CANN events: their ``level`` arg, else the name's ``<level>@``, else CANN."""
+        pairs, at = _pairs(arg, name)
+        out = []
+        for a, nm in pairs:
+            level, _, api = names[nm].partition("@")
+            out.append(strings.code(str(args.dict(a).get("level") or (level if api else "CANN"))))
+        return np.array(out, dtype=np.int64)[at]
+
+    @staticmethod
+    def _counters(rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, tid: np.ndarray, name: np.ndarray,
+                  arg: np.ndarray, out_type: np.ndarray, out_device: np.ndarray, names: list, args: _ArgsTable,
+                  strings: _Strings, main: _Rows) -> None:
+        """One row per numeric series of each counter event's args, named ``<event name> <series>``."""
+        uniq, at = _distinct(arg[rows], len(args.values))
+        series_text: list = []
+        series_index: dict = {}
+        count = np.zeros(len(uniq), dtype=np.int64)
+        flat_series: list = []
+        flat_value: list = []
+        for k, a in enumerate(uniq.tolist()):
+            for series, value in args.dict(a).items():
+                try:
+                    val = float(value)
+                except (TypeError, ValueError):
+                    continue
+                s = series_index.get(series)
+                if s is None:
+                    s = series_index[series] = len(series_text)
+                    series_text.append(series)
+                flat_series.append(s)
+                flat_value.append(val)
+                count[k] += 1
+        per_event = count[at]
+        if not per_event.sum():
+            return
+        start = np.zeros(len(uniq), dtype=np.int64)
+        np.cumsum(count[:-1], out=start[1:])
+        event = np.repeat(np.arange(len(rows)), per_event)
+        first = np.zeros(len(rows), dtype=np.int64)
+        np.cumsum(per_event[:-1], out=first[1:])
+        sub = np.arange(len(event)) - first[event]
+        flat = start[at[event]] + sub
+        series = np.array(flat_series, dtype=np.int64)[flat]
+        ev = rows[event]
+        pairs, pair_at = _pairs(name[ev], series)
+        row_name = np.array([strings.code(f"{names[nm]} {series_text[s]}".strip()) for nm, s in pairs],
+                            dtype=np.int64)[pair_at]
+        main.add(pos=pos[ev], sub=sub, ts=ts[ev], dur=0, kind=_COUNTER, name=row_name, type=out_type[ev],
+                 tid=tid[ev], device=out_device[ev], stream=-1, value=np.array(flat_value, dtype=np.float64)[flat],
+                 step=-1, args=0, corr=-1)
+
+    def _hardware(self, rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, dur: np.ndarray, pid: np.ndarray,
+                  tid: np.ndarray, name: np.ndarray, arg: np.ndarray, out_device: np.ndarray, corr: np.ndarray,
+                  names: list, args: _ArgsTable, strings: _Strings, comm_streams: set, hardware: _Rows) -> None:
+        """Device tasks: kernels, or communication where HCCL's (not on HCCL's own streams)."""
+        threads, thread_at = np.unique(np.stack([pid[rows], tid[rows]], axis=1), axis=0, return_inverse=True)
+        stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads.tolist()],
+                          dtype=np.int64)[thread_at.reshape(-1)]     # pids and tids: any int64, few pairs
+        keep = ~np.isin(stream, np.array(sorted(comm_streams), dtype=np.int64)) if comm_streams else \
+            np.ones(len(rows), dtype=bool)
+        rows, stream = rows[keep], stream[keep]
+        if not len(rows):
+            return
+        pairs, at = _pairs(name[rows], arg[rows])
+        kinds, types, texts = [], [], []
+        for nm, a in pairs:
+            task = _hardware_task(args.dict(a))
+            kind = _hardware_kind(names[nm], task)
+            kinds.append(kind)
+            types.append(strings.code(comm_op_type(names[nm]) if kind == _COMM else op_type_of(names[nm])))
+            texts.append(strings.code(_args_text(task)))
+        hardware.add(pos=pos[rows], sub=0, ts=ts[rows], dur=dur[rows], kind=np.array(kinds, dtype=np.int64)[at],
+                     name=np.array([strings.code(names[nm]) for nm, _ in pairs], dtype=np.int64)[at],
+                     type=np.array(types, dtype=np.int64)[at], tid=stream, device=out_device[rows], stream=stream,
+                     value=0.0, step=-1, args=np.array(texts, dtype=np.int64)[at], corr=corr[rows])
+
+    def _odd(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+             main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
+        """The odd events, one by one, by the same rules; returns how many were malformed."""
+        if not trace.odd:
+            return 0
         proc_name, thread_name = self.meta.proc_name, self.meta.thread_name
-        skip_mstx, skip_hardware, skip_cpu_ops = self.skip_mstx, self.skip_hardware, self.skip_cpu_ops
-        of_pid: dict = {}      # pid -> (process, device)
-        add = rows.append
-        columns: list[list] = [[] for _ in _ROW_FIELDS]
-        for j, i in enumerate(read):
-            if len(rows) >= _ROWS_PER_BLOCK:      # tuples into columns block by block: a tuple per row costs more
-                _into_columns(rows, columns)
+        arg_of = trace.columns["arg"]
+        rows: list = []
+        at: list = []
+        tasks: list = []
+        task_at: list = []
+        bad = 0
+        for i, (p, cat, name, epid, etid, ts, dur) in trace.odd.items():
+            a = int(arg_of[i])
             try:
-                epid, etid = pids[i], tids[i]
-                known = of_pid.get(epid)
-                if known is None:
-                    known = of_pid[epid] = (proc_name.get(epid, ""), self._device_of(epid))
-                process, device = known
+                process, device = proc_name.get(epid, ""), self._device_of(epid)
                 if process in _DERIVED:
                     continue
-                cat = cats[i]
                 is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
-                if skip_mstx and is_mstx:
+                if self.skip_mstx and is_mstx:
                     continue
-                name = names[i]
                 if type(name) is not str:
                     name = str(name)
-                ts = ts_ns[j]
                 if ts is None:
                     raise ValueError("ts")
                 tid = etid if type(etid) is int else _as_int(etid)
-                p = ph[i]
                 if p == "C":
-                    for series, value in args_of.dict(i).items():
+                    sub = 0
+                    for series, value in args.dict(a).items():
                         try:
                             val = float(value)
                         except (TypeError, ValueError):
                             continue
-                        add((ts, 0, _COUNTER, f"{name} {series}".strip(), process, tid, device, -1, val, -1, "", -1))
+                        rows.append((ts, 0, _COUNTER, f"{name} {series}".strip(), process, tid, device, -1, val, -1,
+                                     "", -1))
+                        at.append((i, sub))
+                        sub += 1
                     continue
                 if p != "X":      # "i", "I"
-                    add((ts, 0, _MARK, name, process, tid, device, -1, 0.0, -1, "", -1))
+                    rows.append((ts, 0, _MARK, name, process, tid, device, -1, 0.0, -1, "", -1))
+                    at.append((i, 0))
                     continue
-                dur = dur_ns[j]
                 if dur is None:
                     raise ValueError("dur")
                 corr = -1
@@ -743,74 +1272,76 @@ class _TraceReader:
                     key = (epid if type(epid) in _PLAIN else hashable(epid),
                            etid if type(etid) in _PLAIN else hashable(etid), ts)
                     corr = flows.get(key, -1)
+                row = None
                 step = _step_of(name)
-                if step is not None:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
-                    add((ts, dur, _STEP, name, "ProfilerStep", tid, -1, -1, 0.0, step, "", -1))
+                if step is not None:
+                    row = (ts, dur, _STEP, name, "ProfilerStep", tid, -1, -1, 0.0, step, "", -1)
                 elif process == "CANN":
-                    args = args_of.dict(i)
                     level, _, api = name.partition("@")
-                    level = str(args.get("level") or (level if api else "CANN"))
-                    add((ts, dur, _API, api if api else name, level, tid, -1, -1, 0.0, -1, args_of.text(i), corr))
+                    level = str(args.dict(a).get("level") or (level if api else "CANN"))
+                    row = (ts, dur, _API, api if api else name, level, tid, -1, -1, 0.0, -1, args.text(a), corr)
                 elif process == "Ascend Hardware":
-                    if skip_hardware:
+                    if self.skip_hardware:
                         if corr >= 0:
-                            self.task_links[(ts, name)] = corr
+                            links.append((i, (ts, name), corr))
                         continue
-                    args = args_of.dict(i)
+                    task = _hardware_task(args.dict(a))
                     stream = _as_int(thread_name.get((epid, etid), etid))
-                    task = {"Accelerator Core": str(args.get("Task Type", "")), "Task ID": args.get("Task Id"),
-                            "Model ID": args.get("Model Id")}
-                    task.update((k, args[k]) for k in KERNEL_TENSOR_COLUMNS if isinstance(args.get(k), str))
-                    hardware.append((ts, dur, name, {k: v for k, v in task.items() if v not in (None, "")}, stream,
-                                     device, corr))
+                    tasks.append((ts, dur, name, task, stream, device, corr))
+                    task_at.append((i, 0))
                 elif process in _COMM_PROCESSES:
                     lane = thread_name.get((epid, etid), "")
-                    self.comm.append(_CommEvent(ts, dur, name, epid, tid, device, lane, args_of.dict(i), corr))
+                    comm.append((i, _CommEvent(ts, dur, name, epid, tid, device, lane, args.dict(a), corr)))
                 elif is_mstx:
-                    add((ts, dur, _RANGE if dur > 0 else _MARK, name, "mstx", tid, -1, -1, 0.0, -1, "", -1))
+                    row = (ts, dur, _RANGE if dur > 0 else _MARK, name, "mstx", tid, -1, -1, 0.0, -1, "", -1)
                 elif process == "CPU OP":
-                    if not skip_cpu_ops:
-                        add((ts, dur, _OP, name, op_type_of(name), tid, -1, -1, 0.0, -1, "", -1))
+                    if not self.skip_cpu_ops:
+                        row = (ts, dur, _OP, name, op_type_of(name), tid, -1, -1, 0.0, -1, "", -1)
                 elif cat == "python_function":
-                    add((ts, dur, _STACK, name, "python_function", tid, -1, -1, 0.0, -1, "", -1))
+                    row = (ts, dur, _STACK, name, "python_function", tid, -1, -1, 0.0, -1, "", -1)
                 elif cat == "cpu_op" or (process == "MindSpore" and "::" not in name):
                     op_type = name if cat == "cpu_op" else op_type_of(name)
-                    add((ts, dur, _OP, name, op_type, tid, -1, -1, 0.0, -1, args_of.text(i), corr))
-                elif process == "MindSpore":     # Kernel::KernelLaunch::... and the like
-                    add((ts, dur, _API, name, name.split("::", 1)[0], tid, -1, -1, 0.0, -1, args_of.text(i), corr))
+                    row = (ts, dur, _OP, name, op_type, tid, -1, -1, 0.0, -1, args.text(a), corr)
+                elif process == "MindSpore":
+                    row = (ts, dur, _API, name, name.split("::", 1)[0], tid, -1, -1, 0.0, -1, args.text(a), corr)
                 else:
-                    add((ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args_of.text(i), -1))
+                    row = (ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args.text(a), -1)
+                if row is not None:
+                    rows.append(row)
+                    at.append((i, 0))
             except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
                 bad += 1
-        del ts_ns, dur_ns, args_of, pids, tids, names, cats
-        events.release()      # read: the table's columns are built without the decoded ones beside them
-        for ts, dur, name, args, stream, device, corr in hardware:
-            if stream in comm_streams:
-                continue        # HCCL's own tasks, read from the HCCL process
-            if name.startswith("hcom_") or str(args.get("Accelerator Core", "")).upper() in _COMM_CORES:
-                rows.append((ts, dur, _COMM, name, comm_op_type(name), stream, device, stream, 0.0, -1,
-                             _args_text(args), corr))
-                continue
-            rows.append((ts, dur, _KERNEL, name, op_type_of(name), stream, device, stream, 0.0, -1, _args_text(args),
-                         corr))
-        self._add_comm(rows)
-        if bad:
-            problems.append(f"{path}: {bad} malformed event(s) skipped")
-        _into_columns(rows, columns)
-        if not columns[0]:
-            return EventTable.empty()
-        return EventTable.from_records(**dict(zip(_ROW_FIELDS, columns)), pid=[self.pid] * len(columns[0]),
-                                       source=self.source)
+        main.add_tuples(rows, strings, at)
+        kept = [(t, where) for t, where in zip(tasks, task_at) if t[4] not in comm_streams]
+        hardware.add_tuples([(ts, dur, _hardware_kind(name, task), name,
+                              comm_op_type(name) if _hardware_kind(name, task) == _COMM else op_type_of(name),
+                              stream, device, stream, 0.0, -1, _args_text(task), corr)
+                             for (ts, dur, name, task, stream, device, corr), _ in kept],
+                            strings, [where for _, where in kept])
+        return bad
 
-    def _comm_streams(self, events: TraceEvents) -> set:
+    def _comm_streams(self, trace: _CompactTrace, args: _ArgsTable) -> set:
         """Streams named by the HCCL process's tasks (``stream id`` arg)."""
         comm_pids = {p for p, n in self.meta.proc_name.items() if n in _COMM_PROCESSES}
+        c = trace.columns
+        if not comm_pids or not c:
+            return set()
+        codes: set = set()
+        x = c["plain"] & (c["phase"] == _PH_X)
+        pids = np.unique(c["pid"][x])
+        mine = np.array([p in comm_pids for p in pids.tolist()], dtype=bool)
+        if mine.any():
+            codes.update(np.unique(c["arg"][x & np.isin(c["pid"], pids[mine])]).tolist())
+        codes.update(int(c["arg"][i]) for i, v in trace.odd.items()
+                     if v[0] == "X" and _is_key(v[3]) and v[3] in comm_pids)
         streams = set()
-        for i, (ph, pid) in enumerate(zip(events.ph, events.pid)):
-            if ph == "X" and _is_key(pid) and pid in comm_pids:
-                args = events.args_of(i)
-                if isinstance(args, dict) and "stream id" in args:
-                    streams.add(_int_or(args.get("stream id"), -1))
+        for a in codes:
+            try:
+                got = args.dict(a)
+            except ValueError:
+                continue
+            if "stream id" in got:
+                streams.add(_int_or(got.get("stream id"), -1))
         return streams
 
     def _device_of(self, epid: Any) -> int:
@@ -838,11 +1369,12 @@ class _TraceReader:
             rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(e.name), e.tid, e.device, -1, 0.0, -1,
                          _args_text(args), e.corr))
         starts = np.array([e.ts for e in ops], dtype=np.int64)
-        for e, task in zip(self.comm, is_task):
-            if not task:
-                continue
+        tasks = [e for e, task in zip(self.comm, is_task) if task]
+        before = (np.searchsorted(starts, np.array([e.ts for e in tasks], dtype=np.int64), side="right") - 1).tolist()
+        texts: dict = {}       # (args, group) -> text: the tasks share their args dicts (one per distinct text)
+        op_types: dict = {}
+        for e, j in zip(tasks, before):
             holder = None
-            j = int(np.searchsorted(starts, e.ts, side="right")) - 1
             while j >= 0:
                 o = ops[j]
                 if o.epid == e.epid and o.ts + o.dur >= e.ts:
@@ -852,9 +1384,17 @@ class _TraceReader:
                 if e.ts - ops[j + 1].ts > 10**10:
                     break
             group = op_group[id(holder)] if holder is not None else "default"
-            rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(holder.name) if holder else e.name, e.tid,
-                         e.device, _int_or(e.args.get("stream id"), -1), 0.0, -1,
-                         _args_text(hccl_task_args(e.args, group)), -1))
+            text = texts.get((id(e.args), group))
+            if text is None:
+                text = texts[(id(e.args), group)] = _args_text(hccl_task_args(e.args, group))
+            if holder is not None:
+                op_type = op_types.get(holder.name)
+                if op_type is None:
+                    op_type = op_types[holder.name] = comm_op_type(holder.name)
+            else:
+                op_type = e.name
+            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, _int_or(e.args.get("stream id"), -1),
+                         0.0, -1, text, -1))
 
 
 def _is_comm_task(args: dict) -> bool:

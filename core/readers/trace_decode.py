@@ -122,6 +122,7 @@ if msgspec is not None:
         traceEvents: list[_AnyEvent]
 
     _ANY_DECODER = msgspec.json.Decoder(Union[list[_AnyEvent], _AnyDoc])
+    _ANY_EVENTS_DECODER = msgspec.json.Decoder(list[_AnyEvent])
 
 
 @contextmanager
@@ -225,11 +226,79 @@ def decode_events(raw: Union[bytes, memoryview]) -> TraceEvents:
     return _events_from_dicts(events)
 
 
-def _events_from_structs(events: list) -> TraceEvents:
+# pieces of an event array decoded at a time: the structs of ~40k torch_npu events
+ARRAY_CHUNK_BYTES = 8 << 20
+
+
+class ChunksRefused(TraceDecodeError):
+    """The file does not decode chunk by chunk (not a JSON event array, an entry msgspec refuses, damage):
+    the caller decodes it whole (:func:`decode_events`), which says what is wrong with it, if anything."""
+
+
+def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None, as_structs: bool = False) -> Iterator[Any]:
+    """The events of the JSON event array in the file ``path`` (torch_npu's and MindSpore's
+    ``trace_view.json``), as :func:`decode_events` gives them, ``chunk_bytes`` of the file at a time: read
+    piece by piece, cut between two events (``},{``), each piece decoded by msgspec and handed over before
+    the next is read, so neither the whole file's bytes nor every event's structs are in memory at once.
+
+    Raises :class:`ChunksRefused` (possibly after some chunks were given) when msgspec is not used, the
+    file is not an array, or a piece does not decode: a cut inside a string or a nested value leaves it
+    open, so a wrong cut is always seen. ``as_structs``: each chunk as msgspec's list of event structs (the
+    fields as attributes, ``args`` a ``msgspec.Raw``; see :func:`events_of_structs`), for a reader that takes
+    only some fields of some events.
+
+    Example::
+
+        for events in event_array_chunks(Path("trace_view.json")):
+            events.ph[:3], events.args_of(0)
+    """
+    if decoder_name() != "msgspec":
+        raise ChunksRefused("msgspec is not used")
+    chunk_bytes = chunk_bytes or ARRAY_CHUNK_BYTES
+    with open(path, "rb") as fh:
+        buf = bytearray(fh.read(chunk_bytes))
+        start = len(buf) - len(buf.lstrip())
+        if buf[start:start + 1] != b"[":
+            raise ChunksRefused("not a JSON array")
+        del buf[:start + 1]
+        while True:
+            block = fh.read(chunk_bytes)
+            if not block:
+                yield _decode_chunk(b"[" + bytes(buf), as_structs)     # the rest closes the array
+                return
+            buf += block
+            cut = _last_boundary(buf)
+            if cut < 0:
+                continue
+            text = b"[" + bytes(memoryview(buf)[:cut + 1]) + b"]"
+            del buf[:cut + 1]
+            del buf[:buf.index(b",") + 1]
+            yield _decode_chunk(text, as_structs)
+            del text
+
+
+def _decode_chunk(text: bytes, as_structs: bool = False) -> Any:
+    try:
+        events = _ANY_EVENTS_DECODER.decode(text)
+    except msgspec.MsgspecError as e:
+        raise ChunksRefused(str(e)) from None
+    return events if as_structs else _events_from_structs(events, one_each=False)
+
+
+def events_of_structs(events: list) -> TraceEvents:
+    """Event structs of :func:`event_array_chunks` (``as_structs``) as :func:`decode_events` gives them."""
+    return _events_from_structs(events, one_each=False)
+
+
+def _events_from_structs(events: list, one_each: bool = True) -> TraceEvents:
+    """``one_each``: equal names made one object (see :func:`_one_each`); a caller that codes the names
+    itself does without."""
     def column(name: str) -> list:
         return list(map(attrgetter(name), events))
 
-    return TraceEvents(ph=column("ph"), cat=column("cat"), name=_one_each(column("name")), pid=column("pid"),
+    names = column("name")
+    return TraceEvents(ph=column("ph"), cat=column("cat"), name=_one_each(names) if one_each else names,
+                       pid=column("pid"),
                        tid=column("tid"), ts=column("ts"), dur=column("dur"), id=column("id"), args=column("args"),
                        decoder="msgspec")
 

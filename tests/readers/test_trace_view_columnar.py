@@ -1,6 +1,7 @@
-"""The columnar trace_view.json reader: msgspec (args kept as JSON text, parsed where used) and its orjson
-fallback give the same event table and problems, on the real torch_npu trace and on damaged ones; the bulk
-time conversion equals the per-value one; CANN timelines decode as Python's json does."""
+"""The columnar trace_view.json reader: msgspec (chunk by chunk, args kept as JSON text, parsed where used)
+and its orjson fallback give the same event table and problems, on the real torch_npu trace and on damaged
+ones; the rules applied in bulk equal the rules applied event by event; the bulk time conversion equals the
+per-value one; CANN timelines decode as Python's json does."""
 from __future__ import annotations
 
 import gc
@@ -40,13 +41,55 @@ def test_msgspec_and_orjson_read_the_real_trace_view_alike(monkeypatch, kw):
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
 
 
-def test_rows_moved_into_columns_block_by_block_keep_their_order(monkeypatch):
+def _per_event(out_dir: Path, monkeypatch, **kw) -> tuple:
     from npuprof.readers import ascend_output
+    monkeypatch.setattr(ascend_output, "_PER_EVENT_ONLY", True)
+    try:
+        return read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    finally:
+        monkeypatch.setattr(ascend_output, "_PER_EVENT_ONLY", False)
+
+
+@pytest.mark.parametrize("kw", [{}, {"skip_mstx": True, "skip_cpu_ops": True}])
+@pytest.mark.parametrize("with_kernels", [True, False])
+def test_bulk_rules_equal_the_per_event_rules_on_the_real_trace(tmp_path, monkeypatch, kw, with_kernels):
+    """Each event decided one by one (the reference) or in bulk per distinct process, category, name and
+    phase: the same table; without kernel_details.csv the hardware tasks are read from the trace too."""
+    out_dir = realdata(LEVEL1) / OUTPUT_DIR
+    if not with_kernels:
+        out_dir = tmp_path / OUTPUT_DIR
+        out_dir.mkdir()
+        (out_dir / TRACE_VIEW).symlink_to(realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW)
+    bulk, bulk_problems = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    one_by_one, problems = _per_event(out_dir, monkeypatch, **kw)
+    assert len(bulk) > 10000 and _dump(bulk) == _dump(one_by_one) and bulk_problems == problems
+
+
+def test_odd_events_among_plain_ones_keep_their_places(tmp_path, monkeypatch):
+    """Every 7th event of the real trace with its pid written as a float (the same process, read one by
+    one): its rows come where the event is, hardware and HCCL rows included."""
+    events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text())
+    for e in events[::7]:
+        if e.get("ph") in ("X", "C", "i") and isinstance(e.get("pid"), int):
+            e["pid"] = float(e["pid"])
+    out_dir = _run(tmp_path, events)
+    bulk, bulk_problems = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    one_by_one, problems = _per_event(out_dir, monkeypatch)
+    assert len(bulk) > 10000 and _dump(bulk) == _dump(one_by_one) and bulk_problems == problems
+
+
+def test_the_trace_read_in_small_chunks_is_the_trace_read_whole(tmp_path, monkeypatch):
+    pytest.importorskip("msgspec")
     out_dir = realdata(LEVEL1) / OUTPUT_DIR
     whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
-    monkeypatch.setattr(ascend_output, "_ROWS_PER_BLOCK", 7)     # the real trace's 10k rows in many blocks
-    blocks, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
-    assert len(whole) > 10000 and _dump(blocks) == _dump(whole)
+    pieces = []
+    chunks = trace_decode.event_array_chunks
+    monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path, **kw: (pieces.append(1) or c
+                                                                                for c in chunks(path, 1 << 14, **kw)))
+    from npuprof.readers import ascend_output
+    monkeypatch.setattr(ascend_output, "event_array_chunks", trace_decode.event_array_chunks)
+    small, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    assert len(pieces) > 100 and _dump(small) == _dump(whole)
 
 
 def _run(tmp_path: Path, events) -> Path:
@@ -76,6 +119,7 @@ def test_damaged_events_are_counted_alike_by_both_decoders(tmp_path, monkeypatch
         out_dir = _run(tmp_path / str(len(events)), events)
         (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
         assert _dump(fast) == _dump(slow) and fast_problems == slow_problems
+        assert _dump(_per_event(out_dir, monkeypatch)[0]) == _dump(fast)
         bad = 3 + (len(events) - len(meta) - len(odd))
         assert any(f"{bad} malformed event(s) skipped" in p for p in fast_problems), fast_problems
         names = [fast.strings[c] for c in fast["name"].tolist()]
@@ -150,3 +194,17 @@ def test_real_cann_timelines_read_alike_by_both_decoders(monkeypatch):
     monkeypatch.setenv(DECODER_ENV, "orjson")
     slow = read_device_timelines(prof, warn=lambda m: None)
     assert len(fast) > 1000 and _dump(fast) == _dump(slow)
+
+
+def test_a_chunk_msgspec_refuses_midway_has_the_file_read_whole(tmp_path, monkeypatch):
+    """An entry that is not an object near the end: the chunks read so far are dropped and the whole file
+    is read by orjson, which counts the entry as malformed."""
+    pytest.importorskip("msgspec")
+    events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text()) + [123]
+    out_dir = _run(tmp_path, events)
+    chunks = trace_decode.event_array_chunks
+    from npuprof.readers import ascend_output
+    monkeypatch.setattr(ascend_output, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+    assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
+    assert any("1 malformed event(s) skipped" in p for p in fast_problems)

@@ -1,0 +1,72 @@
+"""Chunks holding long rows (torch_npu's operators with call stacks) are rendered in one compiled pass: the
+same bytes as stretch by stretch with each long row formatted by hand, on mixed kinds, devices, links,
+counter values and the real torch_npu trace."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import npuprof.export.trace_json as tj
+from npuprof.events import EventKind, EventTable
+from npuprof.export.textrows import compiled_rows
+from npuprof.readers.ascend_output import OUTPUT_DIR, AscendWriter, read_ascend_output
+from realdata import realdata
+
+
+def _both(events: EventTable, monkeypatch) -> tuple[bytes, bytes]:
+    base = tj.base_time_ns(events)
+    in_place = []
+    render = tj._render_in_place
+    monkeypatch.setattr(tj, "_render_in_place", lambda *a: in_place.append(1) or render(*a))
+    fast = b"".join(tj.event_blocks(events, base))
+    _both.in_place = len(in_place)
+    monkeypatch.setattr(tj, "_renders_long_rows", lambda *a: False)
+    by_hand = b"".join(tj.event_blocks(events, base))
+    return fast, by_hand
+
+
+def _mixed(n: int, seed: int) -> EventTable:
+    rng = np.random.default_rng(seed)
+    kinds = [EventKind.OP, EventKind.KERNEL, EventKind.MARK, EventKind.COUNTER, EventKind.MEMORY, EventKind.API,
+             EventKind.STEP, EventKind.COMM]
+    kind = rng.choice([int(k) for k in kinds], n)
+    long_text = json.dumps({"Call stack": "frame.py(1): f\r\n" * 60})
+    args = [long_text if rng.random() < 0.2 else (json.dumps({"k": int(rng.integers(9))}) if rng.random() < 0.5
+                                                   else "") for _ in range(n)]
+    device = np.where(kind == int(EventKind.KERNEL), rng.integers(0, 2, n), -1)
+    corr = np.where(rng.random(n) < 0.3, rng.integers(0, 50, n), -1)
+    return EventTable.from_records(
+        ts=np.sort(rng.integers(1_700_000_000 * 10**9, 1_700_000_100 * 10**9, n)), dur=rng.integers(0, 10**7, n),
+        kind=kind, name=[("op_" + "x" * int(rng.integers(0, 700))) if rng.random() < 0.1 else f"op{i % 7}"
+                         for i in range(n)],
+        type=[f"T{i % 5}" for i in range(n)], args=args, device=device, stream=np.where(device >= 0, 3, -1),
+        value=rng.choice([0.0, 1.5, 1e300, float("nan"), 7.0], n), tid=rng.integers(1, 4, n), corr=corr)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_chunks_with_long_rows_render_as_by_hand(monkeypatch, seed):
+    if not compiled_rows():
+        pytest.skip("the compiled row renderer is not built here")
+    events = _mixed(5000, seed)
+    fast, by_hand = _both(events, monkeypatch)
+    assert fast == by_hand and fast.count(b"Call stack") > 500 and _both.in_place >= 2
+
+
+def test_negative_zero_values_keep_the_grouped_rendering(monkeypatch):
+    events = _mixed(500, 4)
+    value = events["value"].copy()
+    value[::3] = -0.0
+    events = events.with_column("value", value)
+    assert not tj._renders_long_rows({k: events[k] for k in ("ts", "dur", "value")}, np.arange(3), 0)
+    fast, by_hand = _both(events, monkeypatch)
+    assert fast == by_hand
+
+
+def test_the_real_torch_npu_trace_renders_as_by_hand(monkeypatch):
+    events, _ = read_ascend_output(realdata("msinsight/test/data/pytorch/text/level1/rank0_ascend_pt") / OUTPUT_DIR,
+                                   writer=AscendWriter.TORCH_NPU)
+    events = events.sorted()
+    fast, by_hand = _both(events, monkeypatch)
+    assert fast == by_hand and len(fast) > 10**6 and _both.in_place > 0
