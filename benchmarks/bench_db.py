@@ -59,7 +59,8 @@ def write(params: dict) -> dict:
     seconds = statistics.median(walls)
     return {"events": n, "seconds": seconds, "cpu_seconds": statistics.median(cpus), "events_per_s": n / seconds,
             "seconds_passes": walls, "cpu_seconds_passes": cpus, "load_start": loads[0], "load_starts": loads,
-            "db_bytes": db.stat().st_size, "peak_rss_bytes": peak_rss_bytes(), "peak_rss_before_write_bytes": rss_before}
+            "db_bytes": db.stat().st_size, "peak_rss_bytes": peak_rss_bytes(),
+            "peak_rss_before_write_bytes": rss_before}
 
 
 def main(params: dict) -> dict:
