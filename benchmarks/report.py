@@ -44,6 +44,15 @@ def _s(x: float) -> str:
     return f"{x:.3f} s" if x < 10 else f"{x:.1f} s"
 
 
+def _passes(res: dict) -> str:
+    """" (median of N: min-max s, CPU c s)" for a result that timed several passes, else nothing."""
+    walls = res.get("seconds_passes") or []
+    if len(walls) < 2:
+        return ""
+    cpu = f", CPU {res['cpu_seconds']:.1f} s" if "cpu_seconds" in res else ""
+    return f" (median of {len(walls)}: {min(walls):.1f}–{max(walls):.1f} s{cpu})"
+
+
 def _row(section: str, name: str, npuprof: str, baseline: str, ratio: str, goal: str,
          met: Optional[bool], key: str, figure: Any = None) -> dict:
     return {"section": section, "benchmark": name, "npuprof": npuprof, "baseline": baseline, "ratio": ratio,
@@ -234,7 +243,7 @@ def build_rows(results: dict) -> list[dict]:
         rate, rss = db["events_per_s"], db["peak_rss_bytes"]
         rows.append(_row("Analysis", f"Ascend profiler database (ascend_*_profiler_0.db + analysis.db), "
                                      f"{db['events']:,} events written",
-                         f"{_s(db['seconds'])}, peak RSS {_mb(rss)}", "", f"{rate / 1e6:.2f}M events/s",
+                         f"{_s(db['seconds'])}{_passes(db)}, peak RSS {_mb(rss)}", "", f"{rate / 1e6:.2f}M events/s",
                          ">= 1M events/s, peak RSS < 1 GB", rate >= 1e6 and rss < 1 << 30, "db_write", rate))
     elif "error" in db:
         rows.append(_err("Analysis", "Ascend profiler database write", db, "db_write"))

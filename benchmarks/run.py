@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             n_db = 100_000 if q else 10_000_000
             log(f"Ascend profiler database: writing {n_db:,} synthetic events")
             gen = run_child("bench_db", {"mode": "generate", "n": n_db, "parent": str(work / "db")})
-            results["db"] = gen if "error" in gen else run_child("bench_db", {"mode": "write",
+            results["db"] = gen if "error" in gen else run_child("bench_db", {"mode": "write", "reps": 1 if q else 3,
                                                                                 "run_dir": gen["run_dir"]})
             shutil.rmtree(work / "db", ignore_errors=True)
         if "cluster" in only:

@@ -41,7 +41,8 @@ import os
 import re
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
@@ -295,11 +296,13 @@ def read_segment(path: Path, report: ReadReport) -> list[EventTable]:
 
 
 def parse_records(data: bytes, label: str, report: ReadReport, end: Optional[int] = None,
-                  copy: bool = True) -> list[EventTable]:
+                  copy: bool = True, checksums: Optional[dict[int, int]] = None) -> list[EventTable]:
     """Every intact record of one segment's bytes (the first ``end`` of them when
     given); damage goes to ``report`` (prefixed with ``label``). Never raises on
     any input. With ``copy=False`` the tables are views of ``data`` (see
-    :func:`decode_chunk`)."""
+    :func:`decode_chunk`). ``checksums`` maps a record's byte offset to the CRC32 of
+    the payload its frame spans, computed beforehand on these same bytes
+    (:func:`frame_checksums`); a record not in it is checksummed here."""
     tables: list[EventTable] = []
     pos, end = 0, len(data) if end is None else end
     view = memoryview(data)
@@ -315,7 +318,8 @@ def parse_records(data: bytes, label: str, report: ReadReport, end: Optional[int
             problem = "bad record marker"
         elif length > MAX_RECORD_BYTES or body + length > end:
             problem = "torn record at the end" if magic == MAGIC and body + length > end else "bad record length"
-        elif zlib.crc32(view[body:body + length]) != crc:
+        elif (checksums[pos] if checksums is not None and pos in checksums
+              else zlib.crc32(view[body:body + length])) != crc:
             problem = "checksum mismatch"
         if problem is None:
             try:
@@ -334,6 +338,25 @@ def parse_records(data: bytes, label: str, report: ReadReport, end: Optional[int
     return tables
 
 
+def frame_checksums(data: Union[bytes, bytearray], end: int) -> dict[int, int]:
+    """CRC32 of the payload of each record that follows the one before it in ``data[:end]``, by byte
+    offset: the records a segment written without damage holds, walked frame by frame and stopped at
+    the first frame that does not fit (:func:`parse_records` checks the rest itself). zlib leaves
+    Python's lock free while it checksums a large payload, so the reader thread does this beside the
+    decoding of the segment before."""
+    sums: dict[int, int] = {}
+    pos = 0
+    with memoryview(data) as view:
+        while end - pos >= FRAME.size:
+            magic, length, _ = FRAME.unpack_from(data, pos)
+            body = pos + FRAME.size
+            if magic != MAGIC or length > MAX_RECORD_BYTES or body + length > end:
+                break
+            sums[pos] = zlib.crc32(view[body:body + length])
+            pos = body + length
+    return sums
+
+
 def segment_order(path: Path) -> tuple:
     """Sort key: (pid, sequence) numerically, so segment 100000 follows 99999."""
     m = _SEGMENT_RE.match(path.name)
@@ -345,9 +368,12 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
 
     A segment that cannot be read (or is over the size limit) is skipped and
     reported; what ``storage_limit`` aged out is reported too. Each segment
-    is read into one of two reused buffers (the next one is read meanwhile,
-    :func:`_read_ahead`) and its records are copied straight into the output
-    columns: every byte is copied once, into memory touched once.
+    is read into one of three reused buffers (the next one is read and
+    checksummed meanwhile, :func:`_read_ahead`) and its records are copied
+    straight into the output columns: every byte is copied once, into memory
+    touched once. Decoding a record (its header, string pool, the rows it
+    fills) stays on this thread, in order; the copies of its columns into
+    those rows run on a second thread (:class:`_Columns`).
     """
     report = ReadReport()
     directory = Path(directory)
@@ -366,13 +392,16 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
             report.problems.append(f"{path.name}: cannot be read ({e.strerror}); skipped")
     columns = _Columns(sum(size for _, size in paths) // MIN_ROW_BYTES)
     read_up_to = list(itertools.accumulate(size for _, size in paths))   # bytes of segments 0..i
-    for i, (path, buffer, got) in enumerate(_read_ahead(paths, columns.populate_for(read_up_to))):
-        if isinstance(got, OSError):
-            report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
-        else:
-            for table in parse_records(buffer, path.name, report, end=got, copy=False):
-                columns.append(table)
-        columns.done_reading(read_up_to[i])
+    with columns.copying():
+        for i, (path, buffer, got, sums) in enumerate(_read_ahead(paths, columns.populate_for(read_up_to),
+                                                                  columns.copied)):
+            columns.segment = i
+            if isinstance(got, OSError):
+                report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
+            else:
+                for table in parse_records(buffer, path.name, report, end=got, copy=False, checksums=sums):
+                    columns.append(table)
+            columns.done_reading(read_up_to[i])
     report.aged_out = _aged_out(directory)
     table = columns.table()
     report.events = len(table)
@@ -388,39 +417,57 @@ def _read_into(path: Path, size: int, buffer: bytearray) -> Union[int, OSError]:
         return e
 
 
-def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None],
-                ) -> Iterator[tuple[Path, bytearray, Union[int, OSError]]]:
-    """(path, buffer, bytes read into it or the error) of each segment, in order; a helper thread
-    reads the next segment while the caller decodes this one, then calls ``after_read(i)`` with
-    that segment's index (read_raw_dir faults in the rows it will fill there).
+READ_BUFFERS = 3   # a segment being read, one being decoded, one whose columns are still being copied
 
-    Two buffers of the largest segment's size take turns: a segment's bytes stay valid until the
-    caller asks for the one after it. The read and its copy out of the page cache leave the GIL
-    free, so they overlap the decoding (read_raw_dir of 10M events: 0.78-0.85 s against 0.92-1.12 s
-    reading in turn, 4 alternated pairs).
+
+def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None],
+                before_reuse: Callable[[int], None] = lambda i: None,
+                ) -> Iterator[tuple[Path, bytearray, Union[int, OSError], Optional[dict[int, int]]]]:
+    """(path, buffer, bytes read into it or the error, its records' checksums) of each segment, in
+    order; a helper thread reads the next segment and checksums its records (:func:`frame_checksums`)
+    while the caller decodes this one, then calls ``after_read(i)`` with that segment's index
+    (read_raw_dir faults in the rows it will fill there).
+
+    :data:`READ_BUFFERS` buffers of the largest segment's size take turns: segment i's bytes stay as
+    they are until segment ``i + READ_BUFFERS`` is read into them, which waits for
+    ``before_reuse(i)`` to return (read_raw_dir's copies out of segment i done). The read, its copy out
+    of the page cache and the checksums leave the GIL free, so they overlap the decoding (read_raw_dir
+    of 10M events: 0.78-0.85 s against 0.92-1.12 s reading in turn, 4 alternated pairs).
     """
     if not paths:
         return
     largest = max(size for _, size in paths)
-    buffers = (bytearray(largest), bytearray(largest))
+    # made by the thread that first reads into each: their zeroed pages are faulted in there
+    buffers: list[bytearray] = []
+    turns = min(READ_BUFFERS, len(paths))
 
-    def read(i: int) -> Union[int, OSError]:
-        got = _read_into(*paths[i], buffers[i % 2])
+    def buffer_of(i: int) -> bytearray:
+        if len(buffers) <= i % turns:
+            buffers.append(bytearray(largest))
+        return buffers[i % turns]
+
+    def read(i: int) -> tuple[Union[int, OSError], dict[int, int]]:
+        buffer = buffer_of(i)
+        got = _read_into(*paths[i], buffer)
+        sums = frame_checksums(buffer, got) if isinstance(got, int) else {}
         after_read(i)
-        return got
+        return got, sums
 
     with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
         try:
             pending = reader.submit(read, 0)
         except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads, read in turn
-            for path, size in paths:
-                yield path, buffers[0], _read_into(path, size, buffers[0])
+            for i, (path, size) in enumerate(paths):
+                before_reuse(i - 1)
+                buffer = buffer_of(0)
+                yield path, buffer, _read_into(path, size, buffer), None
             return
         for i, (path, _) in enumerate(paths):
-            got = pending.result()
+            got, sums = pending.result()
             if i + 1 < len(paths):
+                before_reuse(i + 1 - turns)
                 pending = reader.submit(read, i + 1)
-            yield path, buffers[i % 2], got
+            yield path, buffers[i % turns], got, sums
 
 
 MIN_ROW_BYTES = _DTYPES["ts"].itemsize   # a record holds at least this per row: ts is never "const"
@@ -437,6 +484,12 @@ class _Columns:
     view while every chunk holds one and the same value in it (a record's
     "const" columns), so a host run's pid, device, stream, step, source ...
     take no memory per row; the first chunk that differs fills it in.
+
+    Inside :meth:`copying`, :meth:`append` decides where a chunk's rows go
+    and leaves the copies (numpy, without the GIL) to a thread of their own,
+    so the next records decode meanwhile; :meth:`copied` waits for those of
+    one segment (its read buffer is about to be reused), :meth:`table` for
+    all of them.
     """
 
     def __init__(self, bound: int) -> None:
@@ -446,6 +499,28 @@ class _Columns:
         self.cols: dict[str, np.ndarray] = {}
         self.constant: dict[str, object] = {}
         self._progress = (0, 0)   # (rows, bytes) of the segments appended so far
+        self.segment = 0          # the segment whose chunks are appended now (read_raw_dir sets it)
+        self._copier: Optional[ThreadPoolExecutor] = None
+        self._copies: dict[int, list[Future]] = {}   # by segment, those not waited for yet
+
+    @contextmanager
+    def copying(self) -> Iterator[None]:
+        """Copies run on a thread of their own in this block (here when no thread may start, at
+        interpreter exit); every one is done when it ends. A copy's error is raised by
+        :meth:`copied` or here."""
+        copier = self._copier = ThreadPoolExecutor(1, thread_name_prefix="npuprof-copy")
+        try:
+            yield
+            self.copied(None)
+        finally:
+            copier.shutdown(wait=True, cancel_futures=True)
+            self._copier = None
+
+    def copied(self, segment: Optional[int]) -> None:
+        """Wait for the copies out of ``segment`` (every segment: None)."""
+        for key in [k for k in self._copies if segment is None or k == segment]:
+            for future in self._copies.pop(key):
+                future.result()
 
     def done_reading(self, bytes_so_far: int) -> None:
         """The segments up to ``bytes_so_far`` bytes are appended (the rows per byte so far)."""
@@ -472,6 +547,7 @@ class _Columns:
             return
         lo, hi = self.n, self.n + k
         remap = pool_remap(self.pool, table.strings)
+        copies: list[tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
         for key, src in table.cols.items():
             if key in JOINED_CONSTANT and key not in self.cols and (k == 1 or _is_constant(src)):
                 value = joined_value(key, src[0].item(), remap)
@@ -480,18 +556,32 @@ class _Columns:
             out = self.cols.get(key)
             if out is None:
                 out = self.cols[key] = np.empty(self.bound, dtype=NUMERIC_COLUMNS.get(key, np.int32))
-                if key in self.constant:
-                    out[:lo] = self.constant.pop(key)
-            put_column(out[lo:hi], src, remap if key in STRING_COLUMNS else None)   # codes checked in decode_chunk
+                if key in self.constant:   # rows no other copy writes: this column was one value so far
+                    copies.append((out[:lo], _constant(self.constant.pop(key), lo, out.dtype), None))
+            # codes checked in decode_chunk
+            copies.append((out[lo:hi], src, remap if key in STRING_COLUMNS else None))
         self.n = hi
+        try:
+            if self._copier is not None:
+                self._copies.setdefault(self.segment, []).append(self._copier.submit(_copy_columns, copies))
+                return
+        except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads
+            self._copier = None
+        _copy_columns(copies)
 
     def table(self) -> EventTable:
+        self.copied(None)
         if not self.n:
             return EventTable.empty()
         cols = {key: out[:self.n] for key, out in self.cols.items()}
         for key, value in self.constant.items():
             cols[key] = _constant(value, self.n, NUMERIC_COLUMNS.get(key, np.int32))
         return EventTable(cols, list(self.pool.strings))
+
+
+def _copy_columns(copies: list[tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]]) -> None:
+    for out, src, remap in copies:
+        put_column(out, src, remap)
 
 
 def _aged_out(directory: Path) -> str:

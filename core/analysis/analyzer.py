@@ -26,7 +26,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ..events import EventKind
 
@@ -143,19 +143,24 @@ def job_analyzers(host: Optional["PluginHost"] = None) -> list[RegisteredAnalyze
     return [r for r in registered_analyzers(host) if not r.builtin and r.analyzer.summary]
 
 
-def csv_tables(tables: dict) -> list[tuple[str, "Table", bool]]:
+def csv_tables(tables: dict) -> Iterator[tuple[str, "Table", bool]]:
     """``(name, table, only_with_rows)`` of each analyzer table in ``tables`` that ``npuprof analyse``
     writes as ``<name>.csv`` (``only_with_rows``: declared ``csv="with_rows"``, no header-only file):
-    those written always first, then the others, each in the order the analyzers run.
+    those written always first, then the others, each in the order the analyzers run. Tables still
+    being made (:class:`~npuprof.analysis.pipeline.PendingTables`) come as each is final, while the
+    later analyzers run.
 
     Example::
 
         for name, table, only_with_rows in csv_tables(result.tables):
             print(name, len(table), only_with_rows)
     """
-    kept = [(r.analyzer.table, tables[r.analyzer.table], r.analyzer.csv == "with_rows")
-            for r in registered_analyzers() if r.analyzer.csv != "never" and r.analyzer.table in tables]
-    return [k for k in kept if not k[2]] + [k for k in kept if k[2]]
+    written = [r.analyzer for r in registered_analyzers() if r.analyzer.csv != "never"]
+    table_of = getattr(tables, "wait_for", tables.get)
+    for analyzer in [a for a in written if a.csv != "with_rows"] + [a for a in written if a.csv == "with_rows"]:
+        table = table_of(analyzer.table)
+        if table is not None:
+            yield analyzer.table, table, analyzer.csv == "with_rows"
 
 
 def only_with_rows(name: str) -> bool:

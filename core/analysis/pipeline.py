@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from ..errors import ProfilerDataError
 from ..events import EventTable, _release_free_memory, offset_corr
@@ -195,11 +195,20 @@ class PendingTables(dict):
         self._run_dir = run_dir
         self._settled = threading.Event()
         self._error: Optional[BaseException] = None
+        self._made: dict[str, Table] = {}   # analyzers' tables so far, final (see wait_for)
+        self._made_cond = threading.Condition()
+
+    def _publish_one(self, name: str, table: Table) -> None:
+        with self._made_cond:
+            self._made[name] = table
+            self._made_cond.notify_all()
 
     def _publish(self, tables: dict, error: Optional[BaseException] = None) -> None:
         dict.update(self, tables)
         self._error = error
-        self._settled.set()
+        with self._made_cond:
+            self._settled.set()
+            self._made_cond.notify_all()
 
     def wait(self) -> None:
         """Return once the analyzers are done; raise if the analysis failed."""
@@ -207,6 +216,25 @@ class PendingTables(dict):
         if self._error is not None:
             raise ProfilerDataError(self._run_dir, f"analysis did not complete: {type(self._error).__name__}: "
                                                 f"{self._error}") from self._error
+
+    @property
+    def failed(self) -> bool:
+        """True once the analysis has failed (its tables never come)."""
+        return self._settled.is_set() and self._error is not None
+
+    def wait_for(self, name: str) -> Optional[Table]:
+        """The table ``name`` as soon as its analyzer has made it (the others may still run), or once
+        every analyzer is done, the table of that name (None when there is none); raises as
+        :meth:`wait` when the analysis failed first. What it returns is final: the analysis changes
+        it no more."""
+        with self._made_cond:
+            while name not in self._made and not self._settled.is_set():
+                self._made_cond.wait()
+            table = self._made.get(name)
+        if table is not None:
+            return table
+        self.wait()
+        return dict.get(self, name)
 
     def __getitem__(self, key: str) -> Table:
         self.wait()
@@ -278,8 +306,9 @@ class RunAnalysis:
         the pending tables."""
         result, pending = self.result, self.result.tables
         tables: dict[str, Table] = {}
+        made = pending._publish_one if isinstance(pending, PendingTables) else None
         try:
-            _analyse(result, tables, self._read_tables, self._phases)
+            _analyse(result, tables, self._read_tables, self._phases, made)
         except BaseException as e:
             if isinstance(pending, PendingTables):
                 pending._publish({}, e)
@@ -292,7 +321,10 @@ class RunAnalysis:
         return result
 
 
-def _analyse(result: AnalysisResult, tables: dict, read_tables: dict, phases: PhaseCounter) -> None:
+def _analyse(result: AnalysisResult, tables: dict, read_tables: dict, phases: PhaseCounter,
+             made: Optional[Callable[[str, Table], None]] = None) -> None:
+    """Every analyzer's table into ``tables``, then the readers' ones; each analyzer's table handed to
+    ``made`` as soon as it is final (its unmeasured columns emptied), while the next analyzers run."""
     run_dir, events, quality = result.run_dir, result.events, result.quality
     for registered in registered_analyzers():
         name = registered.analyzer.table
@@ -300,12 +332,15 @@ def _analyse(result: AnalysisResult, tables: dict, read_tables: dict, phases: Ph
             table = registered.run(events, result.warnings)
         if table is not None:
             tables[name] = table
+            leave_unmeasured_empty({name: table}, quality)
+            if made is not None:
+                made(name, table)
     for name, table in read_tables.items():   # what the tool measured itself (whole run, not per step)
         if name in tables:
             result.warnings.append(f"{run_dir}: a reader's table {name!r} has an analyzer's name; not kept")
         else:
             tables[name] = table
-    leave_unmeasured_empty(tables, quality)
+            leave_unmeasured_empty({name: table}, quality)
     if not result.info.writable and run_dir.is_dir() and "step_trace_time" in tables:
         check_against_tool(tables["step_trace_time"], tool_step_trace(run_dir / OUTPUT_DIR), quality)
 

@@ -29,12 +29,19 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
     if not target.text:
         return None
     out_dir = target.output_dir
-    written = []
-    for name, table, with_rows in csv_tables(result.tables):   # every registered analyzer's, as it declares
-        path = out_dir / f"{name}.csv"
-        if not with_rows:
-            written.append(write_csv(table, path))
-        elif write_if_rows(table, path):
-            written.append(path)
-    written += write_communication_files(result, out_dir)
+    written: list[Path] = []
+    try:
+        # every registered analyzer's, as it declares, each as soon as its analyzer has made it
+        for name, table, with_rows in csv_tables(result.tables):
+            path = out_dir / f"{name}.csv"
+            if not with_rows:
+                written.append(write_csv(table, path))
+            elif write_if_rows(table, path):
+                written.append(path)
+        written += write_communication_files(result, out_dir)
+    except BaseException:
+        if getattr(result.tables, "failed", False):   # no file of an analysis that did not complete
+            for path in written:
+                path.unlink(missing_ok=True)
+        raise
     return written

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,59 @@ def test_a_small_run_s_exporters_run_here_in_turn_once_the_analyzers_are_done(sy
     assert (out / "my_op_statistic.csv").read_bytes() == (out / "op_statistic.csv").read_bytes()
     assert {out / "my_op_statistic.csv", out / "trace_view.json", out / "analyse.done"} <= set(run.outputs)
     assert not run.failures
+
+
+def test_a_table_file_is_written_while_the_later_analyzers_still_run(synthetic_run, monkeypatch, tmp_path):
+    """The CSV writer takes each table as soon as its analyzer has made it: step_trace_time.csv (the first
+    analyzer's) is complete while range_statistic's analyzer runs, and every file is the same as when the
+    analysis is done before any file is written."""
+    from npuprof.analysis.pipeline import analyse_run
+
+    whole = analyse_run(synthetic_run)
+    before = tmp_path / "after_the_analysis"
+    writer.write_outputs(whole, writer.ExportTarget(before))
+    seen = {}
+    real = next(a for a in builtin_analyzers.BUILTIN_ANALYZERS if a.table == "range_statistic").compute
+
+    def ranges(events):
+        early = synthetic_run / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+        deadline = time.monotonic() + 60
+        while not early.is_file() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen["step_trace_time.csv"] = early.read_bytes() if early.is_file() else None
+        return real(events)
+
+    _replace_builtin(monkeypatch, "range_statistic", ranges)
+    monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)     # a small run's exporters wait for every table
+    (run,) = writer.analyse_and_export(synthetic_run)
+    out = synthetic_run / "ASCEND_PROFILER_OUTPUT"
+    assert seen["step_trace_time.csv"] == (before / "step_trace_time.csv").read_bytes()
+    for name in ("step_trace_time.csv", "op_statistic.csv", "kernel_details.csv", "range_statistic.csv",
+                 "trace_view.json"):
+        assert (out / name).read_bytes() == (before / name).read_bytes(), name
+    assert not run.failures
+
+
+def test_pending_tables_hand_each_table_over_once_made_and_say_when_one_never_will_be():
+    from npuprof.analysis.pipeline import PendingTables
+    from npuprof.analysis.table import Table
+
+    pending = PendingTables("run")
+    made = Table("first", ["a"], {"a": [1]})
+    pending._publish_one("first", made)
+    assert pending.wait_for("first") is made              # while the analysis still runs
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(pending.wait_for("never_made")))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()                               # it may still come: waits
+    pending._publish({"first": made})
+    waiter.join(10)
+    assert got == [None] and pending.wait_for("first") is made
+    failed = PendingTables("run")
+    failed._publish({}, MemoryError("analyzer"))
+    with pytest.raises(ProfilerDataError, match="analysis did not complete: MemoryError"):
+        failed.wait_for("first")
 
 
 def _replace_builtin(monkeypatch, table, compute):

@@ -183,6 +183,57 @@ def test_reading_a_raw_dir_gives_the_concatenation_of_its_records(tmp_path):
     _same_events(plain, EventTable.concat([parts[0], parts[3]]))
 
 
+def test_records_copied_on_a_second_thread_are_not_overwritten_by_the_segments_read_after_them(tmp_path,
+                                                                                                monkeypatch):
+    """Each segment's columns are copied into the table on a thread of their own while later segments are
+    read into the buffers in turn: with the copies held back, more segments than buffers (segments of
+    different sizes, pools and one-value columns) still load as the concatenation of their records, and
+    a buffer is only read into again once the copies out of it are done."""
+    import threading
+    import time as _time
+
+    rng = np.random.default_rng(11)
+    parts = []
+    for i in range(3 * rawstore.READ_BUFFERS + 1):
+        n = int(rng.integers(1, 60))
+        parts.append(EventTable.from_records(ts=rng.integers(0, 10**9, n).tolist(), dur=rng.integers(0, 99, n).tolist(),
+                                             name=[f"s{i}_{j % 5}" for j in range(n)], type="t", source="npuprof",
+                                             tid=[i] * n))
+    copying = threading.Event()
+    real_copy = rawstore._copy_columns
+
+    def slow_copy(copies):
+        copying.set()
+        _time.sleep(0.01)          # later segments are read meanwhile
+        real_copy(copies)
+
+    monkeypatch.setattr(rawstore, "_copy_columns", slow_copy)
+    table, report = _written_and_read(tmp_path, "NPUPROF", parts)
+    assert copying.is_set() and report.records == len(parts) and not report.problems
+    _same_events(table, EventTable.concat(parts))
+
+
+def test_frame_checksums_are_those_of_each_record_up_to_the_first_frame_that_does_not_fit():
+    records = [rawstore.encode_record(EventTable.from_records(ts=list(range(n)), name="a")).tobytes()
+               for n in (3, 1, 7)]
+    data = b"".join(records)
+    starts = [0, len(records[0]), len(records[0]) + len(records[1])]
+    sums = rawstore.frame_checksums(data, len(data))
+    assert sums == {pos: rawstore.zlib.crc32(r[rawstore.FRAME.size:]) for pos, r in zip(starts, records)}
+    assert list(rawstore.frame_checksums(data, len(data) - 1)) == starts[:2]          # the torn last one: left out
+    junk = data[:starts[1]] + b"junk" + data[starts[1]:]
+    assert list(rawstore.frame_checksums(junk, len(junk))) == [0]                      # stops at damage
+    # parse_records checks what it was not given itself, so damage is reported the same either way
+    for given in (None, rawstore.frame_checksums(junk, len(junk))):
+        report = rawstore.ReadReport()
+        tables = rawstore.parse_records(junk, "x.npr", report, checksums=given)
+        assert [len(t) for t in tables] == [3, 1, 7] and report.skipped_bytes == 4
+    forged = {pos: crc ^ 1 for pos, crc in sums.items()}       # a checksum computed on other bytes: refused
+    report = rawstore.ReadReport()
+    assert rawstore.parse_records(data, "x.npr", report, checksums=forged) == []
+    assert report.problems and all("checksum mismatch" in p for p in report.problems[:1])
+
+
 def test_a_column_of_one_value_in_every_record_is_one_value_in_the_loaded_table(tmp_path):
     """Records whose pools code "npuprof" differently still load as one source value; the first record
     that holds another value (a string or a number) makes the column real, with every row right."""
