@@ -173,6 +173,8 @@ def fallback_in_use() -> list[CompiledStatus]:
 
 
 _fallback_said = False
+# how the one fallback line starts (tests and log filters tell it from the warnings about a run)
+FALLBACK_LINE_PREFIX = "npuprof: running on the pure-Python fallback of "
 
 
 def log_fallback_once(logger: logging.Logger) -> Optional[str]:
@@ -185,7 +187,7 @@ def log_fallback_once(logger: logging.Logger) -> Optional[str]:
     if not missing:
         return None
     _fallback_said = True
-    line = ("npuprof: running on the pure-Python fallback of " + "; ".join(f"{s.name} ({s.reason})" for s in missing)
+    line = (FALLBACK_LINE_PREFIX + "; ".join(f"{s.name} ({s.reason})" for s in missing)
             + f": {FALLBACK_COST.line()}; `npuprof doctor` says more")
     logger.warning(line)
     return line

@@ -82,7 +82,10 @@ class Arm64:
         self.python = self.root / "bin" / "pyw"
 
     def env(self, page: int, *paths: Path) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        # NPUPROF_PURE_PYTHON is the host run's choice: the check is of the aarch64 build, compiled modules
+        # included (its parity tests set the fallback themselves)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("PYTHON", "VIRTUAL_ENV")) and k != "NPUPROF_PURE_PYTHON"}
         env.update(NPUPROF_QEMU_PAGE=str(page), PYTHONPATH=os.pathsep.join(str(p) for p in paths),
                    PYTHONDONTWRITEBYTECODE="1")
         return env
