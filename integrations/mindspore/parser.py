@@ -31,8 +31,9 @@ from typing import Any, Optional
 
 from npuprof.events import EventKind, EventTable
 from npuprof.readers.ascend_contract import layout_issues, problem_issue
-from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
-    read_ascend_output, writer_of
+from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output, \
+    writer_of
+from npuprof.readers.ascend_trace_view import is_ascend_trace
 
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir
