@@ -1,6 +1,6 @@
 """An :class:`~npuprof.events.EventTable` built row by row (:class:`_Columns`), args as their JSON text
-(:func:`_args_text`): how the readers of text formats (kernel_details.csv, the memory CSVs, CANN timelines)
-make their tables.
+(:func:`_args_text`): how the readers of kernel_details.csv, the memory CSVs and CANN timelines make their
+tables (the Kineto reader writes its args texts with the same function).
 
 Example::
 
