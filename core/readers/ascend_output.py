@@ -63,7 +63,7 @@ import json
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 import orjson
@@ -73,10 +73,13 @@ from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
 
 from .ascend_ops import _COMM_CORES, _int_or, op_type_of
-from .ascend_trace_view import _CompactTrace, _load_trace, _TraceMeta, _TraceReader, is_ascend_trace
 from .event_rows import _args_text, _Columns
 from .time_text import us_text_to_ns
-from .trace_decode import collector_paused
+
+if TYPE_CHECKING:
+    from .ascend_trace_view import _TraceMeta, _TraceReader
+# the trace_view.json reader and its decoder (msgspec's structs) are imported by the function that reads a
+# trace: the layout's names here (OUTPUT_DIR, TRACE_VIEW, ...) are imported by every npuprof command's plugins
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -146,6 +149,9 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     npuprof recorded the user's ranges itself. ``writer`` names the source
     of the events. Returns the events and the problems met.
     """
+    from .ascend_trace_view import _CompactTrace, _load_trace, _TraceMeta, _TraceReader, is_ascend_trace
+    from .trace_decode import collector_paused
+
     out_dir = Path(out_dir)
     problems: list[str] = []
     tv = out_dir / TRACE_VIEW
