@@ -58,7 +58,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness import child_main, interleave, paired_ratio, summary
-from npuprof.readers.ascend_output import INVALID_RANK, OUTPUT_DIR   # msprof's "no peer"; the tables' folder
+from npuprof.readers.ascend_ops import INVALID_RANK      # msprof's "no peer"
+from npuprof.readers.ascend_output import OUTPUT_DIR      # the tables' folder
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"

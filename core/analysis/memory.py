@@ -47,7 +47,7 @@ import numpy as np
 from ..clock import ns_to_us_text
 from ..errors import ProfilerConfigError
 from ..events import EventKind, EventTable
-from ..readers.ascend_output import us_text_to_ns
+from ..readers.time_text import us_text_to_ns
 from .analyzer import Analyzer, AnalyzerNeeds
 from .steps import step_spans
 from .table import Table

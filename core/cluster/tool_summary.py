@@ -69,7 +69,7 @@ def _steps(path: Path) -> tuple[list[list], list[str]]:
 def _comm_ops(comm: dict) -> tuple[list, list]:
     """comm_ops rows and the operators' (start ns, end ns, step, op type, group) from a communication.json
     (the alignment keys are made of the latter: :func:`npuprof.analysis.rank_communication.ordinal_keys`)."""
-    from ..readers.ascend_output import comm_op_type
+    from ..readers.ascend_ops import comm_op_type
 
     agg: dict = {}
     spans = []

@@ -67,7 +67,7 @@ from ..analysis.memory import memory_samples
 from ..analysis.result import AnalysisResult
 from ..events import EventKind, EventTable
 from ..readers.ascend_db import MODULES
-from ..readers.ascend_output import us_text_to_ns
+from ..readers.time_text import us_text_to_ns
 from ..runinfo import NPUPROF_VERSION, RunOrigin
 from .sqlite_db import INSERT_ROWS, StatementThread, building_db, create_table, insert_rows, statement_thread
 

@@ -44,7 +44,8 @@ from typing import Any, Callable, Optional
 from ..errors import ProfilerDataError
 from ..events import EventKind, EventTable
 from ..fileio import check_input_file
-from .ascend_output import _Columns, _args_text, hccl_task_args, op_type_of
+from .ascend_ops import hccl_task_args, op_type_of
+from .event_rows import _args_text, _Columns
 from .trace_decode import collector_paused, decode_json
 
 Warn = Callable[[str], None]

@@ -54,7 +54,7 @@ from ..errors import ProfilerDataError
 from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable, StringPool
 from ..fileio import check_input_file
 from ..quality import QualityIssue
-from .ascend_output import _args_text
+from .event_rows import _args_text
 from . import trace_decode
 from .trace_decode import (NoTraceEvents, ScannedTrace, TraceColumns, TraceDecodeError, collector_paused,
                            decode_gzip_trace, decode_trace, scan_gzip_chunks, scan_trace)

@@ -144,7 +144,8 @@ def device_of(info: RunInfo, out_dir: Path) -> int:
     encoded device process ids), from the trace's metadata events and the memory files' heads only."""
     if info.device_id is not None:
         return info.device_id
-    from .ascend_output import _TraceMeta, device_from_data
+    from .ascend_output import device_from_data
+    from .ascend_trace_view import _TraceMeta
 
     trace = out_dir / "trace_view.json"
     return device_from_data(out_dir, _TraceMeta.of(trace_metadata(trace, (b'"process_labels"',))),

@@ -31,8 +31,8 @@ from typing import Any, Optional
 
 from npuprof.events import EventKind, EventTable
 from npuprof.readers.ascend_contract import layout_issues, problem_issue
-from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, is_ascend_trace, \
-    read_ascend_output, writer_of
+from npuprof.readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output, \
+    writer_of
 
 from .backend import NATIVE_DIR
 from .framework_files import has_framework_data, read_framework_dir
@@ -66,6 +66,8 @@ def is_npuprof_run(run_dir: Path) -> bool:
 def mindspore_output_dir(run_dir: Path) -> Optional[Path]:
     """The directory holding MindSpore's analysis output, if any: not npuprof's outputs of its own run
     (those are derived from its raw data), but npuprof's ``export ascend`` copy, which has no raw data."""
+    from npuprof.readers.ascend_trace_view import is_ascend_trace    # the trace reader: only for such a folder
+
     out = run_dir / OUTPUT_DIR
     if out.is_dir() and (not (out / DONE_MARKER).exists() or not is_npuprof_run(run_dir)):
         tv = out / TRACE_VIEW

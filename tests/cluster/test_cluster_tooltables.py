@@ -201,7 +201,8 @@ def test_npuprofs_own_runs_are_always_parsed(tmp_path):
 ])
 def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, expect):
     from npuprof.readers.tool_summary_files import device_of
-    from npuprof.readers.ascend_output import device_from_data, _TraceMeta
+    from npuprof.readers.ascend_output import device_from_data
+    from npuprof.readers.ascend_trace_view import _TraceMeta
     from npuprof.runinfo import RunInfo
 
     out = tmp_path / OUT

@@ -87,7 +87,7 @@ def test_the_peak_and_what_was_alive_then_by_the_files_own_numbers(run):
     if record_mb > op_peak_mb:
         assert s.peak_source.startswith(f"{component} ") and s.peak_source.endswith("Total Allocated(MB)")
         assert abs(s.peak_ns / 1000.0 - float(record_at)) <= 0.25      # float64 epoch µs resolution
-    from npuprof.readers.ascend_output import us_text_to_ns
+    from npuprof.readers.time_text import us_text_to_ns
 
     at = s.peak_ns                                                       # exact ns, as the files' µs text says
     alive = [r for r in tool if us_text_to_ns(r["Allocation Time(us)"]) <= at

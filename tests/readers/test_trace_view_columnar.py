@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from npuprof.readers import trace_decode
-from npuprof.readers.ascend_output import OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output, us_text_to_ns, \
-    us_texts_to_ns
+from npuprof.readers.ascend_output import OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output
+from npuprof.readers.time_text import us_text_to_ns, us_texts_to_ns
 from npuprof.readers.trace_decode import DECODER_ENV, collector_paused, decode_events, decode_json
 from realdata import realdata
 
@@ -42,12 +42,12 @@ def test_msgspec_and_orjson_read_the_real_trace_view_alike(monkeypatch, kw):
 
 
 def _per_event(out_dir: Path, monkeypatch, **kw) -> tuple:
-    from npuprof.readers import ascend_output
-    monkeypatch.setattr(ascend_output, "_PER_EVENT_ONLY", True)
+    from npuprof.readers import ascend_trace_view
+    monkeypatch.setattr(ascend_trace_view, "_PER_EVENT_ONLY", True)
     try:
         return read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
     finally:
-        monkeypatch.setattr(ascend_output, "_PER_EVENT_ONLY", False)
+        monkeypatch.setattr(ascend_trace_view, "_PER_EVENT_ONLY", False)
 
 
 @pytest.mark.parametrize("kw", [{}, {"skip_mstx": True, "skip_cpu_ops": True}])
@@ -86,8 +86,8 @@ def test_the_trace_read_in_small_chunks_is_the_trace_read_whole(tmp_path, monkey
     chunks = trace_decode.event_array_chunks
     monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path, **kw: (pieces.append(1) or c
                                                                                 for c in chunks(path, 1 << 14, **kw)))
-    from npuprof.readers import ascend_output
-    monkeypatch.setattr(ascend_output, "event_array_chunks", trace_decode.event_array_chunks)
+    from npuprof.readers import ascend_trace_view
+    monkeypatch.setattr(ascend_trace_view, "event_array_chunks", trace_decode.event_array_chunks)
     small, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
     assert len(pieces) > 100 and _dump(small) == _dump(whole)
 
@@ -203,8 +203,8 @@ def test_a_chunk_msgspec_refuses_midway_has_the_file_read_whole(tmp_path, monkey
     events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text()) + [123]
     out_dir = _run(tmp_path, events)
     chunks = trace_decode.event_array_chunks
-    from npuprof.readers import ascend_output
-    monkeypatch.setattr(ascend_output, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
+    from npuprof.readers import ascend_trace_view
+    monkeypatch.setattr(ascend_trace_view, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
     (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
     assert any("1 malformed event(s) skipped" in p for p in fast_problems)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from npuprof.events import EventKind
-from npuprof.readers.ascend_output import comm_op_type, op_type_of
+from npuprof.readers.ascend_ops import comm_op_type, op_type_of
 from .files import group_id
 from .schema import AscendDbFacts, INVALID_U32, _MAX_DEVICE
 from .tables import _args_text, _id_text, _ints, _link, _only, _plain, _TableAccess

@@ -17,7 +17,7 @@ import pytest
 
 import npuprof
 from npuprof.events import EventKind
-from npuprof.readers.ascend_output import us_text_to_ns
+from npuprof.readers.time_text import us_text_to_ns
 
 from ms_support import run_scenario
 

@@ -18,7 +18,8 @@ import pytest
 import npuprof
 from npuprof.events import EventKind
 from npuprof.integrations.mindspore import parser
-from npuprof.readers.ascend_output import read_ascend_output, us_text_to_ns
+from npuprof.readers.ascend_output import read_ascend_output
+from npuprof.readers.time_text import us_text_to_ns
 from npuprof.integrations.mindspore.framework_files import op_type_of, read_framework_dir
 from ms_support import Ctx
 
