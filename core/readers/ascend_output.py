@@ -73,7 +73,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import numpy as np
 import orjson
@@ -83,7 +83,10 @@ from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends, hashable
 
-from .trace_decode import NoTraceEvents, TraceDecodeError, TraceEvents, collector_paused, decode_events
+if TYPE_CHECKING:
+    from .trace_decode import TraceEvents
+# the trace decoder (msgspec's structs) is imported by the functions that read a trace: the layout's names
+# here (OUTPUT_DIR, TRACE_VIEW, ...) are imported by every npuprof command's plugins
 
 OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 TRACE_VIEW = "trace_view.json"
@@ -348,6 +351,8 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     npuprof recorded the user's ranges itself. ``writer`` names the source
     of the events. Returns the events and the problems met.
     """
+    from .trace_decode import TraceEvents, collector_paused
+
     out_dir = Path(out_dir)
     problems: list[str] = []
     tv = out_dir / TRACE_VIEW
@@ -383,6 +388,8 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
 
 
 def _load_trace(path: Path, problems: list[str]) -> TraceEvents:
+    from .trace_decode import NoTraceEvents, TraceDecodeError, TraceEvents, decode_events
+
     check_input_file(path)
     try:
         return decode_events(path.read_bytes())
