@@ -45,12 +45,14 @@ def __getattr__(name: str) -> Any:
     (:mod:`npuprof.dynamic_profile.commands`, in this package), only a watching process needs the
     controller and the config's request."""
     if name == "DynamicController":
-        from . import controller as module
-    elif name in ("CONFIG_NAME", "TEMPLATE", "CaptureRequest", "parse_config_text"):
-        from . import request as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(module, name)
+        from . import controller
+
+        return controller.DynamicController
+    if name in ("CONFIG_NAME", "TEMPLATE", "CaptureRequest", "parse_config_text"):
+        from . import request
+
+        return getattr(request, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["CONFIG_NAME", "CaptureRequest", "DynamicController", "TEMPLATE", "active_controller", "finalize", "init",

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -207,6 +206,8 @@ def _app_args(args: Any) -> list:
 
 # -- local ----------------------------------------------------------------------------------
 def run_local(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -> int:
+    import subprocess
+
     section = build_section(args, str(data_dir))
     env = dict(os.environ)
     env.update(_extra_env(args.env))
