@@ -63,6 +63,20 @@ def test_analyse_of_an_own_run_imports_only_what_it_uses(tmp_path):
     assert list((tmp_path / "out").rglob("step_trace_time.csv")), list((tmp_path / "out").rglob("*"))
 
 
+def test_every_command_starts_without_the_writers_and_readers():
+    """Before any command runs, the CLI builds every command's parser and loads every plugin: none of the
+    output writers (the CSV cells' tables are built at import), the readers of other tools' files, the
+    advice rules or the framework APIs are imported then."""
+    heavy = NOT_FOR_AN_OWN_RUN + ("npuprof.export.textrows", "npuprof.export.csvfiles", "npuprof.export.trace_json",
+                                  "npuprof.analysis.advice", "npuprof.integrations.tensorflow.estimator",
+                                  "npuprof.integrations.pyacl.cann_import", "subprocess")
+    code = ("import sys; from npuprof.cli import build_parser; build_parser(); "
+            f"print(','.join(x for x in {heavy!r} if x in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
 def test_the_names_handed_out_on_first_use_still_import():
     """`npuprof.dynamic_profile` and `npuprof.advise` import their working modules on first use; their
     public names are the same objects as the modules' own."""
