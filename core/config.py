@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -202,8 +203,6 @@ def build_config(
         world_v = rank_v + 1
     devices = (env_d,) if device_id is None else _device_ids(device_id)
     dev_v = devices[0]
-    import socket     # for a profiler's config only: every command imports this module
-
     default_worker = socket.gethostname() + (f"-rank{rank_v}" if world_v > 1 else "")
     worker = default_worker if worker_name is None else v.check_str(
         "worker_name", worker_name, max_len=225, pattern=r"[0-9A-Za-z_.\-]+",

@@ -13,6 +13,7 @@ import functools
 import logging
 import os
 import shutil
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ def tensorboard_trace_handler(dir_name: Optional[Union[str, "os.PathLike[str]"]]
         if not analyse:
             return
         if run_async:
-            import subprocess
+            import subprocess     # imported for an async analysis only: `import npuprof` (every command) needs none
 
             proc = subprocess.Popen([sys.executable, "-m", "npuprof", "analyse", str(run_dir), "--quiet"])
             _children.append(proc)
@@ -171,8 +172,6 @@ def chrome_trace_handler(dir_name: Union[str, "os.PathLike[str]"], worker_name: 
     """
     path = check_output_path("dir_name", dir_name)
     gz = check_bool("use_gzip", use_gzip)
-    import socket     # socket, subprocess: imported where used, `import npuprof` (every command) needs neither
-
     worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
 
     def handler(prof: Any) -> None:
