@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 # ``advise`` plugin (npuprof.advise.plugin, in this package), only ``npuprof advise`` and ``cluster --explain`` advise
 
 
-
 def registered_rules() -> list[Rule]:
     """Every rule the plugins register: the built-in plugins' first, then the others in the order they
     were loaded; a rule whose id is taken is left out with a warning naming both plugins (a third-party
