@@ -14,7 +14,6 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -63,6 +62,8 @@ def tensorboard_trace_handler(dir_name: Optional[Union[str, "os.PathLike[str]"]]
         if not analyse:
             return
         if run_async:
+            import subprocess     # imported for an async analysis only: `import npuprof` (every command) needs none
+
             proc = subprocess.Popen([sys.executable, "-m", "npuprof", "analyse", str(run_dir), "--quiet"])
             _children.append(proc)
             prof._async_exports.append(proc)

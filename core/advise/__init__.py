@@ -14,28 +14,34 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from ..analysis.advice import Advice, Rule, advise, advise_job, select_rules
-from ..analysis.advice.messages import check_lang
-from ..analysis.pipeline import analyse_run, find_runs
-from ..analysis.result import AnalysisResult
 from ..errors import ProfilerConfigError, ProfilerDataError
-from ..plugins.manager import get_plugin_host
 from ..validate import check_number
 
+if TYPE_CHECKING:
+    from ..analysis.advice import Advice, Rule
+    from ..analysis.result import AnalysisResult
+
+# the rules and the analysis are imported by the functions that run them: every npuprof command loads the
+# ``advise`` plugin (npuprof.advise.plugin, in this package), only ``npuprof advise`` and ``cluster --explain`` advise
 
 
 def registered_rules() -> list[Rule]:
     """Every rule the plugins register: the built-in plugins' first, then the others in the order they
     were loaded; a rule whose id is taken is left out with a warning naming both plugins (a third-party
     rule never replaces a built-in one)."""
+    from ..analysis.advice import Rule
+    from ..plugins.manager import get_plugin_host
+
     return [rule for rule, _, _ in
             get_plugin_host().contributions("npuprof_advice_rules", Rule, lambda r: r.id, "rule id", "a Rule")]
 
 
 def parse_rule_ids(value: Any) -> Optional[list[str]]:
     """``--rules ID,...`` -> ids (None: all); checked against the registered rules."""
+    from ..analysis.advice import select_rules
+
     if value is None:
         return None
     ids = value.split(",") if isinstance(value, str) else list(value)
@@ -85,7 +91,11 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
     device's peak for the ``mfu`` rule; ``link_gbps`` (``"HCCS=18,RDMA=12.5"`` or a dict) the links' bandwidth
     for ``bandwidth``; ``lang`` the findings' language (``en``, ``zh``). Options are checked before anything is read (``ProfilerConfigError``).
     """
+    from ..analysis.advice import advise, advise_job, select_rules
     from ..analysis.advice.flops import PEAK_TFLOPS
+    from ..analysis.advice.messages import check_lang
+    from ..analysis.pipeline import analyse_run, find_runs
+    from ..analysis.result import AnalysisResult
 
     threshold = check_number("--min-ms", min_ms, 0.0)
     options: dict = {}
@@ -121,6 +131,9 @@ def advise_path(path: Union[str, Path, AnalysisResult], *, rules: Optional[Itera
 def explain_job(name: str, runs_by_rank: dict, min_ms: float = 0.0) -> Advice:
     """The ``slow_rank`` rule over a job's runs (rank -> run directory): which rank is slow and where its
     extra step time goes (``npuprof cluster --explain``)."""
+    from ..analysis.advice import advise_job
+    from ..analysis.pipeline import analyse_run
+
     ranks = {rank: analyse_run(Path(run)) for rank, run in sorted(runs_by_rank.items())}
     return advise_job(name, ranks, registered_rules(), only=["slow_rank"], min_ms=min_ms)
 

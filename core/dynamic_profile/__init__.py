@@ -30,12 +30,30 @@ from __future__ import annotations
 import atexit
 import threading
 from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..errors import ProfilerConfigError, ProfilerStateError
 from ..validate import check_number
-from .controller import DynamicController
-from .request import CONFIG_NAME, TEMPLATE, CaptureRequest, parse_config_text
+
+if TYPE_CHECKING:
+    from .controller import DynamicController
+    from .request import CONFIG_NAME, TEMPLATE, CaptureRequest, parse_config_text
+
+
+def __getattr__(name: str) -> Any:
+    """The names below, imported on first use: every npuprof command registers ``npuprof dynamic``
+    (:mod:`npuprof.dynamic_profile.commands`, in this package), only a watching process needs the
+    controller and the config's request."""
+    if name == "DynamicController":
+        from . import controller
+
+        return controller.DynamicController
+    if name in ("CONFIG_NAME", "TEMPLATE", "CaptureRequest", "parse_config_text"):
+        from . import request
+
+        return getattr(request, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["CONFIG_NAME", "CaptureRequest", "DynamicController", "TEMPLATE", "active_controller", "finalize", "init",
            "parse_config_text", "start", "step"]
@@ -59,6 +77,9 @@ def init(path: Union[str, "Path"], poll_interval: float = 2.0, rank: Optional[in
         True
         >>> dp.finalize()
     """
+    from .controller import DynamicController
+    from .request import CONFIG_NAME, TEMPLATE
+
     global _controller
     directory = Path(path).expanduser().resolve()
     if directory.exists() and not directory.is_dir():

@@ -24,8 +24,9 @@ from ..cli_args import add_folder_argument
 from ..errors import ProfilerConfigError
 from ..fileio import atomic_write
 from ..validate import parse_rank_list
-from .request import CONFIG_NAME, MINDSPORE_TEMPLATE, TEMPLATE, parse_config_text
-from .status import read_statuses
+
+# the request (the config's checks) and the status files are imported by the commands that use them: every
+# npuprof command registers ``npuprof dynamic``
 
 
 WATCHED_FOLDER_HELP = "the folder the job watches for profiler_config.json (give it as DIR or as -dir DIR)"
@@ -72,6 +73,8 @@ def _existing(path: Path) -> Any:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
+    from .request import CONFIG_NAME, MINDSPORE_TEMPLATE, TEMPLATE, parse_config_text
+
     directory = Path(args.dir)
     path = directory / CONFIG_NAME
     current = _existing(path)
@@ -120,7 +123,7 @@ def where_the_job_writes(config: dict, dialect: str, request: Any) -> str:
 
     Example::
 
-        >>> from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE
+        >>> from npuprof.dynamic_profile.request import MINDSPORE_TEMPLATE, parse_config_text
         >>> cfg = dict(MINDSPORE_TEMPLATE, start_step=300, stop_step=304)
         >>> where_the_job_writes(cfg, "mindspore", parse_config_text(json.dumps(cfg), "mindspore"))
         "the job's output_path (DynamicProfilerMonitor(output_path=...)), in rank<r>_start300_stop304/"
@@ -169,6 +172,9 @@ def _set_mindspore_steps(config: dict, args: argparse.Namespace) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from .request import CONFIG_NAME
+    from .status import read_statuses
+
     directory = Path(args.dir)
     statuses = read_statuses(directory)
     if args.json:

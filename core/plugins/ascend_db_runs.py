@@ -26,7 +26,6 @@ from typing import Any, Optional
 from ..events import EventTable
 from ..hookspecs import hookimpl
 from ..rawstore import RAW_DIR
-from ..readers.ascend_db import framework_dbs, rank_in_name, read_ascend_db
 from ..readers.ascend_output import KERNEL_DETAILS, OUTPUT_DIR, TRACE_VIEW
 
 TEXT_OUTPUTS = (TRACE_VIEW, KERNEL_DETAILS)
@@ -45,6 +44,9 @@ def run_database(run_dir: Path, rank: Optional[int] = None) -> Optional[Path]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or (run_dir / RAW_DIR).is_dir():
         return None
+    # the reader (sqlite3, the schemas) is imported once the folder is not one of npuprof's own runs
+    from ..readers.ascend_db import framework_dbs, rank_in_name
+
     out = run_dir / OUTPUT_DIR
     dbs = framework_dbs(out)
     if not dbs or any((out / name).is_file() for name in TEXT_OUTPUTS):
@@ -65,6 +67,8 @@ def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     db = run_database(Path(run_dir), rank)
     if db is None:
         return None
+    from ..readers.ascend_db import framework_dbs, read_ascend_db
+
     others = [p.name for p in framework_dbs(db.parent) if p != db]
     if others:
         context.warn(f"{db.parent}: several profiler databases; read {db.name}, not {', '.join(others)}")

@@ -5,17 +5,21 @@ the text outputs (sqlite runs its writes without Python's lock)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from ..analysis.result import AnalysisResult
-from ..export.analysis_db import write_analysis_db
-from ..export.ascend_db_writer import write_ascend_db
-from ..export.writer import ExportTarget
 from ..hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ..analysis.result import AnalysisResult
+    from ..export.writer import ExportTarget
 
 
 @hookimpl
 def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
     if not target.db:
         return None
+    # the writers (sqlite3 and the table schemas) are imported for a run that asks for the database only
+    from ..export.analysis_db import write_analysis_db
+    from ..export.ascend_db_writer import write_ascend_db
+
     return [write_ascend_db(result, target.output_dir), write_analysis_db(result, target.output_dir)]

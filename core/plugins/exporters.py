@@ -14,20 +14,25 @@ the writer runs the three at once on a large run, in turn on a smaller one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from ..analysis.analyzer import csv_tables
-from ..analysis.result import AnalysisResult
-from ..export.csvfiles import write_csv, write_if_rows
-from ..export.communication_json import write_communication_files
-from ..export.writer import ExportTarget
 from ..hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ..analysis.result import AnalysisResult
+    from ..export.writer import ExportTarget
 
 
 @hookimpl
 def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
     if not target.text:
         return None
+    # the writers are imported by the export (the CSV cells' tables are built at import): every npuprof
+    # command loads this plugin, only the commands that write text outputs export
+    from ..analysis.analyzer import csv_tables
+    from ..export.communication_json import write_communication_files
+    from ..export.csvfiles import write_csv, write_if_rows
+
     out_dir = target.output_dir
     written: list[Path] = []
     try:

@@ -13,17 +13,28 @@ from typing import Any, Optional
 
 from ..events import EventTable
 from ..hookspecs import hookimpl
-from ..readers.kineto import is_kineto_trace, read_kineto
+
+# the reader (and its trace decoder) is imported for a file only: ``npuprof analyse`` of a run folder asks
+# every plugin whether the folder is its kind of run
 
 
 @hookimpl
 def npuprof_recognise_run(path: Path) -> Optional[bool]:
-    return True if is_kineto_trace(Path(path)) else None
+    path = Path(path)
+    if not path.is_file():
+        return None
+    from ..readers.kineto import is_kineto_trace
+
+    return True if is_kineto_trace(path) else None
 
 
 @hookimpl
 def npuprof_parse_run(run_dir: Path, context: Any) -> Optional[EventTable]:
     path = Path(run_dir)
+    if not path.is_file():
+        return None
+    from ..readers.kineto import is_kineto_trace, read_kineto
+
     if not is_kineto_trace(path):
         return None
     read = read_kineto(path, context.warn)

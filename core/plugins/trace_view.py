@@ -9,18 +9,23 @@ share of what is left once the analyzers are done
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from ..analysis.result import AnalysisResult
-from ..export.trace_json import trace_settings, write_trace_beside
-from ..export.writer import ExportTarget, fork_is_safe
 from ..hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from ..analysis.result import AnalysisResult
+    from ..export.writer import ExportTarget
 
 
 @hookimpl
 def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[list[Path]]:
     if not target.text:
         return None
+    # the trace writer is imported by the export: every npuprof command loads this plugin
+    from ..export.trace_json import trace_settings, write_trace_beside
+    from ..export.writer import fork_is_safe
+
     # reading the tables waits for the analyzers: then this thread takes its share of the trace
     return [write_trace_beside(result.events, target.output_dir / "trace_view.json", fork_is_safe(),
                                help_after=lambda: len(result.tables), **trace_settings(result))]

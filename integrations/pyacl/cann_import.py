@@ -51,9 +51,10 @@ from npuprof.events import KERNEL_TENSOR_COLUMNS
 from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable, offset_corr
 from npuprof.fileio import check_input_file
-from npuprof.readers.cann_timeline import has_device_timelines, read_device_timelines
-from npuprof.readers.ascend_db import read_ascend_db
 from npuprof.traceflows import flow_ends, hashable, link_id
+
+# the CANN timeline reader (its trace decoder) and the database reader (sqlite3) are imported by the functions
+# that read a PROF_ directory: every ``npuprof analyse`` asks this plugin whether a run references one
 
 log = logging.getLogger("npuprof")
 SOURCE = "cann"
@@ -178,6 +179,8 @@ def find_msprof() -> Optional[str]:
 
 
 def has_exports(prof_dir: Path) -> bool:
+    from npuprof.readers.cann_timeline import has_device_timelines
+
     out = prof_dir / OUTPUT
     text = out.is_dir() and any(out.glob("*.csv")) or out.is_dir() and any(out.glob("msprof*.json"))
     db = any(prof_dir.glob("msprof_*.db")) or (out.is_dir() and any(out.glob("msprof_*.db")))
@@ -430,6 +433,8 @@ def read_db(path: Path, warn: Warn) -> EventTable:
     file and table; a file that is not a readable database, or holds no event,
     raises ProfilerDataError naming it.
     """
+    from npuprof.readers.ascend_db import read_ascend_db
+
     return read_ascend_db(path, warn, source=SOURCE).events
 
 
@@ -438,6 +443,8 @@ def parse_prof_dir(prof_dir: Path, warn: Warn, run_msprof: bool = True, note: Op
     """All events of one PROF_ directory (see module doc). ``warn`` is told of every input lost,
     ``note`` (default ``warn``) of what is left out on purpose. An SS928/SS927 JOB is
     :func:`.svp_read.parse_svp_job`'s."""
+    from npuprof.readers.cann_timeline import has_device_timelines, read_device_timelines
+
     prof_dir = Path(prof_dir)
     if run_msprof and not has_exports(prof_dir):
         exe = find_msprof()

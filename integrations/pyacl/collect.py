@@ -30,9 +30,7 @@ import argparse
 import json
 import math
 import os
-import secrets
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,10 +38,8 @@ from typing import Any, Optional
 
 from npuprof.errors import ProfilerConfigError, ProfilerDataError
 
-from .acl_json import section_from_config, validate_profiler_section
-from .cann_import import is_prof_dir
-from .svp_layout import SvpLayout, write_manifest
-from .svp_parser import is_svp_job
+# acl.json, the PROF_ reader and the SVP layout are imported by the functions that collect: every npuprof
+# command registers ``npuprof collect`` (add_collect_command), only ``npuprof collect`` runs
 
 EXIT_OK, EXIT_NO_DATA, EXIT_USAGE, EXIT_APP_FAILED = 0, 1, 2, 4
 
@@ -138,6 +134,8 @@ def build_section(args: Any, output: str) -> dict:
     """acl.json profiler section for the collect flags (validated)."""
     from npuprof.config import build_config
 
+    from .acl_json import section_from_config, validate_profiler_section
+
     metrics = args.aic_metrics
     cfg = build_config(output_path=os.path.join(output, ".cfg"), profiler_level=args.profiler_level,
                        aic_metrics=metrics, mstx=bool(args.mstx) or args.profiler_level == "LevelNone")
@@ -208,6 +206,8 @@ def _app_args(args: Any) -> list:
 
 # -- local ----------------------------------------------------------------------------------
 def run_local(args: Any, main: Path, project: Path, data_dir: Path, out: Any) -> int:
+    import subprocess
+
     section = build_section(args, str(data_dir))
     env = dict(os.environ)
     env.update(_extra_env(args.env))
@@ -247,6 +247,8 @@ def run_local(args: Any, main: Path, project: Path, data_dir: Path, out: Any) ->
 # -- remote ---------------------------------------------------------------------------------
 def run_remote(args: Any, main: Path, project: Path, data_dir: Path, out: Any,
                cfg: Optional[Any] = None) -> int:
+    import secrets     # hashlib, hmac: for a remote collection only
+
     from .ssh import RemoteBoard, read_ssh_ini
 
     cfg = cfg if cfg is not None else read_ssh_ini(args.config)
@@ -321,6 +323,8 @@ def check_collect_args(args: Any, project: Path, data_dir: Path) -> Optional[Any
 
 def collected_dirs(data_dir: Path) -> list:
     """PROF_/JOB directories in the collected data (one or two levels down)."""
+    from .cann_import import is_prof_dir
+
     found = []
     if not data_dir.is_dir():
         return found
@@ -333,6 +337,9 @@ def collected_dirs(data_dir: Path) -> list:
 
 
 def cmd_collect(args: Any, out: Any = None) -> int:
+    from .svp_layout import SvpLayout, write_manifest
+    from .svp_parser import is_svp_job
+
     out = out or sys.stdout
     main = Path(args.main).expanduser().absolute()
     if not main.is_file():

@@ -181,10 +181,11 @@ def npuprof_recognise_run(path: Path, named: bool) -> Optional[bool]:
 def npuprof_parse_run(run_dir: Path, context: Any) -> Any:
     from .cann_import import is_prof_dir, parse_many, parse_prof_dir, referenced_prof_dirs
     from .svp_parser import is_svp_job
-    from .svp_read import parse_svp_job
 
     run_dir = Path(run_dir)
     if is_svp_job(run_dir):
+        from .svp_read import parse_svp_job
+
         return parse_svp_job(run_dir, context.flag_message, context.add_table)
     if is_prof_dir(run_dir):
         return parse_prof_dir(run_dir, context.flag_message, note=context.warn)

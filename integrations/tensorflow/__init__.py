@@ -34,26 +34,51 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .estimator import ProfilingConfig, adapter_available
-from ..cann.profiling_options import (ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options,
-                      render_profiling_options)
-from .profiler import Profiler
-from .sessrun import activate, current_activation, deactivate, profiling_from_config, session_config
-from .tf2 import global_options, open, parse_profile_batch  # noqa: A004 - npu_device's name
+if TYPE_CHECKING:
+    from ..cann.profiling_options import (ADAPTER_DEFAULT_OPTIONS, ProfilingOptions, parse_profiling_options,
+                                          render_profiling_options)
+    from .dynamic import DynamicProfilerCallback
+    from .estimator import NPUEstimator, NPURunConfig, ProfilingConfig, ProfilingHook, adapter_available
+    from .profiler import Profiler
+    from .sessrun import activate, current_activation, deactivate, profiling_from_config, session_config
+    from .tf2 import ProfilerCallback, global_options, open, parse_profile_batch  # noqa: A004 - npu_device's name
 
-_LAZY = {"ProfilingHook": "estimator", "NPURunConfig": "estimator", "NPUEstimator": "estimator",
-         "ProfilerCallback": "tf2", "DynamicProfilerCallback": "dynamic"}
+_ESTIMATOR = ("ProfilingConfig", "adapter_available", "ProfilingHook", "NPURunConfig", "NPUEstimator")
+_OPTIONS = ("ADAPTER_DEFAULT_OPTIONS", "ProfilingOptions", "parse_profiling_options", "render_profiling_options")
+_SESSRUN = ("activate", "current_activation", "deactivate", "profiling_from_config", "session_config")
+_TF2 = ("global_options", "open", "parse_profile_batch", "ProfilerCallback")
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
+    """The names below, imported on first use: every npuprof command loads this package's plugin
+    (:mod:`npuprof.integrations.tensorflow.plugin`), only a TensorFlow program uses the API."""
+    if name in _ESTIMATOR:
+        from . import estimator
 
-    return getattr(import_module(f"{__name__}.{module}"), name)
+        return getattr(estimator, name)
+    if name in _OPTIONS:
+        from ..cann import profiling_options
+
+        return getattr(profiling_options, name)
+    if name == "Profiler":
+        from . import profiler
+
+        return profiler.Profiler
+    if name in _SESSRUN:
+        from . import sessrun
+
+        return getattr(sessrun, name)
+    if name in _TF2:
+        from . import tf2
+
+        return getattr(tf2, name)
+    if name == "DynamicProfilerCallback":
+        from . import dynamic
+
+        return dynamic.DynamicProfilerCallback
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

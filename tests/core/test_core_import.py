@@ -30,6 +30,69 @@ def test_the_plugin_host_starts_without_the_commands_it_does_not_run():
     assert out.stdout.splitlines() == ["", "3 npuprof.cluster.analyse npuprof.cluster.collect npuprof.report.page"]
 
 
+# what `npuprof analyse` of one of npuprof's own runs has no use for: the readers of other tools' files (the
+# trace decoder and msgspec, Kineto, the Ascend and CANN databases with sqlite3, CANN timelines), the database
+# writers, the watcher of dynamic profiling, `npuprof collect`'s code, the terminal tables, the other commands' code
+NOT_FOR_AN_OWN_RUN = ("msgspec", "sqlite3", "rich", "secrets", "multiprocessing",
+                      "npuprof.readers.trace_decode", "npuprof.readers.kineto", "npuprof.readers.ascend_db",
+                      "npuprof.readers.cann_timeline", "npuprof.export.analysis_db", "npuprof.export.ascend_db_writer",
+                      "npuprof.dynamic_profile.controller", "npuprof.dynamic_profile.request",
+                      "npuprof.integrations.pyacl.acl_json",
+                      "npuprof.integrations.pyacl.svp_read", "npuprof.integrations.pyacl.svp_layout",
+                      "npuprof.cluster.analyse", "npuprof.analysis.diff", "npuprof.report.page")
+
+
+def test_analyse_of_an_own_run_imports_only_what_it_uses(tmp_path):
+    """Every command pays for what its process imports: `npuprof analyse` of an own run loads every plugin,
+    which asks each whether the folder is its kind of run, and imports none of the modules above; the
+    outputs are written all the same."""
+    from npuprof import Profiler, record_function
+
+    with Profiler(output_path=tmp_path / "prof") as prof:
+        for _ in range(3):
+            with record_function("forward"):
+                sum(range(20000))
+            prof.step()
+    run = prof.saved_runs[0]
+    code = ("import sys; from npuprof.cli import main; "
+            f"rc = main(['analyse', '-o', {str(tmp_path / 'out')!r}, {str(run)!r}]); "
+            f"print(rc, ','.join(x for x in {NOT_FOR_AN_OWN_RUN!r} if x in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "0 ", out.stdout
+    assert list((tmp_path / "out").rglob("step_trace_time.csv")), list((tmp_path / "out").rglob("*"))
+
+
+def test_every_command_starts_without_the_writers_and_readers():
+    """Before any command runs, the CLI builds every command's parser and loads every plugin: none of the
+    output writers (the CSV cells' tables are built at import), the readers of other tools' files, the
+    advice rules or the framework APIs are imported then."""
+    heavy = NOT_FOR_AN_OWN_RUN + ("npuprof.export.textrows", "npuprof.export.csvfiles", "npuprof.export.trace_json",
+                                  "npuprof.analysis.advice", "npuprof.integrations.tensorflow.estimator",
+                                  "npuprof.integrations.pyacl.cann_import", "subprocess")
+    code = ("import sys; from npuprof.cli import build_parser; build_parser(); "
+            f"print(','.join(x for x in {heavy!r} if x in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def test_the_names_handed_out_on_first_use_still_import():
+    """`npuprof.dynamic_profile` and `npuprof.advise` import their working modules on first use; their
+    public names are the same objects as the modules' own."""
+    code = ("import sys, npuprof.dynamic_profile as dp, npuprof.advise as ad; "
+            "print('npuprof.dynamic_profile.controller' in sys.modules, 'npuprof.analysis.advice' in sys.modules); "
+            "from npuprof.dynamic_profile import CONFIG_NAME, TEMPLATE, CaptureRequest, DynamicController, "
+            "parse_config_text; from npuprof.dynamic_profile import controller, request; "
+            "print(DynamicController is controller.DynamicController, parse_config_text is request.parse_config_text, "
+            "CONFIG_NAME, sorted(r.id for r in ad.registered_rules())[:1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()
+    assert first == "False False"
+    assert second.startswith("True True profiler_config.json ['"), second
+
+
 def test_cli_plugins_lists_builtins():
     out = subprocess.run([sys.executable, "-m", "npuprof", "plugins"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
