@@ -186,6 +186,19 @@ def _render_place(rows: RowBuilder, c: dict, base_ns: int) -> None:
     rows.fixed3(c["ts"] - base_ns)
 
 
+def _render_device_and_link(rows, c: dict, on_dev: np.ndarray, linked: Optional[np.ndarray]) -> None:
+    """The ``"device"``/``"stream"`` args of the rows ``on_dev`` and the ``"correlation"`` of those ``linked``."""
+    if on_dev.any():
+        flag = on_dev.astype(np.int64)
+        rows.pooled(flag, ["", ',"device":'])
+        rows.integer(c["device"], on_dev)
+        rows.pooled(flag, ["", ',"stream":'])
+        rows.integer(c["tid"], on_dev)
+    if linked is not None and linked.any():
+        rows.pooled(linked.astype(np.int64), ["", ',"correlation":'])
+        rows.integer(c["corr"], linked)
+
+
 def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
     """Complete events (spans): every kind but marks, counters and memory."""
     rows = RowBuilder(len(c["kind"]))
@@ -200,17 +213,7 @@ def _render_x(p: _Pools, c: dict, base_ns: int) -> bytes:
     rows.pooled(c["type"], p.names)
     rows.literal(',"Step":')
     rows.integer(c["step"])
-    on_dev = c["device"] >= 0
-    if on_dev.any():
-        flag = on_dev.astype(np.int64)
-        rows.pooled(flag, ["", ',"device":'])
-        rows.integer(c["device"], on_dev)
-        rows.pooled(flag, ["", ',"stream":'])
-        rows.integer(c["tid"], on_dev)
-    linked = c.get("linked")
-    if linked is not None and linked.any():
-        rows.pooled(linked.astype(np.int64), ["", ',"correlation":'])
-        rows.integer(c["corr"], linked)
+    _render_device_and_link(rows, c, c["device"] >= 0, c.get("linked"))
     rows.pooled(c["args"], p.rest)
     rows.literal("},\n")
     return rows.render()
@@ -455,19 +458,8 @@ def _render_in_place(p: _Pools, cols: dict, base_ns: int, long_rows: np.ndarray)
     rows.pooled(c["type"], p.names, span)
     rows.pooled(span.astype(np.int64), ["", ',"Step":'])
     rows.integer(c["step"], span)
-    on_dev = span & (c["device"] >= 0)
-    if on_dev.any():
-        flag = on_dev.astype(np.int64)
-        rows.pooled(flag, ["", ',"device":'])
-        rows.integer(c["device"], on_dev)
-        rows.pooled(flag, ["", ',"stream":'])
-        rows.integer(c["tid"], on_dev)
     linked = c.get("linked")
-    if linked is not None:
-        linked = linked & span
-        if linked.any():
-            rows.pooled(linked.astype(np.int64), ["", ',"correlation":'])
-            rows.integer(c["corr"], linked)
+    _render_device_and_link(rows, c, span & (c["device"] >= 0), None if linked is None else linked & span)
     rows.pooled(c["args"], p.rest, span)
     rows.pooled(mark.astype(np.int64), ["", ',"args":'])
     rows.pooled(c["args"], p.args, mark)

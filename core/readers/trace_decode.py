@@ -568,18 +568,7 @@ def _scan_events(text: Union[bytes, bytearray]) -> ScannedTrace:
 
 
 def _scan_stream(pieces: "queue.Queue") -> ScannedTrace:
-    buf = bytearray()
-    head = None
-    while head is None:      # up to the start of the event list
-        piece = _next_piece(pieces)
-        if piece is None:
-            raise _Chunked()
-        buf += piece
-        m = _EVENTS_KEY.search(buf)
-        if m:
-            head, buf = bytes(buf[:m.end() - 1]), buf[m.end():]
-        elif len(buf) > CHUNK_BYTES:
-            raise _Chunked()
+    head, buf = _up_to_event_list(pieces)
     parts: list = []
     while True:
         piece = _next_piece(pieces)
@@ -652,6 +641,21 @@ def _decode_chunks(path: Path) -> TraceColumns:
                 pass
 
 
+def _up_to_event_list(pieces: "queue.Queue") -> tuple[bytes, bytearray]:
+    """The stream's bytes before its event list's first event (``head``), and those read after them."""
+    buf = bytearray()
+    while True:
+        piece = _next_piece(pieces)
+        if piece is None:
+            raise _Chunked()
+        buf += piece
+        m = _EVENTS_KEY.search(buf)
+        if m:
+            return bytes(buf[:m.end() - 1]), buf[m.end():]
+        if len(buf) > CHUNK_BYTES:
+            raise _Chunked()
+
+
 def _next_piece(pieces: "queue.Queue") -> Optional[bytes]:
     piece = pieces.get()
     if isinstance(piece, BaseException):
@@ -660,18 +664,7 @@ def _next_piece(pieces: "queue.Queue") -> Optional[bytes]:
 
 
 def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
-    buf = bytearray()
-    head = None
-    while head is None:      # up to the start of the event list
-        piece = _next_piece(pieces)
-        if piece is None:
-            raise _Chunked()
-        buf += piece
-        m = _EVENTS_KEY.search(buf)
-        if m:
-            head, buf = bytes(buf[:m.end() - 1]), buf[m.end():]
-        elif len(buf) > CHUNK_BYTES:
-            raise _Chunked()
+    head, buf = _up_to_event_list(pieces)
     out = TraceColumns(decoder="msgspec")
     done = False
     while not done:

@@ -16,7 +16,7 @@ from npuprof import hookimpl
 from npuprof.errors import ProfilerDataError
 from npuprof.export import trace_json, writer
 from npuprof.export.csvfiles import write_csv
-from npuprof.plugins import analyzers as builtin_analyzers, trace_view
+from npuprof.plugins import analyzers as builtin_analyzers
 from npuprof.plugins.manager import get_plugin_host
 
 from synth import make_run
@@ -178,7 +178,7 @@ def test_an_analysis_that_fails_leaves_no_output_and_its_exporters_are_told(synt
         monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
     if forked:
         monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
-        monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
+        monkeypatch.setattr(writer, "fork_is_safe", lambda: True)   # whatever other tests left running
     started = []
     real_fork = trace_json.ForkedTrace
     monkeypatch.setattr(trace_json, "ForkedTrace", lambda *a: started.append(1) or real_fork(*a))

@@ -13,7 +13,6 @@ from npuprof.events import NUMERIC_COLUMNS, STRING_COLUMNS, EventKind, EventTabl
 from npuprof.export import textrows, trace_json
 from npuprof.export import writer as export_writer
 from npuprof.export.writer import analyse_and_export
-from npuprof.plugins import trace_view
 
 import synth
 
@@ -284,7 +283,7 @@ def test_outputs_of_a_run_are_the_same_whether_its_records_hold_one_value_column
     if forked:
         monkeypatch.setattr(textrows, "MATRIX_BYTES", 1)   # 1024 rows per chunk
         monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
-        monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)
+        monkeypatch.setattr(export_writer, "fork_is_safe", lambda: True)
         monkeypatch.setattr(export_writer, "CONCURRENT_MIN_EVENTS", 1)   # beside the analyzers, as a large run
 
     monkeypatch.setattr(synth.time, "time_ns", lambda: 1_700_000_000_000_000_000)

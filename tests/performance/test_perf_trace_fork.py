@@ -12,7 +12,6 @@ import pytest
 from npuprof.export import textrows, trace_json
 from npuprof.fileio import WriteBehind
 from npuprof.export.writer import analyse_and_export
-from npuprof.plugins import trace_view
 
 from test_perf_trace import make_events
 
@@ -151,7 +150,7 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
     before = _digests(out)
     for p in out.iterdir():
         p.unlink()
-    monkeypatch.setattr(trace_view, "fork_is_safe", lambda: True)   # whatever other tests left running
+    monkeypatch.setattr(writer, "fork_is_safe", lambda: True)   # whatever other tests left running
     monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
     if threads:
         monkeypatch.setattr(writer, "CONCURRENT_MIN_EVENTS", 1)
