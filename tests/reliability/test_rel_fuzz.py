@@ -20,6 +20,7 @@ import gzip
 import importlib
 import json
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -392,8 +393,13 @@ def test_acl_subscription_records(data, size, check):
 def test_atheris_raw_reader_and_profiler_info(tmp_path):
     pytest.importorskip("atheris", reason="atheris is an optional dev tool (pip install atheris)")
     runs = int(200_000 * SCALE)
+    # libFuzzer's memory limit reads the process's peak RSS, and on Linux a child started by fork/vfork + exec
+    # begins with its parent's peak (this pytest process's, past 2 GB late in the suite): the harness may use
+    # its default 2 GB on top of that
+    parent_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     proc = subprocess.run([sys.executable, str(HERE / "rel_workloads" / "atheris_raw.py"), f"-runs={runs}",
-                           "-seed=1", "-max_len=4096", f"-artifact_prefix={tmp_path}/"],
+                           "-seed=1", "-max_len=4096", f"-rss_limit_mb={parent_peak_mb + 2048}",
+                           f"-artifact_prefix={tmp_path}/"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = [line for line in proc.stderr.splitlines() if line.startswith("Done ")]
