@@ -45,15 +45,20 @@ if TYPE_CHECKING:
     from .sessrun import activate, current_activation, deactivate, profiling_from_config, session_config
     from .tf2 import ProfilerCallback, global_options, open, parse_profile_batch  # noqa: A004 - npu_device's name
 
+# each public name once, by the module that defines it; __all__ is made from these
 _ESTIMATOR = ("ProfilingConfig", "adapter_available", "ProfilingHook", "NPURunConfig", "NPUEstimator")
 _OPTIONS = ("ADAPTER_DEFAULT_OPTIONS", "ProfilingOptions", "parse_profiling_options", "render_profiling_options")
+_PROFILER = ("Profiler",)
 _SESSRUN = ("activate", "current_activation", "deactivate", "profiling_from_config", "session_config")
 _TF2 = ("global_options", "open", "parse_profile_batch", "ProfilerCallback")
+_DYNAMIC = ("DynamicProfilerCallback",)
 
 
 def __getattr__(name: str) -> Any:
     """The names below, imported on first use: every npuprof command loads this package's plugin
-    (:mod:`npuprof.integrations.tensorflow.plugin`), only a TensorFlow program uses the API."""
+    (:mod:`npuprof.integrations.tensorflow.plugin`), only a TensorFlow program uses the API. Each import is
+    written out, not looked up in a table of module names: tests/core/test_core_layers.py reads them, and
+    mypy refuses one name bound by several imports."""
     if name in _ESTIMATOR:
         from . import estimator
 
@@ -62,10 +67,10 @@ def __getattr__(name: str) -> Any:
         from ..cann import profiling_options
 
         return getattr(profiling_options, name)
-    if name == "Profiler":
+    if name in _PROFILER:
         from . import profiler
 
-        return profiler.Profiler
+        return getattr(profiler, name)
     if name in _SESSRUN:
         from . import sessrun
 
@@ -74,16 +79,11 @@ def __getattr__(name: str) -> Any:
         from . import tf2
 
         return getattr(tf2, name)
-    if name == "DynamicProfilerCallback":
+    if name in _DYNAMIC:
         from . import dynamic
 
-        return dynamic.DynamicProfilerCallback
+        return getattr(dynamic, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
-    "ADAPTER_DEFAULT_OPTIONS", "DynamicProfilerCallback", "NPUEstimator", "NPURunConfig", "Profiler", "ProfilerCallback", "ProfilingConfig",
-    "ProfilingHook", "ProfilingOptions", "activate", "adapter_available", "current_activation", "deactivate",
-    "global_options", "open", "parse_profile_batch", "parse_profiling_options", "profiling_from_config",
-    "render_profiling_options", "session_config",
-]
+__all__ = sorted(_ESTIMATOR + _OPTIONS + _PROFILER + _SESSRUN + _TF2 + _DYNAMIC)
