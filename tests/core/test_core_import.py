@@ -3,13 +3,23 @@ import subprocess
 import sys
 
 
+def _python(code: str) -> str:
+    """What a fresh interpreter running ``code`` prints (it must exit 0)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _print_imported(names: tuple) -> str:
+    """Code printing which of the modules ``names`` are imported, comma-separated (an empty line: none)."""
+    return f"print(','.join(x for x in {names!r} if x in sys.modules))"
+
+
 def test_import_npuprof_pulls_in_no_framework():
     code = ("import sys, npuprof, npuprof.cli, npuprof.plugins.manager as m; m.get_plugin_host(); "
             "import npuprof.integrations; "
-            "print(','.join(x for x in ('tensorflow', 'mindspore', 'acl', 'torch') if x in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+            + _print_imported(("tensorflow", "mindspore", "acl", "torch")))
+    assert _python(code).strip() == ""
 
 
 def test_the_plugin_host_starts_without_the_commands_it_does_not_run():
@@ -20,14 +30,12 @@ def test_the_plugin_host_starts_without_the_commands_it_does_not_run():
              "multiprocessing", "concurrent.futures.process")
     code = ("import sys, npuprof.plugins.manager as m; host = m.get_plugin_host(); "
             "assert all(host.records[p].loaded for p in ('cluster', 'diff', 'report')), host.records; "
-            f"print(','.join(x for x in {heavy!r} if x in sys.modules)); "
+            + _print_imported(heavy) + "; "
             "from npuprof.cluster import ClusterResult, cluster_analyse, rank_profiler, discover_ranks; "
             "from npuprof.report import write_report; from npuprof.rundiff import diff_options; "
             "print(diff_options(top=3).top, cluster_analyse.__module__, rank_profiler.__module__, "
             "write_report.__module__)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["", "3 npuprof.cluster.analyse npuprof.cluster.collect npuprof.report.page"]
+    assert _python(code).splitlines() == ["", "3 npuprof.cluster.analyse npuprof.cluster.collect npuprof.report.page"]
 
 
 # what `npuprof analyse` of one of npuprof's own runs has no use for: the readers of other tools' files (the
@@ -56,10 +64,9 @@ def test_analyse_of_an_own_run_imports_only_what_it_uses(tmp_path):
     run = prof.saved_runs[0]
     code = ("import sys; from npuprof.cli import main; "
             f"rc = main(['analyse', '-o', {str(tmp_path / 'out')!r}, {str(run)!r}]); "
-            f"print(rc, ','.join(x for x in {NOT_FOR_AN_OWN_RUN!r} if x in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1] == "0 ", out.stdout
+            "print(rc, end=' '); " + _print_imported(NOT_FOR_AN_OWN_RUN))
+    stdout = _python(code)
+    assert stdout.splitlines()[-1] == "0 ", stdout
     assert list((tmp_path / "out").rglob("step_trace_time.csv")), list((tmp_path / "out").rglob("*"))
 
 
@@ -70,11 +77,8 @@ def test_every_command_starts_without_the_writers_and_readers():
     heavy = NOT_FOR_AN_OWN_RUN + ("npuprof.export.textrows", "npuprof.export.csvfiles", "npuprof.export.trace_json",
                                   "npuprof.analysis.advice", "npuprof.integrations.tensorflow.estimator",
                                   "npuprof.integrations.pyacl.cann_import", "subprocess")
-    code = ("import sys; from npuprof.cli import build_parser; build_parser(); "
-            f"print(','.join(x for x in {heavy!r} if x in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    assert _python("import sys; from npuprof.cli import build_parser; build_parser(); "
+                   + _print_imported(heavy)).strip() == ""
 
 
 def test_the_names_handed_out_on_first_use_still_import():
@@ -86,9 +90,7 @@ def test_the_names_handed_out_on_first_use_still_import():
             "parse_config_text; from npuprof.dynamic_profile import controller, request; "
             "print(DynamicController is controller.DynamicController, parse_config_text is request.parse_config_text, "
             "CONFIG_NAME, sorted(r.id for r in ad.registered_rules())[:1])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    first, second = out.stdout.splitlines()
+    first, second = _python(code).splitlines()
     assert first == "False False"
     assert second.startswith("True True profiler_config.json ['"), second
 
