@@ -1036,5 +1036,13 @@ PyMODINIT_FUNC
 PyInit__tracescan(void)
 {
     init_tables();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+#ifdef Py_GIL_DISABLED
+    /* as _hotpath and _rowrender: written for and tested under the GIL only, so a free-threaded Python
+     * turns the GIL on when it loads; npuprof.compiled leaves it unloaded (the Python twin runs) where the
+     * GIL is off */
+    if (m != NULL && PyUnstable_Module_SetGIL(m, Py_MOD_GIL_USED) < 0)
+        Py_CLEAR(m);
+#endif
+    return m;
 }
