@@ -10,9 +10,9 @@ subset run against that install: the C-vs-Python parity tests, the private-API f
 The free-threaded build (``3.13t``), where none is found, is built once from source under build/
 (scripts/freethreaded_python.py: no package anywhere this machine reaches ships one). orjson has no
 free-threaded wheel: pip builds orjson < 3.13 from its sdist (3.13's PyO3 refuses a free-threaded 3.13),
-which needs Rust's ``cargo`` (its crates are inside the sdist, so no network). Then, each with the GIL as npuprof's imports leave it (on: orjson 3.13 on
-Python 3.13 declares it needs it, and npuprof's compiled modules run) and with ``PYTHON_GIL=0`` (off:
-npuprof must leave it off and run its Python twins):
+which needs Rust's ``cargo`` (its crates are inside the sdist, so no network). Then, each with the GIL
+as npuprof's imports leave it (on: orjson on Python 3.13 declares it needs it, and npuprof's compiled
+modules run) and with ``PYTHON_GIL=0`` (off: npuprof must leave it off and run its Python twins):
 
 - 8 threads each record 5,000 ``record_function`` ranges and 5,000 ``mstx`` marks at once, and every
   event is read back from the run, counted per thread; ``sys._is_gil_enabled()`` and which path ran
@@ -47,12 +47,6 @@ FREE_THREADED_PINS = ["orjson<3.13"]     # see _install
 # are Parquet files only where pyarrow is installed (.venv has it, with the cluster extra)
 FREE_THREADED_EXTRAS = ["pyarrow"]
 
-
-def _dependencies() -> list[str]:
-    """npuprof's dependencies as pyproject.toml lists them."""
-    import tomllib     # 3.11+: the interpreter that runs this script (make: .venv's)
-
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 SMOKE_TESTS = ["tests/performance/test_hotpath.py", "tests/performance/test_rowrender.py", "tests/platform/test_private_api.py", "tests/platform/test_doctor.py"]
 TOOLS = ["setuptools>=61", "pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
@@ -94,6 +88,13 @@ print(json.dumps({"events": len(names), "threads": THREADS, "free_threaded": boo
                   "gil_enabled": gil, "gil": gil_status().line(), "hotpath_loaded": hotpath.loaded,
                   "hotpath_reason": hotpath.reason}))
 '''
+
+
+def _dependencies() -> list[str]:
+    """npuprof's dependencies as pyproject.toml lists them."""
+    import tomllib     # 3.11+: the interpreter that runs this script (make: .venv's)
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
 def _is(candidate: str, version: str) -> bool:
