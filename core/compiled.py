@@ -140,7 +140,7 @@ def load_compiled(name: str) -> Optional[ModuleType]:
     if pure_python_forced():
         _why_not[name] = f"{PURE_PYTHON_ENV}={os.environ[PURE_PYTHON_ENV]} turns it off"
         return None
-    if name in _declined_for_gil or (free_threaded_build() and not gil_enabled()):
+    if name in _declined_for_gil or not gil_enabled():     # off: only a free-threaded build can say so
         _declined_for_gil.add(name)
         _why_not[name] = ("free-threaded Python with the GIL off: the module needs the GIL, and loading it "
                           "would turn the GIL on for the whole process")
