@@ -406,21 +406,6 @@ def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
                       world_size=world if isinstance(world, int) and world > 0 else None, issues=tuple(issues))
 
 
-class _Texts:
-    """``texts`` and the texts the rows add (kernel types, fixed types), each with a code after them."""
-
-    def __init__(self, texts: list) -> None:
-        self.texts = list(texts)
-        self._added: dict[str, int] = {}
-
-    def code(self, text: str) -> int:
-        c = self._added.get(text)
-        if c is None:
-            c = self._added[text] = len(self.texts)
-            self.texts.append(text)
-        return c
-
-
 def _pooled(pool: StringPool, codes: np.ndarray, texts: list) -> np.ndarray:
     """``pool.codes`` of the texts ``codes`` stand for: new texts added in order of first appearance."""
     found, first = np.unique(codes, return_index=True)
@@ -435,7 +420,7 @@ def _table(rows: np.ndarray, row_cls: np.ndarray, c: _Complete) -> EventTable:
     n = len(rows)
     if not n:
         return EventTable.empty()
-    texts = _Texts(c.texts)
+    texts = StringPool(c.texts)     # the file's texts, and the types and args the rows add
     r_name, r_cat = c.name[rows], c.cat[rows]
     kind = np.full(n, int(EventKind.OP), dtype=np.uint8)
     r_type = r_name.copy()                   # an OP's type is its name; the other classes below
@@ -472,9 +457,9 @@ def _table(rows: np.ndarray, row_cls: np.ndarray, c: _Complete) -> EventTable:
     r_args[sel] = np.array([texts.code(a) for _, _, a in how], dtype=np.int32)[which]
 
     pool = StringPool()      # the table's texts in the order the per-row lists gave them: name, type, source, args
-    codes = {"name": _pooled(pool, r_name, c.texts), "type": _pooled(pool, r_type, texts.texts)}
+    codes = {"name": _pooled(pool, r_name, c.texts), "type": _pooled(pool, r_type, texts.strings)}
     codes["source"] = np.full(n, pool.code(SOURCE), dtype=np.int32)
-    codes["args"] = _pooled(pool, r_args, texts.texts)
+    codes["args"] = _pooled(pool, r_args, texts.strings)
     numeric = {"ts": c.t[rows], "dur": c.d[rows], "kind": kind, "pid": c.pid[rows], "tid": c.tid[rows],
                "device": r_device, "stream": r_stream, "step": step, "corr": r_corr}
     return EventTable.from_codes(numeric, codes, pool.strings)
