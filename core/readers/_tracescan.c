@@ -132,6 +132,19 @@ interner_grow(Interner *t)
     return 0;
 }
 
+/* after a conversion failed: 1 where its error is a ValueError, the input's fault (cleared: the file is
+ * declined, the caller's decoder says what it is); else 2, the error left set (out of memory, an interrupt,
+ * a decode callable that is not one), for scan() to raise */
+static int
+declined_or_raised(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 2;
+}
+
 /* the code of the string whose content (between the quotes) is s[0:n]; -1 with c->fail set */
 static int32_t
 intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped)
@@ -157,9 +170,12 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
         }
         text = PyObject_CallFunctionObjArgs(t->decode, raw, NULL);
         Py_DECREF(raw);
-        if (!text || !PyUnicode_Check(text)) {
-            Py_XDECREF(text);
-            PyErr_Clear();      /* msgspec refuses it: the caller's decoder decides what the file is */
+        if (!text) {
+            c->fail = declined_or_raised();     /* msgspec refuses it: the caller's decoder decides */
+            return -1;
+        }
+        if (!PyUnicode_Check(text)) {
+            Py_DECREF(text);
             c->fail = 1;
             return -1;
         }
@@ -167,8 +183,7 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
     else {
         text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
         if (!text) {
-            PyErr_Clear();
-            c->fail = 1;
+            c->fail = declined_or_raised();
             return -1;
         }
     }
@@ -450,10 +465,14 @@ scan_number(Cursor *c, int want, int *kind, int64_t *i, double *d)
     text[len] = 0;
     char *stop = NULL;
     double v = PyOS_string_to_double(text, &stop, NULL);
-    int bad = (v == -1.0 && PyErr_Occurred()) || stop != text + len || !isfinite(v);
-    PyErr_Clear();
+    int failed = v == -1.0 && PyErr_Occurred();
+    int bad = failed || stop != text + len || !isfinite(v);
     if (text != tmp)
         PyMem_Free(text);
+    if (failed && declined_or_raised() == 2) {
+        c->fail = 2;
+        return -1;
+    }
     if (bad)
         return -1;     /* out of range (msgspec refuses it): the caller decides */
     *d = v;
