@@ -481,7 +481,8 @@ CHUNK_BYTES = 16 << 20
 CHUNKED_FROM_BYTES = 64 << 20
 # With the compiled scanner (scan_gzip_chunks) chunks cost no time: on the 25x trace gzipped (50 MB) the reader
 # took 3.7-3.9 s of CPU in chunks against 3.8 s decompressing first, peak RSS 387 MB against 1.38 GB; so
-# from this size on (below it one chunk holds the whole file) a gzipped trace is scanned in chunks.
+# from this size on a gzipped trace is scanned in chunks. Below it the text is decompressed whole first: a
+# Kineto trace compresses ~18x (a 157 MB one to 8.7 MB), so that text can be up to ~150 MB, several chunks.
 SCANNED_IN_CHUNKS_FROM_BYTES = 8 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_BEFORE = re.compile(rb"\}\s*,\s*\{\Z")
