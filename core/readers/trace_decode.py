@@ -655,24 +655,13 @@ def _next_piece(pieces: "queue.Queue") -> Optional[bytes]:
 def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
     head, buf = _up_to_event_list(pieces)
     out = TraceColumns(decoder="msgspec")
-    done = False
-    while not done:
+    while True:
         piece = _next_piece(pieces)
         if piece is None:
-            done = True
-        else:
-            buf += piece
-            if len(buf) < CHUNK_BYTES:
-                continue
-        if done:
-            tail = _split_tail(buf, head)
-            if tail is None:
-                raise _Chunked()
-            events, doc = tail
-            _add_chunk(out, events)
-            out.doc = {"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
-                       "deviceProperties": doc.deviceProperties}
-            return out
+            break
+        buf += piece
+        if len(buf) < CHUNK_BYTES:
+            continue
         cut = _last_boundary(buf)
         if cut < 0:
             continue
@@ -683,7 +672,14 @@ def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
         del text
         del buf[:cut + 1]
         del buf[:buf.index(b",") + 1]
-    raise _Chunked()     # pragma: no cover - the loop returns
+    tail = _split_tail(buf, head)
+    if tail is None:
+        raise _Chunked()
+    events, doc = tail
+    _add_chunk(out, events)
+    out.doc = {"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
+               "deviceProperties": doc.deviceProperties}
+    return out
 
 
 def _last_boundary(buf: bytearray) -> int:
