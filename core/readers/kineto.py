@@ -143,12 +143,17 @@ def _scanned_or_decoded(raw: Union[bytes, memoryview]) -> Union[ScannedTrace, Tr
 
 def _base_fits(scanned: ScannedTrace) -> bool:
     """Whether every usable start stays within int64 once the base time is added (else decided per event)."""
-    base_ns = _int_in(scanned.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(scanned.doc)
     ok = scanned.usable
     return not (base_ns and ok.any() and int(scanned.ts_ns[ok].max()) > _INT64[1] - base_ns)
 
 
 _INT64 = (-(2**63), 2**63 - 1)
+
+
+def _base_ns(doc: dict) -> int:
+    """The trace's ``baseTimeNanoseconds`` added to every start (0 where absent or not an int in [0, 2**62])."""
+    return _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
 
 
 def _number(v: Any) -> bool:
@@ -312,21 +317,21 @@ _PID, _TID, _CORR, _DEVICE, _STREAM = range(5)     # ScannedTrace.ints's columns
 
 
 def _from_scanned(s: ScannedTrace) -> _Complete:
-    base_ns = _int_in(s.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(s.doc)
 
     def ints(k: int, bounds: tuple[int, int], default: int) -> np.ndarray:
         v = s.ints[:, k]
         ok = ((s.ints_ok >> k) & 1).astype(bool) & (v >= bounds[0]) & (v <= bounds[1])
         return np.where(ok, v, default)
 
-    return _Complete(t=s.ts_ns + base_ns, d=s.dur_ns.copy(), usable=s.usable.copy(), pid=ints(_PID, _INT64, 0),
+    return _Complete(t=s.ts_ns + base_ns, d=s.dur_ns, usable=s.usable, pid=ints(_PID, _INT64, 0),
                      tid=ints(_TID, _INT64, 0), corr=ints(_CORR, (0, _INT64[1]), -1),
                      device=ints(_DEVICE, (0, 32767), -1), stream=ints(_STREAM, (0, 2**31 - 1), -1),
                      cat=s.cat, name=s.name, texts=s.texts, labels=s.labels, other=s.other, doc=s.doc)
 
 
 def _from_columns(cols: TraceColumns) -> _Complete:
-    base_ns = _int_in(cols.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(cols.doc)
     t, d, usable = _times(cols.ts, cols.dur, base_ns)
     texts: list = []
     index: dict = {}
