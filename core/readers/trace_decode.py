@@ -717,7 +717,7 @@ def _split_tail(buf: bytearray, head: bytes) -> Optional[tuple]:
 
 def _list_ends(buf: bytearray) -> Iterator[tuple[int, bool]]:
     """Where in ``buf`` (a stream's end, from inside its event list) the event list may close, last first:
-    each ``]`` (of the last 64) that follows an event or nothing, with whether it follows an event."""
+    each ``]`` (among its last 64) that follows an event or nothing, with whether it follows an event."""
     end = len(buf)
     for _ in range(64):
         end = buf.rfind(b"]", 0, end)
