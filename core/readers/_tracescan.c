@@ -31,7 +31,9 @@
  * doc: dict of the JSON text of the top level's baseTimeNanoseconds,
  *   distributedInfo and deviceProperties where present.
  * decode(bytes) -> str is called for a name or category holding escapes
- * (once per distinct text), with the string's JSON text, quotes included.
+ * (once per distinct text), with the string's JSON text, quotes included; a
+ * ValueError it raises (msgspec's DecodeError) declines the file, any other
+ * error is raised by scan().
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
