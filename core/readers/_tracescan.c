@@ -31,7 +31,9 @@
  * doc: dict of the JSON text of the top level's baseTimeNanoseconds,
  *   distributedInfo and deviceProperties where present.
  * decode(bytes) -> str is called for a name or category holding escapes
- * (once per distinct text), with the string's JSON text, quotes included.
+ * (once per distinct text), with the string's JSON text, quotes included; a
+ * ValueError it raises (msgspec's DecodeError) declines the file, any other
+ * error is raised by scan().
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -73,6 +75,14 @@ buf_reserve(Buf *b, Py_ssize_t more)
     b->data = d;
     b->cap = cap;
     return 0;
+}
+
+/* the n bytes at v appended (the room reserved before) */
+static inline void
+buf_put(Buf *b, const void *v, Py_ssize_t n)
+{
+    memcpy(b->data + b->len, v, n);
+    b->len += n;
 }
 
 /* -- interning: raw string bytes -> code ----------------------------------------------------------- */
@@ -124,6 +134,19 @@ interner_grow(Interner *t)
     return 0;
 }
 
+/* after a conversion failed: 1 where its error is a ValueError, the input's fault (cleared: the file is
+ * declined, the caller's decoder says what it is); else 2, the error left set (out of memory, an interrupt,
+ * a decode callable that is not one), for scan() to raise */
+static int
+declined_or_raised(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 2;
+}
+
 /* the code of the string whose content (between the quotes) is s[0:n]; -1 with c->fail set */
 static int32_t
 intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped)
@@ -149,9 +172,12 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
         }
         text = PyObject_CallFunctionObjArgs(t->decode, raw, NULL);
         Py_DECREF(raw);
-        if (!text || !PyUnicode_Check(text)) {
-            Py_XDECREF(text);
-            PyErr_Clear();      /* msgspec refuses it: the caller's decoder decides what the file is */
+        if (!text) {
+            c->fail = declined_or_raised();     /* msgspec refuses it: the caller's decoder decides */
+            return -1;
+        }
+        if (!PyUnicode_Check(text)) {
+            Py_DECREF(text);
             c->fail = 1;
             return -1;
         }
@@ -159,8 +185,7 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
     else {
         text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
         if (!text) {
-            PyErr_Clear();
-            c->fail = 1;
+            c->fail = declined_or_raised();
             return -1;
         }
     }
@@ -442,10 +467,14 @@ scan_number(Cursor *c, int want, int *kind, int64_t *i, double *d)
     text[len] = 0;
     char *stop = NULL;
     double v = PyOS_string_to_double(text, &stop, NULL);
-    int bad = (v == -1.0 && PyErr_Occurred()) || stop != text + len || !isfinite(v);
-    PyErr_Clear();
+    int failed = v == -1.0 && PyErr_Occurred();
+    int bad = failed || stop != text + len || !isfinite(v);
     if (text != tmp)
         PyMem_Free(text);
+    if (failed && declined_or_raised() == 2) {
+        c->fail = 2;
+        return -1;
+    }
     if (bad)
         return -1;     /* out of range (msgspec refuses it): the caller decides */
     *d = v;
@@ -453,6 +482,53 @@ scan_number(Cursor *c, int want, int *kind, int64_t *i, double *d)
 }
 
 static int skip_value(Cursor *c, int depth);
+
+/* at a container's opening bracket: 1 where it is empty (its close skipped), else 0 at its first item */
+static inline int
+open_container(Cursor *c, unsigned char close)
+{
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* a member's key (a string: [*k, *k + *kn), *esc if spelt with escapes) and its ':', white space skipped */
+static inline int
+read_key(Cursor *c, const unsigned char **k, Py_ssize_t *kn, int *esc)
+{
+    if (c->p >= c->end || *c->p != '"' || scan_string(c, k, kn, esc) < 0)
+        return -1;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':')
+        return -1;
+    c->p++;
+    skip_ws(c);
+    return 0;
+}
+
+/* after an item: 1 at ',' (skipped, with the white space after it), 0 at the container's close (skipped),
+ * -1 at anything else */
+static inline int
+next_item(Cursor *c, unsigned char close)
+{
+    skip_ws(c);
+    if (c->p >= c->end)
+        return -1;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p == close) {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
 
 static int
 skip_literal(Cursor *c, const char *word, Py_ssize_t n)
@@ -468,40 +544,21 @@ skip_container(Cursor *c, int depth, unsigned char close)
 {
     if (depth > MAX_DEPTH)
         return -1;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == close) {
-        c->p++;
+    if (open_container(c, close))
         return 0;
-    }
     for (;;) {
         if (close == '}') {
             const unsigned char *s;
             Py_ssize_t n;
             int esc;
-            if (c->p >= c->end || *c->p != '"' || scan_string(c, &s, &n, &esc) < 0)
+            if (read_key(c, &s, &n, &esc) < 0)
                 return -1;
-            skip_ws(c);
-            if (c->p >= c->end || *c->p != ':')
-                return -1;
-            c->p++;
-            skip_ws(c);
         }
         if (skip_value(c, depth + 1) < 0)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == close) {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        int more = next_item(c, close);
+        if (more <= 0)
+            return more;
     }
 }
 
@@ -592,23 +649,14 @@ usable_us(const Number *v, int64_t *ns)
 static int
 read_args(Cursor *c, Number *ints, int *seen, const unsigned char **labels, Py_ssize_t *labels_len)
 {
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
+    if (open_container(c, '}'))
         return 0;
-    }
     for (;;) {
         const unsigned char *k;
         Py_ssize_t kn;
         int esc;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+        if (read_key(c, &k, &kn, &esc) < 0 || esc)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
-            return -1;
-        c->p++;
-        skip_ws(c);
         int field = 0;
         if (key_is(k, kn, "correlation"))
             field = A_CORR;
@@ -634,19 +682,9 @@ read_args(Cursor *c, Number *ints, int *seen, const unsigned char **labels, Py_s
         }
         else if (skip_value(c, 2) < 0)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        int more = next_item(c, '}');
+        if (more <= 0)
+            return more;
     }
 }
 
@@ -664,8 +702,6 @@ read_event(Cursor *c, Columns *out)
 {
     if (c->p >= c->end || *c->p != '{')
         return -1;     /* not an object: the structs refuse it */
-    c->p++;
-    skip_ws(c);
     int seen = 0, args_seen = 0;
     int ph = 0;    /* 'X', 'M' or 0 */
     const unsigned char *cat = NULL, *name = NULL, *labels = NULL, *pid_text = NULL;
@@ -674,21 +710,14 @@ read_event(Cursor *c, Columns *out)
     Number ints[NUM_INTS] = {{0}};
     Number ts = {0}, dur = {NUM_INT, 0, 0.0};     /* an absent dur is 0 */
     int ts_text = 0;
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
+    if (open_container(c, '}'))
         goto done;
-    }
     for (;;) {
         const unsigned char *k;
         Py_ssize_t kn;
         int esc;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+        if (read_key(c, &k, &kn, &esc) < 0 || esc)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
-            return -1;
-        c->p++;
-        skip_ws(c);
         int field = 0;
         switch (kn) {
         case 2:
@@ -768,19 +797,11 @@ read_event(Cursor *c, Columns *out)
             if (skip_value(c, 1) < 0)
                 return -1;
         }
-        skip_ws(c);
-        if (c->p >= c->end)
+        int more = next_item(c, '}');
+        if (more < 0)
             return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
+        if (!more)
             break;
-        }
-        return -1;
     }
 done:
     if (ph == 'M') {
@@ -833,22 +854,17 @@ done:
         usable = 0;
         t_ns = d_ns = 0;
     }
-    memcpy(out->ts.data + out->ts.len, &t_ns, 8);
-    out->ts.len += 8;
-    memcpy(out->dur.data + out->dur.len, &d_ns, 8);
-    out->dur.len += 8;
+    buf_put(&out->ts, &t_ns, 8);
+    buf_put(&out->dur, &d_ns, 8);
     out->usable.data[out->usable.len++] = (char)usable;
-    memcpy(out->cat.data + out->cat.len, &cat_code, 4);
-    out->cat.len += 4;
-    memcpy(out->name.data + out->name.len, &name_code, 4);
-    out->name.len += 4;
+    buf_put(&out->cat, &cat_code, 4);
+    buf_put(&out->name, &name_code, 4);
     unsigned char ok = 0;
     for (int f = 0; f < NUM_INTS; f++) {
         int64_t v = ints[f].kind == NUM_INT ? ints[f].i : 0;
         if (ints[f].kind == NUM_INT)
             ok |= (unsigned char)(1 << f);
-        memcpy(out->ints.data + out->ints.len, &v, 8);
-        out->ints.len += 8;
+        buf_put(&out->ints, &v, 8);
     }
     out->ok.data[out->ok.len++] = (char)ok;
     out->n++;
@@ -860,28 +876,14 @@ read_events(Cursor *c, Columns *out)
 {
     if (c->p >= c->end || *c->p != '[')
         return -1;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
+    if (open_container(c, ']'))
         return 0;
-    }
     for (;;) {
         if (read_event(c, out) < 0)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end)
-            return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == ']') {
-            c->p++;
-            return 0;
-        }
-        return -1;
+        int more = next_item(c, ']');
+        if (more <= 0)
+            return more;
     }
 }
 
@@ -908,22 +910,15 @@ read_document(Cursor *c, Columns *out, PyObject *doc)
     skip_ws(c);
     if (c->p >= c->end || *c->p != '{')
         return -1;     /* a bare event list, or not an object: the caller's decoder */
-    c->p++;
-    skip_ws(c);
     int have_events = 0, seen = 0;
-    if (c->p < c->end && *c->p == '}')
-        return -1;
+    if (open_container(c, '}'))
+        return -1;     /* no traceEvents */
     for (;;) {
         const unsigned char *k;
         Py_ssize_t kn;
         int esc;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &kn, &esc) < 0 || esc)
+        if (read_key(c, &k, &kn, &esc) < 0 || esc)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
-            return -1;
-        c->p++;
-        skip_ws(c);
         const char *keep = NULL;
         int bit = 0;
         if (key_is(k, kn, "baseTimeNanoseconds"))
@@ -954,19 +949,11 @@ read_document(Cursor *c, Columns *out, PyObject *doc)
         }
         else if (skip_value(c, 1) < 0)
             return -1;
-        skip_ws(c);
-        if (c->p >= c->end)
+        int more = next_item(c, '}');
+        if (more < 0)
             return -1;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
+        if (!more)
             break;
-        }
-        return -1;
     }
     skip_ws(c);
     if (c->p != c->end || !have_events)

@@ -143,12 +143,17 @@ def _scanned_or_decoded(raw: Union[bytes, memoryview]) -> Union[ScannedTrace, Tr
 
 def _base_fits(scanned: ScannedTrace) -> bool:
     """Whether every usable start stays within int64 once the base time is added (else decided per event)."""
-    base_ns = _int_in(scanned.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(scanned.doc)
     ok = scanned.usable
     return not (base_ns and ok.any() and int(scanned.ts_ns[ok].max()) > _INT64[1] - base_ns)
 
 
 _INT64 = (-(2**63), 2**63 - 1)
+
+
+def _base_ns(doc: dict) -> int:
+    """The trace's ``baseTimeNanoseconds`` added to every start (0 where absent or not an int in [0, 2**62])."""
+    return _int_in(doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
 
 
 def _number(v: Any) -> bool:
@@ -312,21 +317,21 @@ _PID, _TID, _CORR, _DEVICE, _STREAM = range(5)     # ScannedTrace.ints's columns
 
 
 def _from_scanned(s: ScannedTrace) -> _Complete:
-    base_ns = _int_in(s.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(s.doc)
 
     def ints(k: int, bounds: tuple[int, int], default: int) -> np.ndarray:
         v = s.ints[:, k]
         ok = ((s.ints_ok >> k) & 1).astype(bool) & (v >= bounds[0]) & (v <= bounds[1])
         return np.where(ok, v, default)
 
-    return _Complete(t=s.ts_ns + base_ns, d=s.dur_ns.copy(), usable=s.usable.copy(), pid=ints(_PID, _INT64, 0),
+    return _Complete(t=s.ts_ns + base_ns, d=s.dur_ns, usable=s.usable, pid=ints(_PID, _INT64, 0),
                      tid=ints(_TID, _INT64, 0), corr=ints(_CORR, (0, _INT64[1]), -1),
                      device=ints(_DEVICE, (0, 32767), -1), stream=ints(_STREAM, (0, 2**31 - 1), -1),
                      cat=s.cat, name=s.name, texts=s.texts, labels=s.labels, other=s.other, doc=s.doc)
 
 
 def _from_columns(cols: TraceColumns) -> _Complete:
-    base_ns = _int_in(cols.doc.get("baseTimeNanoseconds"), (0, 2**62), 0)
+    base_ns = _base_ns(cols.doc)
     t, d, usable = _times(cols.ts, cols.dur, base_ns)
     texts: list = []
     index: dict = {}
@@ -406,21 +411,6 @@ def _read_kineto(path: Path, warn: Warn) -> KinetoRead:
                       world_size=world if isinstance(world, int) and world > 0 else None, issues=tuple(issues))
 
 
-class _Texts:
-    """``texts`` and the texts the rows add (kernel types, fixed types), each with a code after them."""
-
-    def __init__(self, texts: list) -> None:
-        self.texts = list(texts)
-        self._added: dict[str, int] = {}
-
-    def code(self, text: str) -> int:
-        c = self._added.get(text)
-        if c is None:
-            c = self._added[text] = len(self.texts)
-            self.texts.append(text)
-        return c
-
-
 def _pooled(pool: StringPool, codes: np.ndarray, texts: list) -> np.ndarray:
     """``pool.codes`` of the texts ``codes`` stand for: new texts added in order of first appearance."""
     found, first = np.unique(codes, return_index=True)
@@ -435,7 +425,7 @@ def _table(rows: np.ndarray, row_cls: np.ndarray, c: _Complete) -> EventTable:
     n = len(rows)
     if not n:
         return EventTable.empty()
-    texts = _Texts(c.texts)
+    texts = StringPool(c.texts)     # the file's texts, and the types and args the rows add
     r_name, r_cat = c.name[rows], c.cat[rows]
     kind = np.full(n, int(EventKind.OP), dtype=np.uint8)
     r_type = r_name.copy()                   # an OP's type is its name; the other classes below
@@ -472,9 +462,9 @@ def _table(rows: np.ndarray, row_cls: np.ndarray, c: _Complete) -> EventTable:
     r_args[sel] = np.array([texts.code(a) for _, _, a in how], dtype=np.int32)[which]
 
     pool = StringPool()      # the table's texts in the order the per-row lists gave them: name, type, source, args
-    codes = {"name": _pooled(pool, r_name, c.texts), "type": _pooled(pool, r_type, texts.texts)}
+    codes = {"name": _pooled(pool, r_name, c.texts), "type": _pooled(pool, r_type, texts.strings)}
     codes["source"] = np.full(n, pool.code(SOURCE), dtype=np.int32)
-    codes["args"] = _pooled(pool, r_args, texts.texts)
+    codes["args"] = _pooled(pool, r_args, texts.strings)
     numeric = {"ts": c.t[rows], "dur": c.d[rows], "kind": kind, "pid": c.pid[rows], "tid": c.tid[rows],
                "device": r_device, "stream": r_stream, "step": step, "corr": r_corr}
     return EventTable.from_codes(numeric, codes, pool.strings)

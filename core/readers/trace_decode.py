@@ -481,7 +481,8 @@ CHUNK_BYTES = 16 << 20
 CHUNKED_FROM_BYTES = 64 << 20
 # With the compiled scanner (scan_gzip_chunks) chunks cost no time: on the 25x trace gzipped (50 MB) the reader
 # took 3.7-3.9 s of CPU in chunks against 3.8 s decompressing first, peak RSS 387 MB against 1.38 GB; so
-# from this size on (below it one chunk holds the whole file) a gzipped trace is scanned in chunks.
+# from this size on a gzipped trace is scanned in chunks. Below it the text is decompressed whole first: a
+# Kineto trace compresses ~18x (a 157 MB one to 8.7 MB), so that text can be up to ~150 MB, several chunks.
 SCANNED_IN_CHUNKS_FROM_BYTES = 8 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_BEFORE = re.compile(rb"\}\s*,\s*\{\Z")
@@ -541,22 +542,11 @@ def scan_gzip_chunks(path: Path) -> Optional[ScannedTrace]:
     """
     if _scanner is None or decoder_name() != "msgspec":
         return None
-    pieces: queue.Queue = queue.Queue(maxsize=4)
-    stop = threading.Event()
-    worker = threading.Thread(target=_decompressed, args=(path, pieces, stop), daemon=True,
-                              name="npuprof-gunzip")
-    worker.start()
     try:
-        return _scan_stream(pieces)
+        with _gunzipped(path) as pieces:
+            return _scan_stream(pieces)
     except (_Chunked, OSError, EOFError, zlib.error):
         return None      # decode_gzip_trace reads it: a damaged stream raises there exactly as gzip says it
-    finally:
-        stop.set()
-        while worker.is_alive():      # let the worker finish its put() and see the stop
-            try:
-                pieces.get(timeout=0.05)
-            except queue.Empty:
-                pass
 
 
 def _scan_events(text: Union[bytes, bytearray]) -> ScannedTrace:
@@ -583,20 +573,11 @@ def _scan_stream(pieces: "queue.Queue") -> ScannedTrace:
         parts.append(_scan_events(memoryview(buf)[:cut + 1]))
         del buf[:cut + 1]
         del buf[:buf.index(b",") + 1]
-    end = len(buf)
-    for _ in range(64):      # the event list closes at the last ] after which the rest of the document scans
-        end = buf.rfind(b"]", 0, end)
-        if end < 0:
-            raise _Chunked()
-        k = end - 1
-        while k >= 0 and buf[k] in b" \t\r\n":
-            k -= 1
-        if k >= 0 and buf[k] != ord("}"):
-            continue       # the list of events ends with an event: this ] closes some other list
+    for end, after_event in _list_ends(buf):     # the list closes at the last ] after which the rest scans
         doc = _scanned(_scanner.scan(head + b"[]" + buf[end + 1:], msgspec.json.decode))
         if doc is None:
             continue
-        if k >= 0:
+        if after_event:
             parts.append(_scan_events(memoryview(buf)[:end]))
         return _joined(parts, doc)
     raise _Chunked()
@@ -625,13 +606,21 @@ def _joined(parts: list, doc: ScannedTrace) -> ScannedTrace:
 
 
 def _decode_chunks(path: Path) -> TraceColumns:
+    with _gunzipped(path) as pieces:
+        return _decode_stream(pieces)
+
+
+@contextmanager
+def _gunzipped(path: Path) -> Iterator["queue.Queue"]:
+    """The pieces of ``path`` as :func:`_decompressed` puts them, from a thread running while the block does;
+    however the block ends, the thread is stopped and has ended when this returns."""
     pieces: queue.Queue = queue.Queue(maxsize=4)
     stop = threading.Event()
     worker = threading.Thread(target=_decompressed, args=(path, pieces, stop), daemon=True,
                               name="npuprof-gunzip")
     worker.start()
     try:
-        return _decode_stream(pieces)
+        yield pieces
     finally:
         stop.set()
         while worker.is_alive():      # let the worker finish its put() and see the stop
@@ -666,24 +655,13 @@ def _next_piece(pieces: "queue.Queue") -> Optional[bytes]:
 def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
     head, buf = _up_to_event_list(pieces)
     out = TraceColumns(decoder="msgspec")
-    done = False
-    while not done:
+    while True:
         piece = _next_piece(pieces)
         if piece is None:
-            done = True
-        else:
-            buf += piece
-            if len(buf) < CHUNK_BYTES:
-                continue
-        if done:
-            tail = _split_tail(buf, head)
-            if tail is None:
-                raise _Chunked()
-            events, doc = tail
-            _add_chunk(out, events)
-            out.doc = {"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
-                       "deviceProperties": doc.deviceProperties}
-            return out
+            break
+        buf += piece
+        if len(buf) < CHUNK_BYTES:
+            continue
         cut = _last_boundary(buf)
         if cut < 0:
             continue
@@ -694,7 +672,14 @@ def _decode_stream(pieces: "queue.Queue") -> TraceColumns:
         del text
         del buf[:cut + 1]
         del buf[:buf.index(b",") + 1]
-    raise _Chunked()     # pragma: no cover - the loop returns
+    tail = _split_tail(buf, head)
+    if tail is None:
+        raise _Chunked()
+    events, doc = tail
+    _add_chunk(out, events)
+    out.doc = {"baseTimeNanoseconds": doc.baseTimeNanoseconds, "distributedInfo": doc.distributedInfo,
+               "deviceProperties": doc.deviceProperties}
+    return out
 
 
 def _last_boundary(buf: bytearray) -> int:
@@ -721,22 +706,29 @@ def _decode_events(text: bytearray) -> list:
 def _split_tail(buf: bytearray, head: bytes) -> Optional[tuple]:
     """(the last events, the document's other keys) of the stream's end ``buf``: the event list closes at
     the last ``]`` after which the rest of the document decodes."""
-    end = len(buf)
-    for _ in range(64):
-        end = buf.rfind(b"]", 0, end)
-        if end < 0:
-            return None
-        k = end - 1
-        while k >= 0 and buf[k] in b" \t\r\n":
-            k -= 1
-        if k >= 0 and buf[k] != ord("}"):
-            continue       # the list of events ends with an event: this ] closes some other list
+    for end, _ in _list_ends(buf):
         try:
             doc = _DECODER.decode(head + b"[]" + buf[end + 1:])
             return _EVENTS_DECODER.decode(b"[" + buf[:end] + b"]"), doc
         except msgspec.MsgspecError:
             continue
     return None
+
+
+def _list_ends(buf: bytearray) -> Iterator[tuple[int, bool]]:
+    """Where in ``buf`` (a stream's end, from inside its event list) the event list may close, last first:
+    each ``]`` (among its last 64) that follows an event or nothing, with whether it follows an event."""
+    end = len(buf)
+    for _ in range(64):
+        end = buf.rfind(b"]", 0, end)
+        if end < 0:
+            return
+        k = end - 1
+        while k >= 0 and buf[k] in b" \t\r\n":
+            k -= 1
+        if k >= 0 and buf[k] != ord("}"):
+            continue       # the list of events ends with an event: this ] closes some other list
+        yield end, k >= 0
 
 
 def _add_chunk(out: TraceColumns, events: list) -> None:

@@ -342,3 +342,49 @@ def test_a_gzip_chunk_the_scanner_declines_is_read_by_the_structs(tmp_path, monk
     assert len(read.events) == 3000
     monkeypatch.setattr(trace_decode, "_scanner", None)
     assert _table_dump(read) == _table_dump(kineto.read_kineto(path, warn=print))
+
+
+def test_a_text_msgspec_refuses_is_declined_and_any_other_error_raised():
+    """A ValueError of the decode callable (msgspec's DecodeError is one) is the file's fault: declined, the
+    decoder then reads it; any other error (out of memory, an interrupt) is raised, never taken for a decline."""
+    from npuprof.readers import _tracescan
+
+    raw = b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "name": "\\u0041"}]}'
+    assert _tracescan.scan(raw, lambda text: "A")[8] == ["", "A"]
+
+    def refuses(text):
+        raise ValueError("refused")
+
+    def fails(text):
+        raise MemoryError()
+
+    assert _tracescan.scan(raw, refuses) is None
+    assert _tracescan.scan(raw, lambda text: 65) is None     # not a text: declined
+    with pytest.raises(MemoryError):
+        _tracescan.scan(raw, fails)
+
+
+def _gunzip_threads() -> list:
+    import threading
+    return [t for t in threading.enumerate() if t.name == "npuprof-gunzip"]
+
+
+def test_the_gunzip_thread_has_ended_however_the_chunked_scan_ends(tmp_path, monkeypatch):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(3000)]
+    good = gzip.compress(json.dumps({"traceEvents": events}).encode())
+    monkeypatch.setattr(trace_decode, "CHUNK_BYTES", 1 << 12)
+    path = tmp_path / "t.pt.trace.json.gz"
+    path.write_bytes(good)
+    assert trace_decode.scan_gzip_chunks(path) is not None and not _gunzip_threads()
+    path.write_bytes(good[: len(good) // 2])          # cut: the thread's EOFError ends the scan, then read whole
+    assert trace_decode.scan_gzip_chunks(path) is None and not _gunzip_threads()
+
+    def interrupted(pieces):
+        trace_decode._next_piece(pieces)
+        raise KeyboardInterrupt
+
+    path.write_bytes(good)
+    monkeypatch.setattr(trace_decode, "_scan_stream", interrupted)     # an error that is not the file's: raised
+    with pytest.raises(KeyboardInterrupt):
+        trace_decode.scan_gzip_chunks(path)
+    assert not _gunzip_threads()
