@@ -15,8 +15,8 @@ rank``, ``size(Byte)``, ``transport type``, ``link type``, ``stream id``),
 mstx, counters (``AI Core Freq``, ``HBM`` ...) and the derived ``Scope
 Layer``/``Overlap Analysis``/``Step Trace`` (skipped: npuprof computes them).
 
-It is decoded a chunk at a time into :class:`_CompactTrace` (:func:`_load_trace`), and
-:class:`_TraceReader` turns that into an event table.
+It is decoded a chunk at a time into :class:`CompactTrace` (:func:`load_trace`), and
+:class:`TraceReader` turns that into an event table.
 
 Example::
 
@@ -38,9 +38,9 @@ from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
 from npuprof.fileio import check_input_file
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
-from .ascend_ops import _COMM_CORES, _int_or, _is_comm_task, comm_op_type, hccl_task_args, op_type_of
-from .event_rows import _args_text
-from .time_text import _INT64, _ts_or_none, us_texts_to_ns, us_texts_to_ns_array
+from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
+from .event_rows import args_text
+from .time_text import INT64_BOUNDS, us_text_to_ns_or_none, us_texts_to_ns, us_texts_to_ns_array
 from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, decode_events, \
     event_array_chunks, events_of_structs
 
@@ -66,12 +66,12 @@ def is_ascend_trace(path: Path) -> bool:
 is_mindspore_trace = is_ascend_trace
 
 
-def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
+def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
     """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
     does not split into event chunks)."""
     check_input_file(path)
     try:
-        trace = _CompactTrace()
+        trace = CompactTrace()
         for chunk in event_array_chunks(path, as_structs=True):
             trace.add_structs(chunk)
         return trace.finish()
@@ -84,14 +84,14 @@ def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
     except TraceDecodeError as e:
         problems.append(f"{path}: not valid JSON, cut short or damaged ({e}); file skipped")
     else:
-        trace = _CompactTrace()
+        trace = CompactTrace()
         trace.add(events)
         return trace.finish()
-    return _CompactTrace()
+    return CompactTrace()
 
 
 @dataclass
-class _TraceMeta:
+class TraceMeta:
     """The trace's metadata events: process and thread names, labels, sort indexes."""
 
     proc_name: dict = field(default_factory=dict)
@@ -100,7 +100,7 @@ class _TraceMeta:
     thread_name: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, events: Iterable[Any]) -> "_TraceMeta":
+    def of(cls, events: Iterable[Any]) -> "TraceMeta":
         meta = cls()
         for ev in events:
             if not isinstance(ev, dict) or ev.get("ph") != "M":
@@ -230,7 +230,7 @@ def _only(values: list, *types: type) -> bool:
 
 
 @dataclass
-class _CompactTrace:
+class CompactTrace:
     """A trace_view.json's events, compact (one chunk of decoded events at a time goes in, see
     :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase ``X``, ``C``, ``i``,
     ``I``) as one array entry per column, in file order, names, categories and args as codes into the
@@ -318,14 +318,15 @@ class _CompactTrace:
                 plain_all = False
             plain = np.ones(n, dtype=bool)
         if cols is None:     # some odd events: each one looked at
-            lo, hi = _INT64
+            lo, hi = INT64_BOUNDS
             ok = [type(p) is int and type(t) is int and type(nm) is str and (c is None or type(c) is str)
                   and lo <= p < hi and lo <= t < hi and not _PER_EVENT_ONLY
                   for p, t, nm, c in zip(pids, tids, names, cats)]
             plain = np.array(ok, dtype=bool) & ts_ok & dur_ok
             for j in np.flatnonzero(~plain).tolist():
-                self.odd[self._count + j] = (phases[j], cats[j], names[j], pids[j], tids[j], _ts_or_none(ts_in[j]),
-                                             _ts_or_none(dur_in[j]) if phases[j] == "X" else 0)
+                self.odd[self._count + j] = (phases[j], cats[j], names[j], pids[j], tids[j],
+                                             us_text_to_ns_or_none(ts_in[j]),
+                                             us_text_to_ns_or_none(dur_in[j]) if phases[j] == "X" else 0)
             good = plain.tolist()
             cols = {"pid": np.array([v if g else 0 for v, g in zip(pids, good)], dtype=np.int64),
                     "tid": np.array([v if g else 0 for v, g in zip(tids, good)], dtype=np.int64)}
@@ -341,7 +342,7 @@ class _CompactTrace:
         self._parts.append(cols)
         self._count += n
 
-    def finish(self) -> "_CompactTrace":
+    def finish(self) -> "CompactTrace":
         """The columns of every chunk added, joined."""
         if self._parts:
             self.columns = {k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]}
@@ -372,7 +373,7 @@ class _ArgsTable:
     def text(self, code: int) -> str:
         got = self.texts.get(code)
         if got is None:
-            got = self.texts[code] = _args_text(self.dict(code))
+            got = self.texts[code] = args_text(self.dict(code))
         return got
 
     def readable(self, codes: np.ndarray) -> np.ndarray:
@@ -418,7 +419,7 @@ def _hardware_task(args: dict) -> dict:
 
 
 def _hardware_kind(name: str, task: dict) -> int:
-    return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in _COMM_CORES \
+    return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in COMM_CORES \
         else _KERNEL
 
 
@@ -489,11 +490,11 @@ def _table(cols: dict, strings: list, pid: int, source: str) -> EventTable:
     return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
 
 
-class _TraceReader:
+class TraceReader:
     """Turns a trace's events into an event table (the rules: this module's doc and
     :mod:`npuprof.readers.ascend_output`'s)."""
 
-    def __init__(self, meta: _TraceMeta, device: int, pid: int, source: str, skip_cpu_ops: bool,
+    def __init__(self, meta: TraceMeta, device: int, pid: int, source: str, skip_cpu_ops: bool,
                  skip_hardware: bool, skip_mstx: bool, groups: dict[str, str]) -> None:
         self.meta, self.device, self.pid, self.source = meta, device, pid, source
         self.skip_cpu_ops, self.skip_hardware, self.skip_mstx = skip_cpu_ops, skip_hardware, skip_mstx
@@ -502,13 +503,13 @@ class _TraceReader:
         self.op_groups: dict = {}         # (op name, occurrence) -> group, of HCCL operators not read
         self.comm: list[_CommEvent] = []
 
-    def read(self, trace: _CompactTrace, path: Path, problems: list[str]) -> EventTable:
+    def read(self, trace: CompactTrace, path: Path, problems: list[str]) -> EventTable:
         """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones.
         ``trace`` is consumed (released once read).
 
         What each event becomes is decided once per distinct (process, category, name, phase) and applied
         to every event in bulk; the args are parsed once per distinct text, only where the event's kind
-        uses them. The odd events (see :class:`_CompactTrace`) go through the same rules one by one."""
+        uses them. The odd events (see :class:`CompactTrace`) go through the same rules one by one."""
         f = trace.flows
         flows = flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
                                      LAUNCH_FLOW_CATS) if f else {}
@@ -542,7 +543,7 @@ class _TraceReader:
         del parts
         return _table(cols, strings.strings, self.pid, self.source)
 
-    def _plain(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+    def _plain(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
                main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
         """The rows of the plain events, in bulk; returns how many were malformed."""
         c = trace.columns
@@ -633,7 +634,7 @@ class _TraceReader:
 
     def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: _Strings) -> tuple:
         """(action, kind, name, type, device, step, with args, with link) of the events of one process,
-        category, name and phase (:class:`_TraceReader`'s rules)."""
+        category, name and phase (:class:`TraceReader`'s rules)."""
         code = strings.code
         skip = (_SKIP, 0, 0, 0, -1, -1, False, False)
         if process in _DERIVED:
@@ -743,13 +744,13 @@ class _TraceReader:
             kind = _hardware_kind(names[nm], task)
             kinds.append(kind)
             types.append(strings.code(comm_op_type(names[nm]) if kind == _COMM else op_type_of(names[nm])))
-            texts.append(strings.code(_args_text(task)))
+            texts.append(strings.code(args_text(task)))
         hardware.add(pos=pos[rows], sub=0, ts=ts[rows], dur=dur[rows], kind=np.array(kinds, dtype=np.int64)[at],
                      name=np.array([strings.code(names[nm]) for nm, _ in pairs], dtype=np.int64)[at],
                      type=np.array(types, dtype=np.int64)[at], tid=stream, device=out_device[rows], stream=stream,
                      value=0.0, step=-1, args=np.array(texts, dtype=np.int64)[at], corr=corr[rows])
 
-    def _odd(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+    def _odd(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
              main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
         """The odd events, one by one, by the same rules; returns how many were malformed."""
         if not trace.odd:
@@ -841,12 +842,12 @@ class _TraceReader:
         kept = [(t, where) for t, where in zip(tasks, task_at) if t[4] not in comm_streams]
         hardware.add_tuples([(ts, dur, _hardware_kind(name, task), name,
                               comm_op_type(name) if _hardware_kind(name, task) == _COMM else op_type_of(name),
-                              stream, device, stream, 0.0, -1, _args_text(task), corr)
+                              stream, device, stream, 0.0, -1, args_text(task), corr)
                              for (ts, dur, name, task, stream, device, corr), _ in kept],
                             strings, [where for _, where in kept])
         return bad
 
-    def _comm_streams(self, trace: _CompactTrace, args: _ArgsTable) -> set:
+    def _comm_streams(self, trace: CompactTrace, args: _ArgsTable) -> set:
         """Streams named by the HCCL process's tasks (``stream id`` arg)."""
         comm_pids = {p for p, n in self.meta.proc_name.items() if n in _COMM_PROCESSES}
         c = trace.columns
@@ -867,7 +868,7 @@ class _TraceReader:
             except ValueError:
                 continue
             if "stream id" in got:
-                streams.add(_int_or(got.get("stream id"), -1))
+                streams.add(int_or(got.get("stream id"), -1))
         return streams
 
     def _device_of(self, epid: Any) -> int:
@@ -876,7 +877,7 @@ class _TraceReader:
 
     def _add_comm(self, rows: list) -> None:
         """HCCL operators and their tasks; a task takes the group of the operator holding it."""
-        is_task = [_is_comm_task(e.args) for e in self.comm]
+        is_task = [is_comm_task(e.args) for e in self.comm]
         ops = sorted((e for e, t in zip(self.comm, is_task) if not t), key=lambda e: e.ts)
         op_group: dict[int, str] = {}
         seen: dict[str, int] = {}
@@ -893,7 +894,7 @@ class _TraceReader:
             args["group"] = group
             args["Accelerator Core"] = "HCCL"
             rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(e.name), e.tid, e.device, -1, 0.0, -1,
-                         _args_text(args), e.corr))
+                         args_text(args), e.corr))
         starts = np.array([e.ts for e in ops], dtype=np.int64)
         tasks = [e for e, task in zip(self.comm, is_task) if task]
         before = (np.searchsorted(starts, np.array([e.ts for e in tasks], dtype=np.int64), side="right") - 1).tolist()
@@ -912,12 +913,12 @@ class _TraceReader:
             group = op_group[id(holder)] if holder is not None else "default"
             text = texts.get((id(e.args), group))
             if text is None:
-                text = texts[(id(e.args), group)] = _args_text(hccl_task_args(e.args, group))
+                text = texts[(id(e.args), group)] = args_text(hccl_task_args(e.args, group))
             if holder is not None:
                 op_type = op_types.get(holder.name)
                 if op_type is None:
                     op_type = op_types[holder.name] = comm_op_type(holder.name)
             else:
                 op_type = e.name
-            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, _int_or(e.args.get("stream id"), -1),
+            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, int_or(e.args.get("stream id"), -1),
                          0.0, -1, text, -1))
