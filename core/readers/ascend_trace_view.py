@@ -34,7 +34,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import orjson
 
-from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable
+from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringPool
 from npuprof.fileio import check_input_file
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
@@ -389,22 +389,7 @@ class _ArgsTable:
         return ok[inverse]
 
 
-class _Strings:
-    """Local string codes of the rows being built (the table's pool is laid out from them at the end)."""
-
-    def __init__(self) -> None:
-        self.index: dict = {"": 0}
-        self.strings: list = [""]
-
-    def code(self, s: str) -> int:
-        c = self.index.get(s)
-        if c is None:
-            c = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return c
-
-
-def _text_codes(codes: np.ndarray, args: _ArgsTable, strings: _Strings) -> np.ndarray:
+def _text_codes(codes: np.ndarray, args: _ArgsTable, strings: StringPool) -> np.ndarray:
     """The local string code of the args text of each args code."""
     uniq, at = _distinct(codes, len(args.values))
     return np.array([strings.code(args.text(a)) for a in uniq.tolist()], dtype=np.int64)[at]
@@ -435,7 +420,7 @@ class _Rows:
             self.parts.append({k: np.broadcast_to(np.asarray(v), (n,)) if np.ndim(v) == 0 else np.asarray(v)
                                for k, v in cols.items()})
 
-    def add_tuples(self, rows: list, strings: _Strings, pos: Optional[list] = None) -> None:
+    def add_tuples(self, rows: list, strings: StringPool, pos: Optional[list] = None) -> None:
         """Rows as tuples of :data:`_ROW_FIELDS` (strings as text)."""
         if not rows:
             return
@@ -515,7 +500,7 @@ class TraceReader:
                                      LAUNCH_FLOW_CATS) if f else {}
         trace.flows = {}
         args = _ArgsTable(trace.args, trace.raw_args)
-        strings = _Strings()
+        strings = StringPool()
         comm_streams = self._comm_streams(trace, args)
         main, hardware = _Rows(), _Rows()
         comm: list = []          # (position, _CommEvent)
@@ -543,7 +528,7 @@ class TraceReader:
         del parts
         return _table(cols, strings.strings, self.pid, self.source)
 
-    def _plain(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+    def _plain(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
                main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
         """The rows of the plain events, in bulk; returns how many were malformed."""
         c = trace.columns
@@ -632,7 +617,7 @@ class TraceReader:
                                                  args.dict(int(arg[j])), int(corr[j]))))
         return int(bad.sum())
 
-    def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: _Strings) -> tuple:
+    def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: StringPool) -> tuple:
         """(action, kind, name, type, device, step, with args, with link) of the events of one process,
         category, name and phase (:class:`TraceReader`'s rules)."""
         code = strings.code
@@ -673,7 +658,7 @@ class TraceReader:
 
     @staticmethod
     def _cann_levels(arg: np.ndarray, name: np.ndarray, names: list, args: _ArgsTable,
-                     strings: _Strings) -> np.ndarray:
+                     strings: StringPool) -> np.ndarray:
         """The API level of CANN events: their ``level`` arg, else the name's ``<level>@``, else CANN."""
         pairs, at = _pairs(arg, name)
         out = []
@@ -685,7 +670,7 @@ class TraceReader:
     @staticmethod
     def _counters(rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, tid: np.ndarray, name: np.ndarray,
                   arg: np.ndarray, out_type: np.ndarray, out_device: np.ndarray, names: list, args: _ArgsTable,
-                  strings: _Strings, main: _Rows) -> None:
+                  strings: StringPool, main: _Rows) -> None:
         """One row per numeric series of each counter event's args, named ``<event name> <series>``."""
         uniq, at = _distinct(arg[rows], len(args.values))
         series_text: list = []
@@ -727,7 +712,7 @@ class TraceReader:
 
     def _hardware(self, rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, dur: np.ndarray, pid: np.ndarray,
                   tid: np.ndarray, name: np.ndarray, arg: np.ndarray, out_device: np.ndarray, corr: np.ndarray,
-                  names: list, args: _ArgsTable, strings: _Strings, comm_streams: set, hardware: _Rows) -> None:
+                  names: list, args: _ArgsTable, strings: StringPool, comm_streams: set, hardware: _Rows) -> None:
         """Device tasks: kernels, or communication where HCCL's (not on HCCL's own streams)."""
         threads, thread_at = np.unique(np.stack([pid[rows], tid[rows]], axis=1), axis=0, return_inverse=True)
         stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads.tolist()],
@@ -750,7 +735,7 @@ class TraceReader:
                      type=np.array(types, dtype=np.int64)[at], tid=stream, device=out_device[rows], stream=stream,
                      value=0.0, step=-1, args=np.array(texts, dtype=np.int64)[at], corr=corr[rows])
 
-    def _odd(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: _Strings, comm_streams: set,
+    def _odd(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
              main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
         """The odd events, one by one, by the same rules; returns how many were malformed."""
         if not trace.odd:
