@@ -208,3 +208,26 @@ def test_a_chunk_msgspec_refuses_midway_has_the_file_read_whole(tmp_path, monkey
     (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
     assert any("1 malformed event(s) skipped" in p for p in fast_problems)
+
+
+@pytest.mark.parametrize("text,whole", [("f(1)}, {g(2)", False), ('}, {"ph": "X", "ts": "1.000"}, {' * 2000, True)])
+def test_a_cut_inside_a_string_never_changes_the_table(tmp_path, monkeypatch, text, whole):
+    """Args of the real trace holding ``}, {`` (an event boundary's bytes) in a string, read in small chunks:
+    the table and problems are always orjson's. Short strings: each piece's last boundary is a real one
+    (read in chunks); a string longer than a chunk is cut inside, which leaves it open: the chunk is
+    refused and the file read whole."""
+    pytest.importorskip("msgspec")
+    events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text())
+    for e in events[::5]:
+        if e.get("ph") == "X" and isinstance(e.get("args"), dict):
+            e["args"]["Call stack"] = text
+    out_dir = _run(tmp_path, events)
+    from npuprof.readers import ascend_trace_view
+    chunks, whole_reads = trace_decode.event_array_chunks, []
+    monkeypatch.setattr(ascend_trace_view, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
+    decode = ascend_trace_view.decode_events
+    monkeypatch.setattr(ascend_trace_view, "decode_events", lambda raw: whole_reads.append(1) or decode(raw))
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+    assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems == []
+    assert json.dumps(text) in "".join(fast.strings)      # kept whole in the args texts
+    assert len(whole_reads) == 1 + whole      # orjson's read, and msgspec's where its chunks were refused
