@@ -403,6 +403,12 @@ def _hardware_task(args: dict) -> dict:
     return {k: v for k, v in task.items() if v not in (None, "")}
 
 
+def _cann_level(args: dict, name: str) -> str:
+    """A CANN event's API level: its ``level`` arg, else its name's ``<level>@``, else CANN."""
+    level, _, api = name.partition("@")
+    return str(args.get("level") or (level if api else "CANN"))
+
+
 def _hardware_kind(name: str, task: dict) -> int:
     return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in COMM_CORES \
         else _KERNEL
@@ -622,10 +628,7 @@ class TraceReader:
         category, name and phase (:class:`TraceReader`'s rules)."""
         code = strings.code
         skip = (_SKIP, 0, 0, 0, -1, -1, False, False)
-        if process in _DERIVED:
-            return skip
-        is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
-        if self.skip_mstx and is_mstx:
+        if self._unread(process, cat):
             return skip
         if phase == _PH_C:
             return (_COUNTERS, _COUNTER, 0, code(process), device, -1, False, False)
@@ -635,13 +638,13 @@ class TraceReader:
         if step is not None:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
             return (_ROW, _STEP, code(name), code("ProfilerStep"), -1, step, False, False)
         if process == "CANN":
-            level, _, api = name.partition("@")
+            api = name.partition("@")[2]
             return (_CANN_API, _API, code(api if api else name), -1, -1, -1, True, True)
         if process == "Ascend Hardware":
             return (_HARDWARE, _KERNEL, 0, 0, device, -1, False, True)
         if process in _COMM_PROCESSES:
             return (_HCCL, _COMM, 0, 0, device, -1, False, True)
-        if is_mstx:
+        if process in _MSTX_PROCESSES or cat == "MsTx":
             return (_MSTX_SPAN, _RANGE, code(name), code("mstx"), -1, -1, False, False)
         if process == "CPU OP":
             if self.skip_cpu_ops:
@@ -656,16 +659,17 @@ class TraceReader:
             return (_ROW, _API, code(name), code(name.split("::", 1)[0]), -1, -1, True, True)
         return (_ROW, _RANGE, code(name), code(str(cat or process)), device, -1, True, False)
 
+    def _unread(self, process: str, cat: Any) -> bool:
+        """Events no rule reads, whatever their phase or time: the derived processes', and mstx's where
+        npuprof recorded the user's ranges itself."""
+        return process in _DERIVED or (self.skip_mstx and (process in _MSTX_PROCESSES or cat == "MsTx"))
+
     @staticmethod
     def _cann_levels(arg: np.ndarray, name: np.ndarray, names: list, args: _ArgsTable,
                      strings: StringPool) -> np.ndarray:
         """The API level of CANN events: their ``level`` arg, else the name's ``<level>@``, else CANN."""
         pairs, at = _pairs(arg, name)
-        out = []
-        for a, nm in pairs:
-            level, _, api = names[nm].partition("@")
-            out.append(strings.code(str(args.dict(a).get("level") or (level if api else "CANN"))))
-        return np.array(out, dtype=np.int64)[at]
+        return np.array([strings.code(_cann_level(args.dict(a), names[nm])) for a, nm in pairs], dtype=np.int64)[at]
 
     @staticmethod
     def _counters(rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, tid: np.ndarray, name: np.ndarray,
@@ -737,10 +741,10 @@ class TraceReader:
 
     def _odd(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
              main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
-        """The odd events, one by one, by the same rules; returns how many were malformed."""
+        """The odd events, one by one, by the same rules (:meth:`_rule`); returns how many were malformed."""
         if not trace.odd:
             return 0
-        proc_name, thread_name = self.meta.proc_name, self.meta.thread_name
+        thread_name, text_of = self.meta.thread_name, strings.strings
         arg_of = trace.columns["arg"]
         rows: list = []
         at: list = []
@@ -750,76 +754,52 @@ class TraceReader:
         for i, (p, cat, name, epid, etid, ts, dur) in trace.odd.items():
             a = int(arg_of[i])
             try:
-                process, device = proc_name.get(epid, ""), self._device_of(epid)
-                if process in _DERIVED:
-                    continue
-                is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
-                if self.skip_mstx and is_mstx:
+                process, device = self.meta.proc_name.get(epid, ""), self._device_of(epid)
+                if self._unread(process, cat):
                     continue
                 if type(name) is not str:
                     name = str(name)
-                if ts is None:
-                    raise ValueError("ts")
+                if ts is None or dur is None:       # dur: None only where unreadable on a complete event
+                    raise ValueError("time")
+                action, kind, name_code, type_code, out_device, step, with_args, with_corr = \
+                    self._rule(process, device, cat, name, _PHASE[p], strings)
+                if action == _SKIP:
+                    continue
                 tid = etid if type(etid) is int else _as_int(etid)
-                if p == "C":
+                corr = -1
+                if flows and (with_corr or action == _HARDWARE or action == _HCCL):
+                    key = (epid if type(epid) in _PLAIN else hashable(epid),
+                           etid if type(etid) in _PLAIN else hashable(etid), ts)
+                    corr = flows.get(key, -1)
+                if action == _COUNTERS:
                     sub = 0
                     for series, value in args.dict(a).items():
                         try:
                             val = float(value)
                         except (TypeError, ValueError):
                             continue
-                        rows.append((ts, 0, _COUNTER, f"{name} {series}".strip(), process, tid, device, -1, val, -1,
-                                     "", -1))
+                        rows.append((ts, 0, _COUNTER, f"{name} {series}".strip(), text_of[type_code], tid,
+                                     out_device, -1, val, -1, "", -1))
                         at.append((i, sub))
                         sub += 1
-                    continue
-                if p != "X":      # "i", "I"
-                    rows.append((ts, 0, _MARK, name, process, tid, device, -1, 0.0, -1, "", -1))
-                    at.append((i, 0))
-                    continue
-                if dur is None:
-                    raise ValueError("dur")
-                corr = -1
-                if flows:
-                    key = (epid if type(epid) in _PLAIN else hashable(epid),
-                           etid if type(etid) in _PLAIN else hashable(etid), ts)
-                    corr = flows.get(key, -1)
-                row = None
-                step = _step_of(name)
-                if step is not None:
-                    row = (ts, dur, _STEP, name, "ProfilerStep", tid, -1, -1, 0.0, step, "", -1)
-                elif process == "CANN":
-                    level, _, api = name.partition("@")
-                    level = str(args.dict(a).get("level") or (level if api else "CANN"))
-                    row = (ts, dur, _API, api if api else name, level, tid, -1, -1, 0.0, -1, args.text(a), corr)
-                elif process == "Ascend Hardware":
+                elif action == _HARDWARE:
                     if self.skip_hardware:
                         if corr >= 0:
                             links.append((i, (ts, name), corr))
                         continue
                     task = _hardware_task(args.dict(a))
                     stream = _as_int(thread_name.get((epid, etid), etid))
-                    tasks.append((ts, dur, name, task, stream, device, corr))
+                    tasks.append((ts, dur, name, task, stream, out_device, corr))
                     task_at.append((i, 0))
-                elif process in _COMM_PROCESSES:
+                elif action == _HCCL:
                     lane = thread_name.get((epid, etid), "")
-                    comm.append((i, _CommEvent(ts, dur, name, epid, tid, device, lane, args.dict(a), corr)))
-                elif is_mstx:
-                    row = (ts, dur, _RANGE if dur > 0 else _MARK, name, "mstx", tid, -1, -1, 0.0, -1, "", -1)
-                elif process == "CPU OP":
-                    if not self.skip_cpu_ops:
-                        row = (ts, dur, _OP, name, op_type_of(name), tid, -1, -1, 0.0, -1, "", -1)
-                elif cat == "python_function":
-                    row = (ts, dur, _STACK, name, "python_function", tid, -1, -1, 0.0, -1, "", -1)
-                elif cat == "cpu_op" or (process == "MindSpore" and "::" not in name):
-                    op_type = name if cat == "cpu_op" else op_type_of(name)
-                    row = (ts, dur, _OP, name, op_type, tid, -1, -1, 0.0, -1, args.text(a), corr)
-                elif process == "MindSpore":
-                    row = (ts, dur, _API, name, name.split("::", 1)[0], tid, -1, -1, 0.0, -1, args.text(a), corr)
-                else:
-                    row = (ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args.text(a), -1)
-                if row is not None:
-                    rows.append(row)
+                    comm.append((i, _CommEvent(ts, dur, name, epid, tid, out_device, lane, args.dict(a), corr)))
+                else:       # one row: _ROW, _MSTX_SPAN, _CANN_API
+                    if action == _MSTX_SPAN:
+                        kind = _RANGE if dur > 0 else _MARK
+                    typ = _cann_level(args.dict(a), name) if action == _CANN_API else text_of[type_code]
+                    rows.append((ts, dur, kind, text_of[name_code], typ, tid, out_device, -1, 0.0, step,
+                                 args.text(a) if with_args else "", corr if with_corr else -1))
                     at.append((i, 0))
             except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
                 bad += 1
