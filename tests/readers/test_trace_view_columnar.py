@@ -231,3 +231,38 @@ def test_a_cut_inside_a_string_never_changes_the_table(tmp_path, monkeypatch, te
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems == []
     assert json.dumps(text) in "".join(fast.strings)      # kept whole in the args texts
     assert len(whole_reads) == 1 + whole      # orjson's read, and msgspec's where its chunks were refused
+
+
+def _mindspore_like(seed: int) -> list:
+    """Events of every process and category the rules tell apart (MindSpore's host process, python_function,
+    cpu_op, CANN, hardware, HCCL, mstx, CPU OP, a derived process, counters, marks), some with odd values."""
+    rnd = random.Random(seed)
+    procs = [(1, "MindSpore"), (2, "CANN"), (3, "Ascend Hardware"), (4, "HCCL"), (5, "MsTx"), (6, "CPU OP"),
+             (7, "Scope Layer"), (8, "Other")]
+    events = [{"ph": "M", "name": "process_name", "pid": p, "tid": 0, "args": {"name": n}} for p, n in procs]
+    events += [{"ph": "M", "name": "process_labels", "pid": 3, "tid": 0, "args": {"labels": "NPU 2"}},
+               {"ph": "M", "name": "thread_name", "pid": 4, "tid": 1, "args": {"name": "Group 3 Communication"}}]
+    names = ["Kernel::KernelLaunch::x", "MatMul-op1", "ProfilerStep#3", "AscendCL@aclX", "aclY", "hcom_allReduce__1_0",
+             "Notify_Wait", "Default/net/Add-op2"]
+    args = [{"level": "acl"}, {"Task Type": "AI_CORE", "Task Id": 3}, {"task type": "Notify", "src rank": 0,
+            "dst rank": 1, "size(Byte)": "64", "stream id": "5"}, {"v": 1, "w": "x"}, [1]]
+    for k in range(3000):
+        pid = rnd.choice([p for p, _ in procs] + [1.0, 3.0, 4.0])      # floats: odd, read one by one
+        ev = {"ph": rnd.choice("XXXiC"), "name": rnd.choice(names), "pid": pid, "tid": rnd.choice([1, 9, "9"]),
+              "ts": f"{1000 + k}.{rnd.randrange(1000):03d}", "dur": rnd.choice([1.25, 1.25, 0, "x"]),
+              "cat": rnd.choice(["python_function", "cpu_op", "MsTx", "x", None]), "args": rnd.choice(args)}
+        events.append(ev)
+        if rnd.random() < 0.1:
+            events.append({"ph": "s", "id": rnd.randrange(50), "cat": "HostToDevice", "pid": pid, "tid": ev["tid"],
+                           "ts": ev["ts"]})
+    return events
+
+
+@pytest.mark.parametrize("kw", [{}, {"skip_mstx": True, "skip_cpu_ops": True}])
+def test_bulk_rules_equal_the_per_event_rules_on_every_process(tmp_path, monkeypatch, kw):
+    out_dir = _run(tmp_path, _mindspore_like(5))
+    bulk, bulk_problems = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    one_by_one, problems = _per_event(out_dir, monkeypatch, **kw)
+    kinds = set(bulk["kind"].tolist())
+    assert len(bulk) > 1000 and len(kinds) >= 7 and _dump(bulk) == _dump(one_by_one) and bulk_problems == problems
+    assert any("malformed event(s) skipped" in p for p in problems)
