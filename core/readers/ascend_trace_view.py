@@ -72,7 +72,7 @@ def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
     check_input_file(path)
     try:
         trace = CompactTrace()
-        for chunk in event_array_chunks(path, as_structs=True):
+        for chunk in event_array_chunks(path):
             trace.add_structs(chunk)
         return trace.finish()
     except ChunksRefused:
@@ -274,7 +274,7 @@ class CompactTrace:
         events.release()
 
     def add_structs(self, structs: list) -> None:
-        """Take one chunk of msgspec's event structs (:func:`event_array_chunks` ``as_structs``): only the
+        """Take one chunk of msgspec's event structs (:func:`event_array_chunks`): only the
         fields used are taken, each from the events that use it."""
         self.raw_args = True
         self._entries += len(structs)
