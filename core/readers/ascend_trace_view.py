@@ -63,9 +63,6 @@ def is_ascend_trace(path: Path) -> bool:
     return head.startswith(b"[")
 
 
-is_mindspore_trace = is_ascend_trace
-
-
 def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
     """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
     does not split into event chunks)."""
@@ -232,9 +229,9 @@ def _only(values: list, *types: type) -> bool:
 @dataclass
 class CompactTrace:
     """A trace_view.json's events, compact (one chunk of decoded events at a time goes in, see
-    :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase ``X``, ``C``, ``i``,
-    ``I``) as one array entry per column, in file order, names, categories and args as codes into the
-    distinct values (args: each distinct JSON text, or orjson's objects). An event whose values are not
+    :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase
+    ``X``, ``C``, ``i``, ``I``) as one array entry per column, in file order, names, categories and args as
+    codes into the distinct values (args: each distinct JSON text, or orjson's objects). An event whose values are not
     of the usual types (pid/tid not integers, a name not a string, an unreadable time ...) is ``odd``:
     its values are kept as the file has them and read by the per-event rules."""
 
