@@ -149,7 +149,8 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     npuprof recorded the user's ranges itself. ``writer`` names the source
     of the events. Returns the events and the problems met.
     """
-    from .ascend_trace_view import CompactTrace, TraceMeta, TraceReader, is_ascend_trace, load_trace
+    from .ascend_trace_view import CompactTrace, TraceMeta, TraceReader, is_ascend_trace, is_damaged_trace, \
+        load_trace
     from .trace_decode import collector_paused
 
     out_dir = Path(out_dir)
@@ -159,6 +160,8 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     if tv.is_file() and is_ascend_trace(tv):
         with collector_paused():
             trace = load_trace(tv, problems)
+    elif tv.is_file() and is_damaged_trace(tv):      # npuprof's own trace (an object) is left unread
+        problems.append(f"{tv}: not a JSON event array (torch_npu and MindSpore write one): damaged; file skipped")
     meta = TraceMeta.of(trace.meta)
     run_device = device if device is not None else device_from_data(out_dir, meta)
     source = writer.value

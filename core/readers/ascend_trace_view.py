@@ -55,12 +55,29 @@ _GROUP_LANE_RE = re.compile(r"^Group\s+(\S+)\s+Communication")
 
 def is_ascend_trace(path: Path) -> bool:
     """True when ``path`` is a trace written by torch_npu/MindSpore (a JSON array), not by npuprof."""
+    return _head(path).startswith(b"[")
+
+
+def is_damaged_trace(path: Path) -> bool:
+    """True when ``path`` holds bytes no trace starts with: neither torch_npu's/MindSpore's JSON array nor
+    npuprof's own JSON object (garbage, a zero-filled file ...); an empty or unreadable file is not.
+
+    Example::
+
+        >>> is_damaged_trace(Path("/nonexistent/trace_view.json"))      # not readable: not damaged here
+        False
+    """
+    head = _head(path)
+    return bool(head) and not head.startswith((b"[", b"{"))
+
+
+def _head(path: Path) -> bytes:
+    """The file's first bytes, white space before them skipped; b"" where unreadable."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(64).lstrip()
+            return fh.read(64).lstrip()
     except OSError:
-        return False
-    return head.startswith(b"[")
+        return b""
 
 
 def load_trace(path: Path, problems: list[str]) -> "CompactTrace":

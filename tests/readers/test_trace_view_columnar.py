@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -266,3 +268,35 @@ def test_bulk_rules_equal_the_per_event_rules_on_every_process(tmp_path, monkeyp
     kinds = set(bulk["kind"].tolist())
     assert len(bulk) > 1000 and len(kinds) >= 7 and _dump(bulk) == _dump(one_by_one) and bulk_problems == problems
     assert any("malformed event(s) skipped" in p for p in problems)
+
+
+def _run_with_trace(tmp_path: Path, content: bytes) -> Path:
+    """The real Level1 run with ``content`` as its trace_view.json (its other files linked)."""
+    run = tmp_path / "rank0_ascend_pt"
+    (run / OUTPUT_DIR).mkdir(parents=True)
+    for f in (realdata(LEVEL1) / OUTPUT_DIR).iterdir():
+        if f.name != TRACE_VIEW:
+            (run / OUTPUT_DIR / f.name).symlink_to(f)
+    for f in realdata(LEVEL1).glob("*.json"):
+        (run / f.name).symlink_to(f)
+    (run / OUTPUT_DIR / TRACE_VIEW).write_bytes(content)
+    return run
+
+
+@pytest.mark.parametrize("content", [b"garbage\x00\x01", b"\x00" * 4096])
+def test_a_trace_view_that_is_no_json_array_is_reported_not_skipped_quietly(tmp_path, content):
+    """Garbage or a zero-filled trace_view.json: the other files are read, the trace is named as damaged,
+    and analyse exits 3 (never 0 with the trace's events missing)."""
+    run = _run_with_trace(tmp_path, content)
+    events, problems = read_ascend_output(run / OUTPUT_DIR, writer=AscendWriter.TORCH_NPU)
+    assert len(events) > 1000      # kernel_details.csv and the memory files
+    assert [p for p in problems if TRACE_VIEW in p and "not a JSON event array" in p and "file skipped" in p]
+    done = subprocess.run([sys.executable, "-m", "npuprof", "analyse", "--quiet", "-o", str(tmp_path / "out"),
+                           str(run)], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+
+
+def test_npuprofs_own_trace_object_is_left_unread_without_a_problem(tmp_path):
+    run = _run_with_trace(tmp_path, b'{"schemaVersion": 1, "traceEvents": []}')
+    events, problems = read_ascend_output(run / OUTPUT_DIR, writer=AscendWriter.TORCH_NPU)
+    assert len(events) > 1000 and not [p for p in problems if TRACE_VIEW in p]
