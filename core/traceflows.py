@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 # the flows that carry launch links, in the readers' order of preference: CANN node -> hardware task, then
 # framework operator -> NPU task (the array-form writer writes both)
@@ -61,6 +61,19 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
     """
     present = {hashable(ev.get("cat")) for ev in events if isinstance(ev, dict) and ev.get("ph") in ("s", "f")}
     cat = next((c for c in cats if c in present), None)
+
+    def ends() -> Iterator[tuple]:
+        for ev in events:
+            if isinstance(ev, dict) and ev.get("ph") in ("s", "f") and ev.get("cat") == cat:
+                ts, fid = ts_ns(ev.get("ts")), hashable(ev.get("id"))
+                if ts is not None and fid is not None:
+                    yield fid, (hashable(ev.get("pid")), hashable(ev.get("tid")), ts)
+
+    return _links(ends())
+
+
+def _links(ends: Iterable[tuple]) -> dict:
+    """end -> link id of the flows given as (flow id, end), flows sharing an end joined (see :func:`flow_ends`)."""
     parent: dict = {}   # flow id -> a flow id it shares an end with (union-find)
 
     def root(fid: Any) -> Any:
@@ -70,20 +83,10 @@ def flow_ends(events: Sequence[Any], cats: Sequence[str], ts_ns: Callable[[Any],
         return fid
 
     flow_of: dict = {}   # end -> a flow id ending there
-    for ev in events:
-        if isinstance(ev, dict) and ev.get("ph") in ("s", "f") and ev.get("cat") == cat:
-            ts, fid = ts_ns(ev.get("ts")), hashable(ev.get("id"))
-            if ts is None or fid is None:
-                continue
-            parent.setdefault(fid, fid)
-            end = (hashable(ev.get("pid")), hashable(ev.get("tid")), ts)
-            other = flow_of.setdefault(end, fid)
-            parent[root(fid)] = root(other)
-    return _links(parent, root, flow_of)
-
-
-def _links(parent: dict, root: Callable[[Any], Any], flow_of: dict) -> dict:
-    """end -> link id, from the flows joined by their shared ends (see :func:`flow_ends`)."""
+    for fid, end in ends:
+        parent.setdefault(fid, fid)
+        other = flow_of.setdefault(end, fid)
+        parent[root(fid)] = root(other)
     numeric: dict = {}
     for fid in parent:
         n = link_id(fid)
@@ -114,24 +117,14 @@ def flow_ends_of_columns(cat: Sequence[Any], pid: Sequence[Any], tid: Sequence[A
     """
     present = set(map(hashable, cat))
     chosen = next((c for c in cats if c in present), None)
-    parent: dict = {}
-
-    def root(fid: Any) -> Any:
-        while parent[fid] != fid:
-            parent[fid] = parent[parent[fid]]
-            fid = parent[fid]
-        return fid
-
-    flow_of: dict = {}
     plain = (str, int)
-    for c, p, t, ts, fid in zip(cat, pid, tid, ts_ns, ids):
-        if c != chosen or ts is None:
-            continue
-        fid = fid if type(fid) in plain else hashable(fid)
-        if fid is None:
-            continue
-        parent.setdefault(fid, fid)
-        end = (p if type(p) in plain else hashable(p), t if type(t) in plain else hashable(t), ts)
-        other = flow_of.setdefault(end, fid)
-        parent[root(fid)] = root(other)
-    return _links(parent, root, flow_of)
+
+    def ends() -> Iterator[tuple]:
+        for c, p, t, ts, fid in zip(cat, pid, tid, ts_ns, ids):
+            if c != chosen or ts is None:
+                continue
+            fid = fid if type(fid) in plain else hashable(fid)
+            if fid is not None:
+                yield fid, (p if type(p) in plain else hashable(p), t if type(t) in plain else hashable(t), ts)
+
+    return _links(ends())

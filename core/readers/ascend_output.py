@@ -72,12 +72,12 @@ from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
 from npuprof.rawstore import RAW_DIR
 
-from .ascend_ops import _COMM_CORES, _int_or, op_type_of
-from .event_rows import _args_text, _Columns
+from .ascend_ops import COMM_CORES, int_or, op_type_of
+from .event_rows import EventRows, args_text
 from .time_text import us_text_to_ns
 
 if TYPE_CHECKING:
-    from .ascend_trace_view import _TraceMeta, _TraceReader
+    from .ascend_trace_view import TraceMeta, TraceReader
 # the trace_view.json reader and its decoder (msgspec's structs) are imported by the function that reads a
 # trace: the layout's names here (OUTPUT_DIR, TRACE_VIEW, ...) are imported by every npuprof command's plugins
 
@@ -149,24 +149,27 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
     npuprof recorded the user's ranges itself. ``writer`` names the source
     of the events. Returns the events and the problems met.
     """
-    from .ascend_trace_view import _CompactTrace, _load_trace, _TraceMeta, _TraceReader, is_ascend_trace
+    from .ascend_trace_view import CompactTrace, TraceMeta, TraceReader, is_ascend_trace, is_damaged_trace, \
+        load_trace
     from .trace_decode import collector_paused
 
     out_dir = Path(out_dir)
     problems: list[str] = []
     tv = out_dir / TRACE_VIEW
-    trace = _CompactTrace()
+    trace = CompactTrace()
     if tv.is_file() and is_ascend_trace(tv):
         with collector_paused():
-            trace = _load_trace(tv, problems)
-    meta = _TraceMeta.of(trace.meta)
+            trace = load_trace(tv, problems)
+    elif tv.is_file() and is_damaged_trace(tv):      # npuprof's own trace (an object) is left unread
+        problems.append(f"{tv}: not a JSON event array (torch_npu and MindSpore write one): damaged; file skipped")
+    meta = TraceMeta.of(trace.meta)
     run_device = device if device is not None else device_from_data(out_dir, meta)
     source = writer.value
     kd = out_dir / KERNEL_DETAILS
     kernels = _read_kernel_details(kd, run_device, pid, problems, source) if kd.is_file() else EventTable.empty()
     tables: list[EventTable] = []
     if len(trace):
-        reader = _TraceReader(meta, run_device, pid, source, skip_cpu_ops=skip_cpu_ops,
+        reader = TraceReader(meta, run_device, pid, source, skip_cpu_ops=skip_cpu_ops,
                               skip_hardware=len(kernels) > 0, skip_mstx=skip_mstx,
                               groups=_named_groups(out_dir / COMMUNICATION, problems))
         with collector_paused():
@@ -187,8 +190,8 @@ def read_ascend_output(out_dir: Path, device: Optional[int] = None, pid: int = 0
 
 
 # -- the device id --------------------------------------------------------------------------------------
-def device_from_data(out_dir: Path, meta: "_TraceMeta",
-                     encoding_meta: Optional[Callable[[], "_TraceMeta"]] = None) -> int:
+def device_from_data(out_dir: Path, meta: "TraceMeta",
+                     encoding_meta: Optional[Callable[[], "TraceMeta"]] = None) -> int:
     """The run's device id as its files record it (see module doc); 0 when none does.
     ``encoding_meta`` gives the trace metadata for the last resort (device ids encoded in process
     ids), when ``meta`` was read without it."""
@@ -224,7 +227,7 @@ def _device_in_csv(path: Path, column: str) -> Optional[int]:
 # -- kernel_details.csv ---------------------------------------------------------------------------------
 def _read_kernel_details(path: Path, device: int, pid: int, problems: list[str], source: str) -> EventTable:
     check_input_file(path)
-    cols = _Columns(source)
+    cols = EventRows(source)
     text = path.read_text(encoding="utf-8-sig", errors="replace")
     reader = csv.reader(io.StringIO(text))
     fields = [f.strip() for f in next(reader, [])]
@@ -248,17 +251,17 @@ def _read_kernel_details(path: Path, device: int, pid: int, problems: list[str],
         name = row[at["Name"]]
         typ = row[at["Type"]] if "Type" in at and row[at["Type"]] else op_type_of(name)
         core = row[at["Accelerator Core"]] if "Accelerator Core" in at else ""
-        kind = EventKind.COMM if core.upper() in _COMM_CORES or typ.startswith("hcom_") else EventKind.KERNEL
-        stream = _int_or(row[at["Stream ID"]], -1) if "Stream ID" in at else -1
+        kind = EventKind.COMM if core.upper() in COMM_CORES or typ.startswith("hcom_") else EventKind.KERNEL
+        stream = int_or(row[at["Stream ID"]], -1) if "Stream ID" in at else -1
         args = {f: row[i] for i, f in extra if row[i] != ""}
         if "Block Num" in args and "Block Dim" not in args:   # MindSpore's older name of the column
             args["Block Dim"] = args.pop("Block Num")
         cols.add(ts, max(dur, 0), kind, name, typ, pid=pid, tid=max(stream, 0), device=device, stream=stream,
-                 step=_int_or(row[step_col], -1) if step_col is not None else -1, args=_args_text(args))
+                 step=int_or(row[step_col], -1) if step_col is not None else -1, args=args_text(args))
     return cols.table()
 
 
-def _with_trace_facts(kernels: EventTable, reader: "_TraceReader") -> EventTable:
+def _with_trace_facts(kernels: EventTable, reader: "TraceReader") -> EventTable:
     """``kernels`` (from kernel_details.csv, which has no ids) with the launch link of the trace's hardware
     task of the same start and name (both files come from one source, with the same µs text), and its HCCL
     rows with the group of the trace's operator of the same name."""
@@ -283,7 +286,7 @@ def _with_trace_facts(kernels: EventTable, reader: "_TraceReader") -> EventTable
                 continue
             obj = json.loads(args[i]) if args[i] else {}
             obj["group"] = group
-            args[i] = _args_text(obj)
+            args[i] = args_text(obj)
             changed = True
         if changed:
             table = EventTable.from_records(**{k: out[k] for k in ("ts", "dur", "kind", "pid", "tid", "device",
@@ -318,7 +321,7 @@ def _named_groups(path: Path, problems: list[str]) -> dict[str, str]:
 def _read_memory_record(path: Path, pid: int, problems: list[str], source: str, device_col: str = "Device Type",
                         type_: str = "memory") -> EventTable:
     check_input_file(path)
-    cols = _Columns(source)
+    cols = EventRows(source)
     reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig", errors="replace")))
     series = [f for f in (reader.fieldnames or []) if f and f.endswith("(MB)")]
     for lineno, row in enumerate(reader, 2):
@@ -329,7 +332,7 @@ def _read_memory_record(path: Path, pid: int, problems: list[str], source: str, 
             continue
         who = f"{row.get('Component', '')} {row.get(device_col, '')}".strip()
         # the row's identity, so memory_record.csv / npu_module_mem.csv can be given back row for row
-        args = _args_text({k: (row.get(k) or "").strip() for k in ("Component", device_col, "Stream Ptr")
+        args = args_text({k: (row.get(k) or "").strip() for k in ("Component", device_col, "Stream Ptr")
                            if (row.get(k) or "").strip()})
         for s in series:
             try:
@@ -343,7 +346,7 @@ def _read_memory_record(path: Path, pid: int, problems: list[str], source: str, 
 def _read_operator_memory(path: Path, pid: int, problems: list[str], source: str) -> EventTable:
     """operator_memory.csv -> one MEMORY event per allocation (see module doc)."""
     check_input_file(path)
-    cols = _Columns(source)
+    cols = EventRows(source)
     reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig", errors="replace")))
     for lineno, row in enumerate(reader, 2):
         row = {k.strip(): (v or "").strip() for k, v in row.items() if k}
@@ -361,5 +364,5 @@ def _read_operator_memory(path: Path, pid: int, problems: list[str], source: str
         m = _DEVICE_RE.search(row.get("Device Type", ""))
         args = {k: v for k, v in row.items() if k != "Name" and v != ""}   # times as written (float64 µs lose them)
         cols.add(ts, max(dur, 0), EventKind.MEMORY, row.get("Name", ""), "operator_memory", pid=pid,
-                 device=int(m.group(1)) if m else -1, value=size_kb * 1024.0, args=_args_text(args))
+                 device=int(m.group(1)) if m else -1, value=size_kb * 1024.0, args=args_text(args))
     return cols.table()

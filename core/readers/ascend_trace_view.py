@@ -15,8 +15,8 @@ rank``, ``size(Byte)``, ``transport type``, ``link type``, ``stream id``),
 mstx, counters (``AI Core Freq``, ``HBM`` ...) and the derived ``Scope
 Layer``/``Overlap Analysis``/``Step Trace`` (skipped: npuprof computes them).
 
-It is decoded a chunk at a time into :class:`_CompactTrace` (:func:`_load_trace`), and
-:class:`_TraceReader` turns that into an event table.
+It is decoded a chunk at a time into :class:`CompactTrace` (:func:`load_trace`), and
+:class:`TraceReader` turns that into an event table.
 
 Example::
 
@@ -38,9 +38,9 @@ from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringP
 from npuprof.fileio import check_input_file
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
-from .ascend_ops import _COMM_CORES, _int_or, _is_comm_task, comm_op_type, hccl_task_args, op_type_of
-from .event_rows import _args_text
-from .time_text import _INT64, _ts_or_none, us_texts_to_ns, us_texts_to_ns_array
+from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
+from .event_rows import args_text
+from .time_text import INT64_BOUNDS, us_text_to_ns_or_none, us_texts_to_ns, us_texts_to_ns_array
 from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, decode_events, \
     event_array_chunks, events_of_structs
 
@@ -55,24 +55,38 @@ _GROUP_LANE_RE = re.compile(r"^Group\s+(\S+)\s+Communication")
 
 def is_ascend_trace(path: Path) -> bool:
     """True when ``path`` is a trace written by torch_npu/MindSpore (a JSON array), not by npuprof."""
+    return _head(path).startswith(b"[")
+
+
+def is_damaged_trace(path: Path) -> bool:
+    """True when ``path`` holds bytes no trace starts with: neither torch_npu's/MindSpore's JSON array nor
+    npuprof's own JSON object (garbage, a zero-filled file ...); an empty or unreadable file is not.
+
+    Example::
+
+        >>> is_damaged_trace(Path("/nonexistent/trace_view.json"))      # not readable: not damaged here
+        False
+    """
+    head = _head(path)
+    return bool(head) and not head.startswith((b"[", b"{"))
+
+
+def _head(path: Path) -> bytes:
+    """The file's first bytes, white space before them skipped; b"" where unreadable."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(64).lstrip()
+            return fh.read(64).lstrip()
     except OSError:
-        return False
-    return head.startswith(b"[")
+        return b""
 
 
-is_mindspore_trace = is_ascend_trace
-
-
-def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
+def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
     """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
     does not split into event chunks)."""
     check_input_file(path)
     try:
-        trace = _CompactTrace()
-        for chunk in event_array_chunks(path, as_structs=True):
+        trace = CompactTrace()
+        for chunk in event_array_chunks(path):
             trace.add_structs(chunk)
         return trace.finish()
     except ChunksRefused:
@@ -84,14 +98,14 @@ def _load_trace(path: Path, problems: list[str]) -> "_CompactTrace":
     except TraceDecodeError as e:
         problems.append(f"{path}: not valid JSON, cut short or damaged ({e}); file skipped")
     else:
-        trace = _CompactTrace()
+        trace = CompactTrace()
         trace.add(events)
         return trace.finish()
-    return _CompactTrace()
+    return CompactTrace()
 
 
 @dataclass
-class _TraceMeta:
+class TraceMeta:
     """The trace's metadata events: process and thread names, labels, sort indexes."""
 
     proc_name: dict = field(default_factory=dict)
@@ -100,7 +114,7 @@ class _TraceMeta:
     thread_name: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, events: Iterable[Any]) -> "_TraceMeta":
+    def of(cls, events: Iterable[Any]) -> "TraceMeta":
         meta = cls()
         for ev in events:
             if not isinstance(ev, dict) or ev.get("ph") != "M":
@@ -230,11 +244,11 @@ def _only(values: list, *types: type) -> bool:
 
 
 @dataclass
-class _CompactTrace:
+class CompactTrace:
     """A trace_view.json's events, compact (one chunk of decoded events at a time goes in, see
-    :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase ``X``, ``C``, ``i``,
-    ``I``) as one array entry per column, in file order, names, categories and args as codes into the
-    distinct values (args: each distinct JSON text, or orjson's objects). An event whose values are not
+    :meth:`add`): the metadata events as dicts, the flow events' fields as lists; every event read (phase
+    ``X``, ``C``, ``i``, ``I``) as one array entry per column, in file order, names, categories and args as
+    codes into the distinct values (args: each distinct JSON text, or orjson's objects). An event whose values are not
     of the usual types (pid/tid not integers, a name not a string, an unreadable time ...) is ``odd``:
     its values are kept as the file has them and read by the per-event rules."""
 
@@ -274,7 +288,7 @@ class _CompactTrace:
         events.release()
 
     def add_structs(self, structs: list) -> None:
-        """Take one chunk of msgspec's event structs (:func:`event_array_chunks` ``as_structs``): only the
+        """Take one chunk of msgspec's event structs (:func:`event_array_chunks`): only the
         fields used are taken, each from the events that use it."""
         self.raw_args = True
         self._entries += len(structs)
@@ -318,14 +332,15 @@ class _CompactTrace:
                 plain_all = False
             plain = np.ones(n, dtype=bool)
         if cols is None:     # some odd events: each one looked at
-            lo, hi = _INT64
+            lo, hi = INT64_BOUNDS
             ok = [type(p) is int and type(t) is int and type(nm) is str and (c is None or type(c) is str)
                   and lo <= p < hi and lo <= t < hi and not _PER_EVENT_ONLY
                   for p, t, nm, c in zip(pids, tids, names, cats)]
             plain = np.array(ok, dtype=bool) & ts_ok & dur_ok
             for j in np.flatnonzero(~plain).tolist():
-                self.odd[self._count + j] = (phases[j], cats[j], names[j], pids[j], tids[j], _ts_or_none(ts_in[j]),
-                                             _ts_or_none(dur_in[j]) if phases[j] == "X" else 0)
+                self.odd[self._count + j] = (phases[j], cats[j], names[j], pids[j], tids[j],
+                                             us_text_to_ns_or_none(ts_in[j]),
+                                             us_text_to_ns_or_none(dur_in[j]) if phases[j] == "X" else 0)
             good = plain.tolist()
             cols = {"pid": np.array([v if g else 0 for v, g in zip(pids, good)], dtype=np.int64),
                     "tid": np.array([v if g else 0 for v, g in zip(tids, good)], dtype=np.int64)}
@@ -341,7 +356,7 @@ class _CompactTrace:
         self._parts.append(cols)
         self._count += n
 
-    def finish(self) -> "_CompactTrace":
+    def finish(self) -> "CompactTrace":
         """The columns of every chunk added, joined."""
         if self._parts:
             self.columns = {k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]}
@@ -372,7 +387,7 @@ class _ArgsTable:
     def text(self, code: int) -> str:
         got = self.texts.get(code)
         if got is None:
-            got = self.texts[code] = _args_text(self.dict(code))
+            got = self.texts[code] = args_text(self.dict(code))
         return got
 
     def readable(self, codes: np.ndarray) -> np.ndarray:
@@ -402,8 +417,14 @@ def _hardware_task(args: dict) -> dict:
     return {k: v for k, v in task.items() if v not in (None, "")}
 
 
+def _cann_level(args: dict, name: str) -> str:
+    """A CANN event's API level: its ``level`` arg, else its name's ``<level>@``, else CANN."""
+    level, _, api = name.partition("@")
+    return str(args.get("level") or (level if api else "CANN"))
+
+
 def _hardware_kind(name: str, task: dict) -> int:
-    return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in _COMM_CORES \
+    return _COMM if name.startswith("hcom_") or str(task.get("Accelerator Core", "")).upper() in COMM_CORES \
         else _KERNEL
 
 
@@ -474,11 +495,11 @@ def _table(cols: dict, strings: list, pid: int, source: str) -> EventTable:
     return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
 
 
-class _TraceReader:
+class TraceReader:
     """Turns a trace's events into an event table (the rules: this module's doc and
     :mod:`npuprof.readers.ascend_output`'s)."""
 
-    def __init__(self, meta: _TraceMeta, device: int, pid: int, source: str, skip_cpu_ops: bool,
+    def __init__(self, meta: TraceMeta, device: int, pid: int, source: str, skip_cpu_ops: bool,
                  skip_hardware: bool, skip_mstx: bool, groups: dict[str, str]) -> None:
         self.meta, self.device, self.pid, self.source = meta, device, pid, source
         self.skip_cpu_ops, self.skip_hardware, self.skip_mstx = skip_cpu_ops, skip_hardware, skip_mstx
@@ -487,13 +508,13 @@ class _TraceReader:
         self.op_groups: dict = {}         # (op name, occurrence) -> group, of HCCL operators not read
         self.comm: list[_CommEvent] = []
 
-    def read(self, trace: _CompactTrace, path: Path, problems: list[str]) -> EventTable:
+    def read(self, trace: CompactTrace, path: Path, problems: list[str]) -> EventTable:
         """The trace's events; launch links from its ``HostToDevice`` flows, else its ``async_npu`` ones.
         ``trace`` is consumed (released once read).
 
         What each event becomes is decided once per distinct (process, category, name, phase) and applied
         to every event in bulk; the args are parsed once per distinct text, only where the event's kind
-        uses them. The odd events (see :class:`_CompactTrace`) go through the same rules one by one."""
+        uses them. The odd events (see :class:`CompactTrace`) go through the same rules one by one."""
         f = trace.flows
         flows = flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
                                      LAUNCH_FLOW_CATS) if f else {}
@@ -527,7 +548,7 @@ class _TraceReader:
         del parts
         return _table(cols, strings.strings, self.pid, self.source)
 
-    def _plain(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
+    def _plain(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
                main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
         """The rows of the plain events, in bulk; returns how many were malformed."""
         c = trace.columns
@@ -618,13 +639,10 @@ class _TraceReader:
 
     def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: StringPool) -> tuple:
         """(action, kind, name, type, device, step, with args, with link) of the events of one process,
-        category, name and phase (:class:`_TraceReader`'s rules)."""
+        category, name and phase (:class:`TraceReader`'s rules)."""
         code = strings.code
         skip = (_SKIP, 0, 0, 0, -1, -1, False, False)
-        if process in _DERIVED:
-            return skip
-        is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
-        if self.skip_mstx and is_mstx:
+        if self._unread(process, cat):
             return skip
         if phase == _PH_C:
             return (_COUNTERS, _COUNTER, 0, code(process), device, -1, False, False)
@@ -634,13 +652,13 @@ class _TraceReader:
         if step is not None:   # whatever process carries it: torch_npu's "Python", MindSpore's "MindSpore"
             return (_ROW, _STEP, code(name), code("ProfilerStep"), -1, step, False, False)
         if process == "CANN":
-            level, _, api = name.partition("@")
+            api = name.partition("@")[2]
             return (_CANN_API, _API, code(api if api else name), -1, -1, -1, True, True)
         if process == "Ascend Hardware":
             return (_HARDWARE, _KERNEL, 0, 0, device, -1, False, True)
         if process in _COMM_PROCESSES:
             return (_HCCL, _COMM, 0, 0, device, -1, False, True)
-        if is_mstx:
+        if process in _MSTX_PROCESSES or cat == "MsTx":
             return (_MSTX_SPAN, _RANGE, code(name), code("mstx"), -1, -1, False, False)
         if process == "CPU OP":
             if self.skip_cpu_ops:
@@ -655,16 +673,17 @@ class _TraceReader:
             return (_ROW, _API, code(name), code(name.split("::", 1)[0]), -1, -1, True, True)
         return (_ROW, _RANGE, code(name), code(str(cat or process)), device, -1, True, False)
 
+    def _unread(self, process: str, cat: Any) -> bool:
+        """Events no rule reads, whatever their phase or time: the derived processes', and mstx's where
+        npuprof recorded the user's ranges itself."""
+        return process in _DERIVED or (self.skip_mstx and (process in _MSTX_PROCESSES or cat == "MsTx"))
+
     @staticmethod
     def _cann_levels(arg: np.ndarray, name: np.ndarray, names: list, args: _ArgsTable,
                      strings: StringPool) -> np.ndarray:
         """The API level of CANN events: their ``level`` arg, else the name's ``<level>@``, else CANN."""
         pairs, at = _pairs(arg, name)
-        out = []
-        for a, nm in pairs:
-            level, _, api = names[nm].partition("@")
-            out.append(strings.code(str(args.dict(a).get("level") or (level if api else "CANN"))))
-        return np.array(out, dtype=np.int64)[at]
+        return np.array([strings.code(_cann_level(args.dict(a), names[nm])) for a, nm in pairs], dtype=np.int64)[at]
 
     @staticmethod
     def _counters(rows: np.ndarray, pos: np.ndarray, ts: np.ndarray, tid: np.ndarray, name: np.ndarray,
@@ -728,18 +747,18 @@ class _TraceReader:
             kind = _hardware_kind(names[nm], task)
             kinds.append(kind)
             types.append(strings.code(comm_op_type(names[nm]) if kind == _COMM else op_type_of(names[nm])))
-            texts.append(strings.code(_args_text(task)))
+            texts.append(strings.code(args_text(task)))
         hardware.add(pos=pos[rows], sub=0, ts=ts[rows], dur=dur[rows], kind=np.array(kinds, dtype=np.int64)[at],
                      name=np.array([strings.code(names[nm]) for nm, _ in pairs], dtype=np.int64)[at],
                      type=np.array(types, dtype=np.int64)[at], tid=stream, device=out_device[rows], stream=stream,
                      value=0.0, step=-1, args=np.array(texts, dtype=np.int64)[at], corr=corr[rows])
 
-    def _odd(self, trace: _CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
+    def _odd(self, trace: CompactTrace, args: _ArgsTable, flows: dict, strings: StringPool, comm_streams: set,
              main: _Rows, hardware: _Rows, comm: list, links: list) -> int:
-        """The odd events, one by one, by the same rules; returns how many were malformed."""
+        """The odd events, one by one, by the same rules (:meth:`_rule`); returns how many were malformed."""
         if not trace.odd:
             return 0
-        proc_name, thread_name = self.meta.proc_name, self.meta.thread_name
+        thread_name, text_of = self.meta.thread_name, strings.strings
         arg_of = trace.columns["arg"]
         rows: list = []
         at: list = []
@@ -749,76 +768,52 @@ class _TraceReader:
         for i, (p, cat, name, epid, etid, ts, dur) in trace.odd.items():
             a = int(arg_of[i])
             try:
-                process, device = proc_name.get(epid, ""), self._device_of(epid)
-                if process in _DERIVED:
-                    continue
-                is_mstx = process in _MSTX_PROCESSES or cat == "MsTx"
-                if self.skip_mstx and is_mstx:
+                process, device = self.meta.proc_name.get(epid, ""), self._device_of(epid)
+                if self._unread(process, cat):
                     continue
                 if type(name) is not str:
                     name = str(name)
-                if ts is None:
-                    raise ValueError("ts")
+                if ts is None or dur is None:       # dur: None only where unreadable on a complete event
+                    raise ValueError("time")
+                action, kind, name_code, type_code, out_device, step, with_args, with_corr = \
+                    self._rule(process, device, cat, name, _PHASE[p], strings)
+                if action == _SKIP:
+                    continue
                 tid = etid if type(etid) is int else _as_int(etid)
-                if p == "C":
+                corr = -1
+                if flows and (with_corr or action == _HARDWARE or action == _HCCL):
+                    key = (epid if type(epid) in _PLAIN else hashable(epid),
+                           etid if type(etid) in _PLAIN else hashable(etid), ts)
+                    corr = flows.get(key, -1)
+                if action == _COUNTERS:
                     sub = 0
                     for series, value in args.dict(a).items():
                         try:
                             val = float(value)
                         except (TypeError, ValueError):
                             continue
-                        rows.append((ts, 0, _COUNTER, f"{name} {series}".strip(), process, tid, device, -1, val, -1,
-                                     "", -1))
+                        rows.append((ts, 0, _COUNTER, f"{name} {series}".strip(), text_of[type_code], tid,
+                                     out_device, -1, val, -1, "", -1))
                         at.append((i, sub))
                         sub += 1
-                    continue
-                if p != "X":      # "i", "I"
-                    rows.append((ts, 0, _MARK, name, process, tid, device, -1, 0.0, -1, "", -1))
-                    at.append((i, 0))
-                    continue
-                if dur is None:
-                    raise ValueError("dur")
-                corr = -1
-                if flows:
-                    key = (epid if type(epid) in _PLAIN else hashable(epid),
-                           etid if type(etid) in _PLAIN else hashable(etid), ts)
-                    corr = flows.get(key, -1)
-                row = None
-                step = _step_of(name)
-                if step is not None:
-                    row = (ts, dur, _STEP, name, "ProfilerStep", tid, -1, -1, 0.0, step, "", -1)
-                elif process == "CANN":
-                    level, _, api = name.partition("@")
-                    level = str(args.dict(a).get("level") or (level if api else "CANN"))
-                    row = (ts, dur, _API, api if api else name, level, tid, -1, -1, 0.0, -1, args.text(a), corr)
-                elif process == "Ascend Hardware":
+                elif action == _HARDWARE:
                     if self.skip_hardware:
                         if corr >= 0:
                             links.append((i, (ts, name), corr))
                         continue
                     task = _hardware_task(args.dict(a))
                     stream = _as_int(thread_name.get((epid, etid), etid))
-                    tasks.append((ts, dur, name, task, stream, device, corr))
+                    tasks.append((ts, dur, name, task, stream, out_device, corr))
                     task_at.append((i, 0))
-                elif process in _COMM_PROCESSES:
+                elif action == _HCCL:
                     lane = thread_name.get((epid, etid), "")
-                    comm.append((i, _CommEvent(ts, dur, name, epid, tid, device, lane, args.dict(a), corr)))
-                elif is_mstx:
-                    row = (ts, dur, _RANGE if dur > 0 else _MARK, name, "mstx", tid, -1, -1, 0.0, -1, "", -1)
-                elif process == "CPU OP":
-                    if not self.skip_cpu_ops:
-                        row = (ts, dur, _OP, name, op_type_of(name), tid, -1, -1, 0.0, -1, "", -1)
-                elif cat == "python_function":
-                    row = (ts, dur, _STACK, name, "python_function", tid, -1, -1, 0.0, -1, "", -1)
-                elif cat == "cpu_op" or (process == "MindSpore" and "::" not in name):
-                    op_type = name if cat == "cpu_op" else op_type_of(name)
-                    row = (ts, dur, _OP, name, op_type, tid, -1, -1, 0.0, -1, args.text(a), corr)
-                elif process == "MindSpore":
-                    row = (ts, dur, _API, name, name.split("::", 1)[0], tid, -1, -1, 0.0, -1, args.text(a), corr)
-                else:
-                    row = (ts, dur, _RANGE, name, str(cat or process), tid, device, -1, 0.0, -1, args.text(a), -1)
-                if row is not None:
-                    rows.append(row)
+                    comm.append((i, _CommEvent(ts, dur, name, epid, tid, out_device, lane, args.dict(a), corr)))
+                else:       # one row: _ROW, _MSTX_SPAN, _CANN_API
+                    if action == _MSTX_SPAN:
+                        kind = _RANGE if dur > 0 else _MARK
+                    typ = _cann_level(args.dict(a), name) if action == _CANN_API else text_of[type_code]
+                    rows.append((ts, dur, kind, text_of[name_code], typ, tid, out_device, -1, 0.0, step,
+                                 args.text(a) if with_args else "", corr if with_corr else -1))
                     at.append((i, 0))
             except (TypeError, ValueError, KeyError, AttributeError, OverflowError):
                 bad += 1
@@ -826,12 +821,12 @@ class _TraceReader:
         kept = [(t, where) for t, where in zip(tasks, task_at) if t[4] not in comm_streams]
         hardware.add_tuples([(ts, dur, _hardware_kind(name, task), name,
                               comm_op_type(name) if _hardware_kind(name, task) == _COMM else op_type_of(name),
-                              stream, device, stream, 0.0, -1, _args_text(task), corr)
+                              stream, device, stream, 0.0, -1, args_text(task), corr)
                              for (ts, dur, name, task, stream, device, corr), _ in kept],
                             strings, [where for _, where in kept])
         return bad
 
-    def _comm_streams(self, trace: _CompactTrace, args: _ArgsTable) -> set:
+    def _comm_streams(self, trace: CompactTrace, args: _ArgsTable) -> set:
         """Streams named by the HCCL process's tasks (``stream id`` arg)."""
         comm_pids = {p for p, n in self.meta.proc_name.items() if n in _COMM_PROCESSES}
         c = trace.columns
@@ -852,7 +847,7 @@ class _TraceReader:
             except ValueError:
                 continue
             if "stream id" in got:
-                streams.add(_int_or(got.get("stream id"), -1))
+                streams.add(int_or(got.get("stream id"), -1))
         return streams
 
     def _device_of(self, epid: Any) -> int:
@@ -861,7 +856,7 @@ class _TraceReader:
 
     def _add_comm(self, rows: list) -> None:
         """HCCL operators and their tasks; a task takes the group of the operator holding it."""
-        is_task = [_is_comm_task(e.args) for e in self.comm]
+        is_task = [is_comm_task(e.args) for e in self.comm]
         ops = sorted((e for e, t in zip(self.comm, is_task) if not t), key=lambda e: e.ts)
         op_group: dict[int, str] = {}
         seen: dict[str, int] = {}
@@ -878,7 +873,7 @@ class _TraceReader:
             args["group"] = group
             args["Accelerator Core"] = "HCCL"
             rows.append((e.ts, e.dur, _COMM, e.name, comm_op_type(e.name), e.tid, e.device, -1, 0.0, -1,
-                         _args_text(args), e.corr))
+                         args_text(args), e.corr))
         starts = np.array([e.ts for e in ops], dtype=np.int64)
         tasks = [e for e, task in zip(self.comm, is_task) if task]
         before = (np.searchsorted(starts, np.array([e.ts for e in tasks], dtype=np.int64), side="right") - 1).tolist()
@@ -897,12 +892,12 @@ class _TraceReader:
             group = op_group[id(holder)] if holder is not None else "default"
             text = texts.get((id(e.args), group))
             if text is None:
-                text = texts[(id(e.args), group)] = _args_text(hccl_task_args(e.args, group))
+                text = texts[(id(e.args), group)] = args_text(hccl_task_args(e.args, group))
             if holder is not None:
                 op_type = op_types.get(holder.name)
                 if op_type is None:
                     op_type = op_types[holder.name] = comm_op_type(holder.name)
             else:
                 op_type = e.name
-            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, _int_or(e.args.get("stream id"), -1),
+            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, int_or(e.args.get("stream id"), -1),
                          0.0, -1, text, -1))

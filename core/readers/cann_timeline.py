@@ -45,7 +45,7 @@ from ..errors import ProfilerDataError
 from ..events import EventKind, EventTable
 from ..fileio import check_input_file
 from .ascend_ops import hccl_task_args, op_type_of
-from .event_rows import _args_text, _Columns
+from .event_rows import EventRows, args_text
 from .trace_decode import collector_paused, decode_json
 
 Warn = Callable[[str], None]
@@ -182,7 +182,7 @@ def _slice_order(path: Path) -> tuple:
 class _DeviceReader:
     def __init__(self, device: int, clock: DeviceClock, warn: Warn) -> None:
         self.device, self.clock, self.warn = device, clock, warn
-        self.cols = _Columns(SOURCE)
+        self.cols = EventRows(SOURCE)
         self.seen: set[tuple] = set()
         self.skipped = 0
         self.skipped_names: set[str] = set()
@@ -242,18 +242,18 @@ class _DeviceReader:
                 task["plane_id"] = tid
                 add(ts, dur, EventKind.COMM, name, str(args.get("task type", name)), tid=tid, device=self.device,
                     stream=_stream(args.get("stream id"), -1),
-                    args=_args_text(task))
+                    args=args_text(task))
             else:
                 leaf = name.rsplit("/", 1)[-1]
                 add(ts, dur, EventKind.COMM, name, _HCCL_OP_RE.sub("", leaf) or leaf, tid=tid, device=self.device,
-                    args=_args_text({"group": "default"}))
+                    args=args_text({"group": "default"}))
         elif proc in ("CANN", "AscendCL", "Runtime", "GE") or "@" in name:
             level, _, api = name.partition("@") if "@" in name else (proc, "", name)
             add(ts, dur, EventKind.API, api, level, tid=tid)
         elif "Task Type" in args:
             stream = _stream(args.get("Stream Id"), tid)
             task_type = str(args.get("Task Type", ""))
-            kept = _args_text({k: v for k, v in args.items() if k in ("Task Type", "Stream Id", "Task Id", "Batch Id",
+            kept = args_text({k: v for k, v in args.items() if k in ("Task Type", "Stream Id", "Task Id", "Batch Id",
                                                                      "Aicore Time(ms)", "Total Cycle")})
             if task_type.startswith(RUNTIME_TASK_PREFIXES):   # the device's side of HCCL and stream sync, no kernel
                 add(ts, dur, EventKind.RANGE, task_type, "device_task", tid=tid, device=self.device,

@@ -1,11 +1,11 @@
-"""An :class:`~npuprof.events.EventTable` built row by row (:class:`_Columns`), args as their JSON text
-(:func:`_args_text`): how the readers of kernel_details.csv, the memory CSVs and CANN timelines make their
+"""An :class:`~npuprof.events.EventTable` built row by row (:class:`EventRows`), args as their JSON text
+(:func:`args_text`): how the readers of kernel_details.csv, the memory CSVs and CANN timelines make their
 tables (the Kineto reader writes its args texts with the same function).
 
 Example::
 
-    >>> cols = _Columns("mindspore")
-    >>> cols.add(0, 10, EventKind.KERNEL, "MatMul", args=_args_text({"Block Dim": "8"}))
+    >>> cols = EventRows("mindspore")
+    >>> cols.add(0, 10, EventKind.KERNEL, "MatMul", args=args_text({"Block Dim": "8"}))
     >>> len(cols.table())
     1
 """
@@ -16,8 +16,8 @@ import orjson
 from npuprof.events import EventKind, EventTable
 
 
-class _Columns:
-    """Column lists for one EventTable, filled row by row while reading text formats."""
+class EventRows:
+    """Column lists for one EventTable, filled row by row while reading text formats (example: the module's)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -61,5 +61,13 @@ class _Columns:
                                        corr=self.corr)
 
 
-def _args_text(args: dict) -> str:
+def args_text(args: dict) -> str:
+    """``args`` as the event table's args text: its JSON (values JSON cannot hold as their ``str``), ``""``
+    when empty.
+
+    Example::
+
+        >>> args_text({"group": "hccl_world"}), args_text({})
+        ('{"group":"hccl_world"}', '')
+    """
     return orjson.dumps(args, default=str).decode() if args else ""

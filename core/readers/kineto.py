@@ -54,7 +54,7 @@ from ..errors import ProfilerDataError
 from ..events import MEMCPY_TYPE, MEMSET_TYPE, EventKind, EventTable, StringPool
 from ..fileio import check_input_file
 from ..quality import QualityIssue
-from .event_rows import _args_text
+from .event_rows import args_text
 from . import trace_decode
 from .trace_decode import (NoTraceEvents, ScannedTrace, TraceColumns, TraceDecodeError, collector_paused,
                            decode_gzip_trace, decode_trace, scan_gzip_chunks, scan_trace)
@@ -210,7 +210,7 @@ def _device_kind_type(cat: str, name: str) -> tuple[EventKind, str, str]:
     return EventKind.KERNEL, _kernel_type(name), ""
 
 
-_COMM_ARGS = _args_text({"group": "default"})
+_COMM_ARGS = args_text({"group": "default"})
 
 
 def _labelled_device_pid(pid: Any, labels: Any) -> Optional[int]:

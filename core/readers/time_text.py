@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-_INT64 = (-(1 << 63), 1 << 63)
+INT64_BOUNDS = (-(1 << 63), 1 << 63)      # lo <= v < hi: an int64
 
 
 def us_text_to_ns(value: Any) -> int:
@@ -56,7 +56,7 @@ def us_texts_to_ns(values: list) -> list:
     ns, ok = us_texts_to_ns_array(values)
     out = ns.tolist()
     for i in np.flatnonzero(~ok).tolist():
-        out[i] = _ts_or_none(values[i])
+        out[i] = us_text_to_ns_or_none(values[i])
     return out
 
 
@@ -81,9 +81,9 @@ def us_texts_to_ns_array(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]
         ns = np.where(ok, np.rint(np.where(ok, x, 0.0)), 0).astype(np.int64)
     else:
         ns, ok = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-    lo, hi = _INT64
+    lo, hi = INT64_BOUNDS
     for i in np.flatnonzero(~ok).tolist():
-        v = _ts_or_none(values[i])
+        v = us_text_to_ns_or_none(values[i])
         if v is not None and lo <= v < hi:
             ns[i], ok[i] = v, True
     return ns, ok
@@ -123,7 +123,14 @@ def _digit_texts_to_ns(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 _POWERS_OF_TEN = np.array([10 ** k for k in range(20)], dtype=np.uint64)
 
 
-def _ts_or_none(value: Any) -> Optional[int]:
+def us_text_to_ns_or_none(value: Any) -> Optional[int]:
+    """:func:`us_text_to_ns` of ``value``, None where it raises.
+
+    Example::
+
+        >>> us_text_to_ns_or_none("12.5"), us_text_to_ns_or_none("n/a")
+        (12500, None)
+    """
     try:
         return us_text_to_ns(value)
     except (TypeError, ValueError, OverflowError):

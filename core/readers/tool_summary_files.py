@@ -145,11 +145,11 @@ def device_of(info: RunInfo, out_dir: Path) -> int:
     if info.device_id is not None:
         return info.device_id
     from .ascend_output import device_from_data
-    from .ascend_trace_view import _TraceMeta
+    from .ascend_trace_view import TraceMeta
 
     trace = out_dir / "trace_view.json"
-    return device_from_data(out_dir, _TraceMeta.of(trace_metadata(trace, (b'"process_labels"',))),
-                            lambda: _TraceMeta.of(trace_metadata(trace, (b'"process_labels"',
+    return device_from_data(out_dir, TraceMeta.of(trace_metadata(trace, (b'"process_labels"',))),
+                            lambda: TraceMeta.of(trace_metadata(trace, (b'"process_labels"',
                                                                           b'"process_sort_index"'))))
 
 

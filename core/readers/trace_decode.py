@@ -215,7 +215,7 @@ def decode_events(raw: Union[bytes, memoryview]) -> TraceEvents:
             pass     # another shape (an entry not an object ...), or not JSON: orjson below says which
         else:
             events = typed if isinstance(typed, list) else typed.traceEvents
-            return _events_from_structs(events)
+            return events_of_structs(events)
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
@@ -235,22 +235,22 @@ class ChunksRefused(TraceDecodeError):
     the caller decodes it whole (:func:`decode_events`), which says what is wrong with it, if anything."""
 
 
-def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None, as_structs: bool = False) -> Iterator[Any]:
+def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None) -> Iterator[list]:
     """The events of the JSON event array in the file ``path`` (torch_npu's and MindSpore's
-    ``trace_view.json``), as :func:`decode_events` gives them, ``chunk_bytes`` of the file at a time: read
-    piece by piece, cut between two events (``},{``), each piece decoded by msgspec and handed over before
-    the next is read, so neither the whole file's bytes nor every event's structs are in memory at once.
+    ``trace_view.json``), ``chunk_bytes`` of the file at a time: read piece by piece, cut between two events
+    (``},{``), each piece decoded by msgspec and handed over before the next is read, so neither the whole
+    file's bytes nor every event's structs are in memory at once. Each chunk is msgspec's list of event
+    structs (the fields as attributes, ``args`` a ``msgspec.Raw``), for a reader that takes only some fields
+    of some events; :func:`events_of_structs` gives them as :func:`decode_events` does.
 
     Raises :class:`ChunksRefused` (possibly after some chunks were given) when msgspec is not used, the
     file is not an array, or a piece does not decode: a cut inside a string or a nested value leaves it
-    open, so a wrong cut is always seen. ``as_structs``: each chunk as msgspec's list of event structs (the
-    fields as attributes, ``args`` a ``msgspec.Raw``; see :func:`events_of_structs`), for a reader that takes
-    only some fields of some events.
+    open, so a wrong cut is always seen.
 
     Example::
 
-        for events in event_array_chunks(Path("trace_view.json")):
-            events.ph[:3], events.args_of(0)
+        for structs in event_array_chunks(Path("trace_view.json")):
+            [e.ph for e in structs[:3]], events_of_structs(structs[:1]).args_of(0)
     """
     if decoder_name() != "msgspec":
         raise ChunksRefused("msgspec is not used")
@@ -264,7 +264,7 @@ def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None, as_structs
         while True:
             block = fh.read(chunk_bytes)
             if not block:
-                yield _decode_chunk(b"[" + bytes(buf), as_structs)     # the rest closes the array
+                yield _decode_chunk(b"[" + bytes(buf))     # the rest closes the array
                 return
             buf += block
             cut = _last_boundary(buf)
@@ -273,32 +273,23 @@ def event_array_chunks(path: Path, chunk_bytes: Optional[int] = None, as_structs
             text = b"[" + bytes(memoryview(buf)[:cut + 1]) + b"]"
             del buf[:cut + 1]
             del buf[:buf.index(b",") + 1]
-            yield _decode_chunk(text, as_structs)
+            yield _decode_chunk(text)
             del text
 
 
-def _decode_chunk(text: bytes, as_structs: bool = False) -> Any:
+def _decode_chunk(text: bytes) -> list:
     try:
-        events = _ANY_EVENTS_DECODER.decode(text)
+        return _ANY_EVENTS_DECODER.decode(text)
     except msgspec.MsgspecError as e:
         raise ChunksRefused(str(e)) from None
-    return events if as_structs else _events_from_structs(events, one_each=False)
 
 
 def events_of_structs(events: list) -> TraceEvents:
-    """Event structs of :func:`event_array_chunks` (``as_structs``) as :func:`decode_events` gives them."""
-    return _events_from_structs(events, one_each=False)
-
-
-def _events_from_structs(events: list, one_each: bool = True) -> TraceEvents:
-    """``one_each``: equal names made one object (see :func:`_one_each`); a caller that codes the names
-    itself does without."""
+    """msgspec's event structs (:func:`event_array_chunks`) as :func:`decode_events` gives them."""
     def column(name: str) -> list:
         return list(map(attrgetter(name), events))
 
-    names = column("name")
-    return TraceEvents(ph=column("ph"), cat=column("cat"), name=_one_each(names) if one_each else names,
-                       pid=column("pid"),
+    return TraceEvents(ph=column("ph"), cat=column("cat"), name=_one_each(column("name")), pid=column("pid"),
                        tid=column("tid"), ts=column("ts"), dur=column("dur"), id=column("id"), args=column("args"),
                        decoder="msgspec")
 

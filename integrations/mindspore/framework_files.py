@@ -39,6 +39,7 @@ import numpy as np
 
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
+from npuprof.readers.ascend_ops import op_type_of    # MindSpore's names: also its device tasks'
 
 from .shapes import attach_shapes
 
@@ -47,23 +48,7 @@ OP_TIMESTAMP_GLOB = "cpu_op_execute_timestamp_*.txt"
 OP_DETAIL_GLOB = "cpu_op_detail_info_*.csv"
 MEMORY_GLOB = "cpu_ms_memory_record_*.txt"
 _RANK_RE = re.compile(r"_(\d+)\.(?:txt|csv)$")
-_OP_SUFFIX_RE = re.compile(r"-op\d+$")
 _NS_PER_MS = 1_000_000
-
-
-def op_type_of(full_name: str) -> str:
-    """The op type MindSpore encodes in a full op name.
-
-    ``Default/network-WithLossCell/_backbone-Net/fc1-Dense/MatMul-op0`` -> ``MatMul``;
-    PyNative names such as ``MatMul`` are their own type.
-
-    Example::
-
-        >>> op_type_of("Gradients/Default/fc1-Dense/gradMatMul/MatMul-op12")
-        'MatMul'
-    """
-    leaf = full_name.rsplit("/", 1)[-1]
-    return _OP_SUFFIX_RE.sub("", leaf) or leaf
 
 
 def has_framework_data(framework_dir: Path) -> bool:

@@ -202,7 +202,7 @@ def test_npuprofs_own_runs_are_always_parsed(tmp_path):
 def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, expect):
     from npuprof.readers.tool_summary_files import device_of
     from npuprof.readers.ascend_output import device_from_data
-    from npuprof.readers.ascend_trace_view import _TraceMeta
+    from npuprof.readers.ascend_trace_view import TraceMeta
     from npuprof.runinfo import RunInfo
 
     out = tmp_path / OUT
@@ -215,7 +215,7 @@ def test_device_is_found_as_the_full_parse_finds_it(tmp_path, labels, memory, ex
         (out / "memory_record.csv").write_text("Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),"
                                               f"Total Active(MB),Stream Ptr,Device Type\nAPP,1.0,,2.0,,,{memory}\n")
     info = RunInfo(run_dir=tmp_path)
-    assert device_of(info, out) == expect == device_from_data(out, _TraceMeta.of(events))
+    assert device_of(info, out) == expect == device_from_data(out, TraceMeta.of(events))
 
 
 def test_metadata_written_otherwise_sends_the_rank_to_the_full_parse(tmp_path):

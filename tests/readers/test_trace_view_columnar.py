@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -208,3 +210,93 @@ def test_a_chunk_msgspec_refuses_midway_has_the_file_read_whole(tmp_path, monkey
     (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
     assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems
     assert any("1 malformed event(s) skipped" in p for p in fast_problems)
+
+
+@pytest.mark.parametrize("text,whole", [("f(1)}, {g(2)", False), ('}, {"ph": "X", "ts": "1.000"}, {' * 2000, True)])
+def test_a_cut_inside_a_string_never_changes_the_table(tmp_path, monkeypatch, text, whole):
+    """Args of the real trace holding ``}, {`` (an event boundary's bytes) in a string, read in small chunks:
+    the table and problems are always orjson's. Short strings: each piece's last boundary is a real one
+    (read in chunks); a string longer than a chunk is cut inside, which leaves it open: the chunk is
+    refused and the file read whole."""
+    pytest.importorskip("msgspec")
+    events = json.loads((realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW).read_text())
+    for e in events[::5]:
+        if e.get("ph") == "X" and isinstance(e.get("args"), dict):
+            e["args"]["Call stack"] = text
+    out_dir = _run(tmp_path, events)
+    from npuprof.readers import ascend_trace_view
+    chunks, whole_reads = trace_decode.event_array_chunks, []
+    monkeypatch.setattr(ascend_trace_view, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
+    decode = ascend_trace_view.decode_events
+    monkeypatch.setattr(ascend_trace_view, "decode_events", lambda raw: whole_reads.append(1) or decode(raw))
+    (fast, fast_problems), (slow, slow_problems) = _both(out_dir, monkeypatch)
+    assert len(fast) > 10000 and _dump(fast) == _dump(slow) and fast_problems == slow_problems == []
+    assert json.dumps(text) in "".join(fast.strings)      # kept whole in the args texts
+    assert len(whole_reads) == 1 + whole      # orjson's read, and msgspec's where its chunks were refused
+
+
+def _mindspore_like(seed: int) -> list:
+    """Events of every process and category the rules tell apart (MindSpore's host process, python_function,
+    cpu_op, CANN, hardware, HCCL, mstx, CPU OP, a derived process, counters, marks), some with odd values."""
+    rnd = random.Random(seed)
+    procs = [(1, "MindSpore"), (2, "CANN"), (3, "Ascend Hardware"), (4, "HCCL"), (5, "MsTx"), (6, "CPU OP"),
+             (7, "Scope Layer"), (8, "Other")]
+    events = [{"ph": "M", "name": "process_name", "pid": p, "tid": 0, "args": {"name": n}} for p, n in procs]
+    events += [{"ph": "M", "name": "process_labels", "pid": 3, "tid": 0, "args": {"labels": "NPU 2"}},
+               {"ph": "M", "name": "thread_name", "pid": 4, "tid": 1, "args": {"name": "Group 3 Communication"}}]
+    names = ["Kernel::KernelLaunch::x", "MatMul-op1", "ProfilerStep#3", "AscendCL@aclX", "aclY", "hcom_allReduce__1_0",
+             "Notify_Wait", "Default/net/Add-op2"]
+    args = [{"level": "acl"}, {"Task Type": "AI_CORE", "Task Id": 3}, {"task type": "Notify", "src rank": 0,
+            "dst rank": 1, "size(Byte)": "64", "stream id": "5"}, {"v": 1, "w": "x"}, [1]]
+    for k in range(3000):
+        pid = rnd.choice([p for p, _ in procs] + [1.0, 3.0, 4.0])      # floats: odd, read one by one
+        ev = {"ph": rnd.choice("XXXiC"), "name": rnd.choice(names), "pid": pid, "tid": rnd.choice([1, 9, "9"]),
+              "ts": f"{1000 + k}.{rnd.randrange(1000):03d}", "dur": rnd.choice([1.25, 1.25, 0, "x"]),
+              "cat": rnd.choice(["python_function", "cpu_op", "MsTx", "x", None]), "args": rnd.choice(args)}
+        events.append(ev)
+        if rnd.random() < 0.1:
+            events.append({"ph": "s", "id": rnd.randrange(50), "cat": "HostToDevice", "pid": pid, "tid": ev["tid"],
+                           "ts": ev["ts"]})
+    return events
+
+
+@pytest.mark.parametrize("kw", [{}, {"skip_mstx": True, "skip_cpu_ops": True}])
+def test_bulk_rules_equal_the_per_event_rules_on_every_process(tmp_path, monkeypatch, kw):
+    out_dir = _run(tmp_path, _mindspore_like(5))
+    bulk, bulk_problems = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU, **kw)
+    one_by_one, problems = _per_event(out_dir, monkeypatch, **kw)
+    kinds = set(bulk["kind"].tolist())
+    assert len(bulk) > 1000 and len(kinds) >= 7 and _dump(bulk) == _dump(one_by_one) and bulk_problems == problems
+    assert any("malformed event(s) skipped" in p for p in problems)
+
+
+def _run_with_trace(tmp_path: Path, content: bytes) -> Path:
+    """The real Level1 run with ``content`` as its trace_view.json (its other files linked)."""
+    run = tmp_path / "rank0_ascend_pt"
+    (run / OUTPUT_DIR).mkdir(parents=True)
+    for f in (realdata(LEVEL1) / OUTPUT_DIR).iterdir():
+        if f.name != TRACE_VIEW:
+            (run / OUTPUT_DIR / f.name).symlink_to(f)
+    for f in realdata(LEVEL1).glob("*.json"):
+        (run / f.name).symlink_to(f)
+    (run / OUTPUT_DIR / TRACE_VIEW).write_bytes(content)
+    return run
+
+
+@pytest.mark.parametrize("content", [b"garbage\x00\x01", b"\x00" * 4096])
+def test_a_trace_view_that_is_no_json_array_is_reported_not_skipped_quietly(tmp_path, content):
+    """Garbage or a zero-filled trace_view.json: the other files are read, the trace is named as damaged,
+    and analyse exits 3 (never 0 with the trace's events missing)."""
+    run = _run_with_trace(tmp_path, content)
+    events, problems = read_ascend_output(run / OUTPUT_DIR, writer=AscendWriter.TORCH_NPU)
+    assert len(events) > 1000      # kernel_details.csv and the memory files
+    assert [p for p in problems if TRACE_VIEW in p and "not a JSON event array" in p and "file skipped" in p]
+    done = subprocess.run([sys.executable, "-m", "npuprof", "analyse", "--quiet", "-o", str(tmp_path / "out"),
+                           str(run)], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+
+
+def test_npuprofs_own_trace_object_is_left_unread_without_a_problem(tmp_path):
+    run = _run_with_trace(tmp_path, b'{"schemaVersion": 1, "traceEvents": []}')
+    events, problems = read_ascend_output(run / OUTPUT_DIR, writer=AscendWriter.TORCH_NPU)
+    assert len(events) > 1000 and not [p for p in problems if TRACE_VIEW in p]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from npuprof.events import EventKind
+from npuprof.readers.event_rows import args_text
 from .schema import MSTX_TYPES, _STEP_RE
-from .tables import _args_text, _ints, _link, _pid_tid, _TableAccess
+from .tables import _ints, _link, _pid_tid, _TableAccess
 from .tasks import _Tasks
 
 
@@ -85,7 +86,7 @@ class _ApiTables(_TableAccess):
             extra = [[c for c in links_of.get(i, ()) if c != own] for i, own in zip(idx, corr)]
             self.out.add(kind, ts[sel], dur[sel], chosen, chosen if kind == EventKind.OP else type_,
                          pid=pid[sel], tid=tid[sel], corr=np.array(corr, np.int64),
-                         args=[_args_text({"connection_ids": e}) if e else "" for e in extra])
+                         args=[args_text({"connection_ids": e}) if e else "" for e in extra])
         if steps:
             sel = np.array(steps, dtype=np.int64)
             numbers = [int(_STEP_RE.match(names[i]).group(1)) for i in steps]   # type: ignore[union-attr]
@@ -133,4 +134,4 @@ class _ApiTables(_TableAccess):
             sel = np.flatnonzero(ok & (is_mark == mark))
             self.out.add(kind, ts[sel], dur[sel] if not mark else np.zeros(len(sel), np.int64),
                          [messages[i] for i in sel.tolist()], "mstx", pid=pid[sel], tid=tid[sel],
-                         args=[_args_text({"domain": domains[i]}) if domains[i] else "" for i in sel.tolist()])
+                         args=[args_text({"domain": domains[i]}) if domains[i] else "" for i in sel.tolist()])

@@ -9,8 +9,9 @@ import numpy as np
 
 from npuprof.clock import ns_to_us_text
 from npuprof.events import EventKind
+from npuprof.readers.event_rows import args_text
 from .schema import MB, MODULES
-from .tables import _args_text, _ints, _npu, _numeric_rows, _ptr, _TableAccess
+from .tables import _ints, _npu, _numeric_rows, _ptr, _TableAccess
 
 
 _OP_MEMORY_TOTALS = (("allocationTotalAllocated", "Allocation Total Allocated(MB)"),
@@ -44,7 +45,7 @@ class _MemoryTables(_TableAccess):
         comps = self.texts(rows.get("component"))
         devs = rows.get("deviceId")
         who = [f"{c} NPU:{d}".strip() if type(d) is int and d >= 0 else c for c, d in zip(comps, devs)]
-        args = [_args_text({k: v for k, v in (("Component", c), ("Device Type", _npu(d)), ("Stream Ptr", _ptr(p)))
+        args = [args_text({k: v for k, v in (("Component", c), ("Device Type", _npu(d)), ("Stream Ptr", _ptr(p)))
                             if v}) for c, d, p in zip(comps, devs, rows.get("streamPtr"))]
         for col, series in (("totalAllocated", "Total Allocated(MB)"), ("totalReserved", "Total Reserved(MB)"),
                             ("totalActive", "Total Active(MB)")):
@@ -86,7 +87,7 @@ class _MemoryTables(_TableAccess):
                 if v:
                     a[csv_name] = v
             dur.append(rel - int(ts[i]) if "Release Time(us)" in a else 0)
-            args.append(_args_text(a))
+            args.append(args_text(a))
         sel = np.array(idx, dtype=np.int64)
         self.out.add(EventKind.MEMORY, ts[sel], np.array(dur, np.int64), [names[i] for i in idx], "operator_memory",
                      device=np.array([d if type(d) is int and d >= 0 else -1 for d in (devices[i] for i in idx)],
@@ -104,7 +105,7 @@ class _MemoryTables(_TableAccess):
         kinds = self.texts(rows.get("type"))
         devs = rows.get("deviceId")
         who = [f"{k} {_npu(d)}".strip() for k, d in zip(kinds, devs)]
-        args = [_args_text({k: v for k, v in (("Component", c), ("Device", _npu(d))) if v})
+        args = [args_text({k: v for k, v in (("Component", c), ("Device", _npu(d))) if v})
                 for c, d in zip(kinds, devs)]
         for col in ("ddr", "hbm"):
             self._add_series(ts, ok, rows.get(col), lambda i: f"{who[i]} {col}(B)", "npu_mem", args)
@@ -120,7 +121,7 @@ class _MemoryTables(_TableAccess):
         modules = self.enum("ENUM_MODULE", MODULES)
         names = [modules.get(m, "" if m is None else str(m)) for m in rows.get("moduleId")]
         devs = rows.get("deviceId")
-        args = [_args_text({k: v for k, v in (("Component", m), ("Device", _npu(d))) if v}) for m, d in zip(names, devs)]
+        args = [args_text({k: v for k, v in (("Component", m), ("Device", _npu(d))) if v}) for m, d in zip(names, devs)]
         self._add_series(ts, ok, rows.get("totalReserved"),
                          lambda i: f"{names[i]} {_npu(devs[i])}".strip() + " Total Reserved(MB)", "npu_module_mem",
                          args, MB)

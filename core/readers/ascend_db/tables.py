@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
-import orjson
 
 from npuprof.events import EventKind, EventTable, StringPool
 from .schema import INVALID_U32, Warn
@@ -74,10 +73,6 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (int, str)) or isinstance(value, float) and math.isfinite(value):
         return value
     return str(value)
-
-
-def _args_text(args: dict) -> str:
-    return orjson.dumps(args, default=str).decode() if args else ""
 
 
 @dataclass

@@ -10,9 +10,10 @@ import numpy as np
 
 from npuprof.events import EventKind
 from npuprof.readers.ascend_ops import comm_op_type, op_type_of
+from npuprof.readers.event_rows import args_text
 from .files import group_id
 from .schema import AscendDbFacts, INVALID_U32, _MAX_DEVICE
-from .tables import _args_text, _id_text, _ints, _link, _only, _plain, _TableAccess
+from .tables import _id_text, _ints, _link, _only, _plain, _TableAccess
 
 
 @dataclass
@@ -81,7 +82,7 @@ class _TaskTables(_TableAccess):
             a["Context ID"] = _id_text(context[i])
             names.append(name)
             types.append(op_type)
-            args.append(_args_text({k: v for k, v in a.items() if v is not None}))
+            args.append(args_text({k: v for k, v in a.items() if v is not None}))
         self.out.add(EventKind.KERNEL, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
                      device=device[sel], stream=stream[sel], args=args, corr=corr[sel])
 
@@ -96,7 +97,7 @@ class _TaskTables(_TableAccess):
             names.append(info.get("task_type") or task_type[i])
             types.append(op_of.get(op_id) or comm_op_type(op_name) or "hcom")
             info["Task ID"] = _id_text(task_id[i])
-            args.append(_args_text({k: v for k, v in info.items() if v is not None}))
+            args.append(args_text({k: v for k, v in info.items() if v is not None}))
             if op_id is not None:
                 tasks.devices_of_op.setdefault(op_id, set()).add(int(device[i]))
         self.out.add(EventKind.COMM, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
@@ -108,12 +109,12 @@ class _TaskTables(_TableAccess):
             name, op_type, ttype = schedule[gids[i]]
             names.append(name)
             types.append(op_type or comm_op_type(name))
-            args.append(_args_text({"task_type": ttype or task_type[i], "Task ID": _id_text(task_id[i])}))
+            args.append(args_text({"task_type": ttype or task_type[i], "Task ID": _id_text(task_id[i])}))
         self.out.add(EventKind.COMM, ts[sel], dur[sel], names, types, pid=pid[sel], tid=np.maximum(stream[sel], 0),
                      device=device[sel], stream=stream[sel], args=args, corr=corr[sel])
 
         sel = np.flatnonzero(kinds == 0)
-        args = [_args_text({"Task Type": task_type[i], "Task ID": _id_text(task_id[i])}) for i in sel.tolist()]
+        args = [args_text({"Task Type": task_type[i], "Task ID": _id_text(task_id[i])}) for i in sel.tolist()]
         self.out.add(EventKind.RANGE, ts[sel], dur[sel], [task_type[i] for i in sel.tolist()], "device_task",
                      pid=pid[sel], tid=np.maximum(stream[sel], 0), device=device[sel], stream=stream[sel], args=args,
                      corr=corr[sel])
@@ -275,7 +276,7 @@ class _TaskTables(_TableAccess):
                 a["Wait Time(us)"] = f"{waits[i] / 1000.0:.3f}"
             if corr[i] >= 0:
                 a["connection_id"] = int(corr[i])
-            args.append(_args_text(a))
+            args.append(args_text(a))
             types.append(op_types[i] or comm_op_type(names[i]))
         self.out.add(EventKind.COMM, ts[sel], dur[sel], [names[i] for i in sel.tolist()], types,
                      device=device[sel], args=args, corr=corr[sel])
