@@ -447,12 +447,13 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None]
             buffers.append(bytearray(largest))
         return buffers[i % turns]
 
-    def read(i: int) -> tuple[Union[int, OSError], dict[int, int]]:
+    def read(i: int) -> tuple[bytearray, Union[int, OSError], dict[int, int]]:
+        # the checksums travel with the buffer they were computed on
         buffer = buffer_of(i)
         got = _read_into(*paths[i], buffer)
         sums = frame_checksums(buffer, got) if isinstance(got, int) else {}
         after_read(i)
-        return got, sums
+        return buffer, got, sums
 
     with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
         try:
@@ -464,11 +465,11 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None]
                 yield path, buffer, _read_into(path, size, buffer), None
             return
         for i, (path, _) in enumerate(paths):
-            got, sums = pending.result()
+            buffer, got, sums = pending.result()
             if i + 1 < len(paths):
                 before_reuse(i + 1 - turns)
                 pending = reader.submit(read, i + 1)
-            yield path, buffers[i % turns], got, sums
+            yield path, buffer, got, sums
 
 
 MIN_ROW_BYTES = _DTYPES["ts"].itemsize   # a record holds at least this per row: ts is never "const"
