@@ -395,12 +395,11 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     with columns.copying():
         for i, (path, buffer, got, sums) in enumerate(_read_ahead(paths, columns.populate_for(read_up_to),
                                                                   columns.copied)):
-            columns.segment = i
             if isinstance(got, OSError):
                 report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
             else:
                 for table in parse_records(buffer, path.name, report, end=got, copy=False, checksums=sums):
-                    columns.append(table)
+                    columns.append(table, segment=i)
             columns.done_reading(read_up_to[i])
     report.aged_out = _aged_out(directory)
     table = columns.table()
@@ -501,7 +500,6 @@ class _Columns:
         self.cols: dict[str, np.ndarray] = {}
         self.constant: dict[str, object] = {}
         self._progress = (0, 0)   # (rows, bytes) of the segments appended so far
-        self.segment = 0          # the segment whose chunks are appended now (read_raw_dir sets it)
         self._copier: Optional[ThreadPoolExecutor] = None
         self._copies: dict[int, list[Future]] = {}   # by segment, those not waited for yet
 
@@ -543,7 +541,9 @@ class _Columns:
                     populate(col, self.n, expected)
         return populate_up_to
 
-    def append(self, table: EventTable) -> None:
+    def append(self, table: EventTable, segment: int = 0) -> None:
+        """``table``'s rows after those appended so far; ``segment``: the index of the segment whose read
+        buffer its columns are views of (:meth:`copied` waits for the copies out of it)."""
         k = len(table)
         if not k:
             return
@@ -565,7 +565,7 @@ class _Columns:
         self.n = hi
         try:
             if self._copier is not None:
-                self._copies.setdefault(self.segment, []).append(self._copier.submit(_copy_columns, copies))
+                self._copies.setdefault(segment, []).append(self._copier.submit(_copy_columns, copies))
                 return
         except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads
             self._copier = None
