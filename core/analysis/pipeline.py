@@ -188,7 +188,8 @@ class PendingTables(dict):
     """The analyzers' tables of a run whose analyzers still run (:class:`RunAnalysis`): every read
     waits until they are done, and raises :class:`~npuprof.errors.ProfilerDataError` when the
     analysis failed. So whatever reads an :class:`AnalysisResult` (an exporter) may start as soon as
-    the events are loaded: what needs only the events goes on beside the analyzers."""
+    the events are loaded: what needs only the events goes on beside the analyzers. Each table is
+    put here as its analyzer makes it; only :meth:`wait_for` hands one over before the others."""
 
     def __init__(self, run_dir: Union[str, Path] = "analysis") -> None:
         super().__init__()
