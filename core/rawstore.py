@@ -395,12 +395,11 @@ def read_raw_dir(directory: Path) -> tuple[EventTable, ReadReport]:
     with columns.copying():
         for i, (path, buffer, got, sums) in enumerate(_read_ahead(paths, columns.populate_for(read_up_to),
                                                                   columns.copied)):
-            columns.segment = i
             if isinstance(got, OSError):
                 report.problems.append(f"{path.name}: cannot be read ({got.strerror}); skipped")
             else:
                 for table in parse_records(buffer, path.name, report, end=got, copy=False, checksums=sums):
-                    columns.append(table)
+                    columns.append(table, segment=i)
             columns.done_reading(read_up_to[i])
     report.aged_out = _aged_out(directory)
     table = columns.table()
@@ -431,8 +430,9 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None]
     :data:`READ_BUFFERS` buffers of the largest segment's size take turns: segment i's bytes stay as
     they are until segment ``i + READ_BUFFERS`` is read into them, which waits for
     ``before_reuse(i)`` to return (read_raw_dir's copies out of segment i done). The read, its copy out
-    of the page cache and the checksums leave the GIL free, so they overlap the decoding (read_raw_dir
-    of 10M events: 0.78-0.85 s against 0.92-1.12 s reading in turn, 4 alternated pairs).
+    of the page cache and the checksums leave the GIL free, so they overlap the decoding (reading ahead
+    alone, two buffers and no checksums here yet: read_raw_dir of 10M events 0.78-0.85 s against
+    0.92-1.12 s reading in turn, 4 alternated pairs).
     """
     if not paths:
         return
@@ -446,12 +446,13 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None]
             buffers.append(bytearray(largest))
         return buffers[i % turns]
 
-    def read(i: int) -> tuple[Union[int, OSError], dict[int, int]]:
+    def read(i: int) -> tuple[bytearray, Union[int, OSError], dict[int, int]]:
+        # the checksums travel with the buffer they were computed on
         buffer = buffer_of(i)
         got = _read_into(*paths[i], buffer)
         sums = frame_checksums(buffer, got) if isinstance(got, int) else {}
         after_read(i)
-        return got, sums
+        return buffer, got, sums
 
     with ThreadPoolExecutor(1, thread_name_prefix="npuprof-read") as reader:
         try:
@@ -463,11 +464,11 @@ def _read_ahead(paths: list[tuple[Path, int]], after_read: Callable[[int], None]
                 yield path, buffer, _read_into(path, size, buffer), None
             return
         for i, (path, _) in enumerate(paths):
-            got, sums = pending.result()
+            buffer, got, sums = pending.result()
             if i + 1 < len(paths):
                 before_reuse(i + 1 - turns)
                 pending = reader.submit(read, i + 1)
-            yield path, buffers[i % turns], got, sums
+            yield path, buffer, got, sums
 
 
 MIN_ROW_BYTES = _DTYPES["ts"].itemsize   # a record holds at least this per row: ts is never "const"
@@ -499,7 +500,6 @@ class _Columns:
         self.cols: dict[str, np.ndarray] = {}
         self.constant: dict[str, object] = {}
         self._progress = (0, 0)   # (rows, bytes) of the segments appended so far
-        self.segment = 0          # the segment whose chunks are appended now (read_raw_dir sets it)
         self._copier: Optional[ThreadPoolExecutor] = None
         self._copies: dict[int, list[Future]] = {}   # by segment, those not waited for yet
 
@@ -541,7 +541,9 @@ class _Columns:
                     populate(col, self.n, expected)
         return populate_up_to
 
-    def append(self, table: EventTable) -> None:
+    def append(self, table: EventTable, segment: int = 0) -> None:
+        """``table``'s rows after those appended so far; ``segment``: the index of the segment whose read
+        buffer its columns are views of (:meth:`copied` waits for the copies out of it)."""
         k = len(table)
         if not k:
             return
@@ -563,7 +565,7 @@ class _Columns:
         self.n = hi
         try:
             if self._copier is not None:
-                self._copies.setdefault(self.segment, []).append(self._copier.submit(_copy_columns, copies))
+                self._copies.setdefault(segment, []).append(self._copier.submit(_copy_columns, copies))
                 return
         except RuntimeError:   # the interpreter is exiting (a handler run at exit): no new threads
             self._copier = None

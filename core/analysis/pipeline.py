@@ -188,27 +188,27 @@ class PendingTables(dict):
     """The analyzers' tables of a run whose analyzers still run (:class:`RunAnalysis`): every read
     waits until they are done, and raises :class:`~npuprof.errors.ProfilerDataError` when the
     analysis failed. So whatever reads an :class:`AnalysisResult` (an exporter) may start as soon as
-    the events are loaded: what needs only the events goes on beside the analyzers."""
+    the events are loaded: what needs only the events goes on beside the analyzers. Each table is
+    put here as its analyzer makes it; only :meth:`wait_for` hands one over before the others."""
 
     def __init__(self, run_dir: Union[str, Path] = "analysis") -> None:
         super().__init__()
         self._run_dir = run_dir
         self._settled = threading.Event()
         self._error: Optional[BaseException] = None
-        self._made: dict[str, Table] = {}   # analyzers' tables so far, final (see wait_for)
-        self._made_cond = threading.Condition()
+        self._changed = threading.Condition()   # a table made, or the analysis settled (see wait_for)
 
     def _publish_one(self, name: str, table: Table) -> None:
-        with self._made_cond:
-            self._made[name] = table
-            self._made_cond.notify_all()
+        with self._changed:
+            dict.__setitem__(self, name, table)
+            self._changed.notify_all()
 
     def _publish(self, tables: dict, error: Optional[BaseException] = None) -> None:
-        dict.update(self, tables)
-        self._error = error
-        with self._made_cond:
+        with self._changed:
+            dict.update(self, tables)
+            self._error = error
             self._settled.set()
-            self._made_cond.notify_all()
+            self._changed.notify_all()
 
     def wait(self) -> None:
         """Return once the analyzers are done; raise if the analysis failed."""
@@ -227,14 +227,12 @@ class PendingTables(dict):
         every analyzer is done, the table of that name (None when there is none); raises as
         :meth:`wait` when the analysis failed first. What it returns is final: the analysis changes
         it no more."""
-        with self._made_cond:
-            while name not in self._made and not self._settled.is_set():
-                self._made_cond.wait()
-            table = self._made.get(name)
-        if table is not None:
-            return table
-        self.wait()
-        return dict.get(self, name)
+        with self._changed:
+            self._changed.wait_for(lambda: dict.__contains__(self, name) or self._settled.is_set())
+            table = dict.get(self, name)
+        if table is None:
+            self.wait()   # raises when the analysis failed
+        return table
 
     def __getitem__(self, key: str) -> Table:
         self.wait()

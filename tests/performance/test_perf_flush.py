@@ -212,6 +212,34 @@ def test_records_copied_on_a_second_thread_are_not_overwritten_by_the_segments_r
     _same_events(table, EventTable.concat(parts))
 
 
+@pytest.mark.parametrize("failing", ["first", "last"])
+def test_a_copy_that_fails_on_the_copy_thread_fails_the_read_instead_of_leaving_rows_out(tmp_path, monkeypatch,
+                                                                                          failing):
+    """A copy that raises on the copy thread is raised by read_raw_dir, whether it is waited for before its
+    read buffer is reused (the first segment's, more segments than buffers) or at the end (the last one's):
+    never a table with those rows missing. The reader and copy threads are gone afterwards."""
+    import threading
+
+    parts = [EventTable.from_records(ts=list(range(i * 10, i * 10 + 10)), name=f"s{i}", tid=[i] * 10)
+             for i in range(2 * rawstore.READ_BUFFERS)]
+    writer = rawstore.RawWriter(tmp_path / "raw", segment_bytes=1)
+    for t in parts:
+        writer.append(t)
+    writer.close()
+    real_copy, calls = rawstore._copy_columns, []
+
+    def copy(copies):
+        calls.append(1)
+        if len(calls) == (1 if failing == "first" else len(parts)):
+            raise MemoryError("copy")
+        real_copy(copies)
+
+    monkeypatch.setattr(rawstore, "_copy_columns", copy)
+    with pytest.raises(MemoryError, match="copy"):
+        rawstore.read_raw_dir(tmp_path / "raw")
+    assert not [t for t in threading.enumerate() if t.name.startswith(("npuprof-read", "npuprof-copy"))]
+
+
 def test_frame_checksums_are_those_of_each_record_up_to_the_first_frame_that_does_not_fit():
     records = [rawstore.encode_record(EventTable.from_records(ts=list(range(n)), name="a")).tobytes()
                for n in (3, 1, 7)]

@@ -33,10 +33,11 @@ def _event_rows(ev) -> list:
     shaped = [c for c in np.unique(codes).tolist() if _has_shapes(ev.args_object(c))]
     if not shaped:
         return []
-    rows = rows[np.isin(codes, shaped)]
+    keep = np.isin(codes, shaped)
+    rows, codes = rows[keep], codes[keep]
     out = []
     names, types = ev.string_array("name"), ev.string_array("type")
-    for r, a in zip(rows.tolist(), ev.args_objects(ev["args"][rows])):
+    for r, a in zip(rows.tolist(), ev.args_objects(codes)):
         out.append(kernel_flops(str(types[r]), str(names[r]), int(ev["dur"][r]) / 1000.0, str(a["Input Shapes"]),
                                 str(a["Output Shapes"]), str(a.get("Input Data Types", "")),
                                 str(a.get("Input Formats", ""))))
