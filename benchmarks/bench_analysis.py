@@ -73,7 +73,7 @@ def analyse(params: dict) -> dict:
     base_rss = rss_bytes()
     with Clock() as c:
         from npuprof.analysis import pipeline
-        from npuprof.events import _is_constant
+        from npuprof.events import is_constant_column
         from npuprof.export.writer import analyse_and_export
     import_s = c.wall
     run_dir = Path(params["run_dir"])
@@ -86,7 +86,8 @@ def analyse(params: dict) -> dict:
     res = run.result
     n = len(res.events)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)   # the forked trace writer, once reaped
-    table_bytes = sum(col.nbytes for col in res.events.cols.values() if not _is_constant(col))   # no bytes per row
+    # constant columns are views: no bytes per row
+    table_bytes = sum(col.nbytes for col in res.events.cols.values() if not is_constant_column(col))
     out: dict = {"events": n, "table_bytes": table_bytes, "seconds": c.wall, "cpu_seconds": c.cpu,
                  "events_per_s": n / c.wall,
                  "peak_rss_bytes": peak_rss_bytes(), "rss_start_bytes": base_rss,

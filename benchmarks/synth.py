@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from npuprof.events import EventKind, EventTable, _constant
+from npuprof.events import EventKind, EventTable, constant_column
 from npuprof.rawstore import RAW_DIR, RawWriter
 from npuprof.runinfo import base_info, new_run_dir, write_info
 
@@ -94,10 +94,11 @@ def synth_chunk(first_step: int, n_steps: int, events_per_step: int, t0_ns: int,
     # as the recorder hands them over: a column of one value is a stride-0 view, which the raw
     # record stores once in its header
     table = EventTable.from_codes(
-        {"ts": ts, "dur": dur, "kind": kind, "pid": _constant(pid, n, np.int64), "tid": tid, "value": value,
-         "device": _constant(-1, n, np.int16), "stream": _constant(-1, n, np.int32),
-         "step": _constant(-1, n, np.int32)},
-        {"name": name, "type": type_, "source": _constant(1, n, np.int32), "args": _constant(0, n, np.int32)},
+        {"ts": ts, "dur": dur, "kind": kind, "pid": constant_column(pid, n, np.int64), "tid": tid, "value": value,
+         "device": constant_column(-1, n, np.int16), "stream": constant_column(-1, n, np.int32),
+         "step": constant_column(-1, n, np.int32)},
+        {"name": name, "type": type_, "source": constant_column(1, n, np.int32),
+         "args": constant_column(0, n, np.int32)},
         strings)
     # the recorder writes each flush thread by thread: time order holds per thread only
     return table.select(np.argsort(tid, kind="stable"))

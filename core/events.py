@@ -98,7 +98,7 @@ NUMERIC_COLUMNS: dict[str, Any] = {
     "corr": np.int64,
 }
 STRING_COLUMNS = ("name", "type", "source", "args")
-_DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0, "corr": -1}
+COLUMN_DEFAULTS = {"device": -1, "stream": -1, "step": -1, "pid": 0, "tid": 0, "dur": 0, "value": 0.0, "corr": -1}
 # Columns that are usually one value for the whole table (no launch links in host-only data):
 # given as a scalar they are kept as a stride-0 read-only view, 0 bytes instead of 8 per event.
 CONSTANT_WHEN_SCALAR = frozenset({"corr"})
@@ -156,7 +156,7 @@ class EventTable:
         pool = StringPool()
         cols: dict[str, np.ndarray] = {}
         for key, dtype in NUMERIC_COLUMNS.items():
-            cols[key] = _column(key, columns.get(key, _DEFAULTS.get(key, 0)), n, dtype)
+            cols[key] = _column(key, columns.get(key, COLUMN_DEFAULTS.get(key, 0)), n, dtype)
         for key in STRING_COLUMNS:
             val = columns.get(key, "")
             if isinstance(val, str):
@@ -173,7 +173,7 @@ class EventTable:
                    strings: list[str]) -> "EventTable":
         """Build from already-encoded columns (fast path for readers)."""
         n = len(numeric["ts"])
-        cols = {k: _column(k, numeric.get(k, _DEFAULTS.get(k, 0)), n, d) for k, d in NUMERIC_COLUMNS.items()}
+        cols = {k: _column(k, numeric.get(k, COLUMN_DEFAULTS.get(k, 0)), n, d) for k, d in NUMERIC_COLUMNS.items()}
         for key in STRING_COLUMNS:
             cols[key] = _broadcast(codes.get(key, 0), n, np.int32)
         return cls(cols, list(strings))
@@ -199,7 +199,7 @@ class EventTable:
         for key in (*NUMERIC_COLUMNS, *STRING_COLUMNS):
             same = _common_constant(key, [t.cols[key] for t in tables], remaps)
             if same is not None:
-                cols[key] = _constant(same, n, NUMERIC_COLUMNS.get(key, np.int32))
+                cols[key] = constant_column(same, n, NUMERIC_COLUMNS.get(key, np.int32))
                 if consume:
                     for t in tables:
                         del t.cols[key]
@@ -215,7 +215,7 @@ class EventTable:
                     del t.cols[key]
             cols[key] = out
             if consume:
-                _release_free_memory()
+                release_free_memory()
         return EventTable(cols, pool.strings)
 
     # -- access -------------------------------------------------------------
@@ -227,9 +227,9 @@ class EventTable:
 
     def select(self, index: Any) -> "EventTable":
         """Rows by boolean mask or index array (string pool shared)."""
-        picked = {k: v[index] for k, v in self.cols.items() if not _is_constant(v)}
+        picked = {k: v[index] for k, v in self.cols.items() if not is_constant_column(v)}
         n = len(picked["ts"])
-        return EventTable({k: picked[k] if k in picked else _constant(_value_of(k, v), n, v.dtype)
+        return EventTable({k: picked[k] if k in picked else constant_column(_value_of(k, v), n, v.dtype)
                            for k, v in self.cols.items()}, self.strings, self._args)
 
     def of_kind(self, *kinds: EventKind) -> "EventTable":
@@ -255,7 +255,7 @@ class EventTable:
         spare: list[np.ndarray] = []   # bytes no column uses any more
         for key in sorted(self.cols, key=lambda k: -self.cols[k].dtype.itemsize):
             col = self.cols[key]
-            if _is_constant(col):
+            if is_constant_column(col):
                 continue
             need = len(col) * col.dtype.itemsize
             fits = [b for b in spare if b.nbytes >= need]
@@ -393,7 +393,7 @@ class StringPool:
         return np.array(found, dtype=np.int32)
 
 
-def _release_free_memory() -> None:
+def release_free_memory() -> None:
     """Hand freed heap pages back to the OS (glibc), so RSS follows what is in use.
 
     Many small chunk columns freed one by one leave holes in the heap that
@@ -406,7 +406,7 @@ def _release_free_memory() -> None:
 
 def _column(key: str, value: Any, n: int, dtype: Any) -> np.ndarray:
     if key in CONSTANT_WHEN_SCALAR and np.isscalar(value):
-        return _constant(value, n, dtype)
+        return constant_column(value, n, dtype)
     return _broadcast(value, n, dtype)
 
 
@@ -416,18 +416,18 @@ def take_rows(col: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
     Example::
 
-        >>> take_rows(_constant(7, 5, np.int32), np.array([4, 0])).tolist()
+        >>> take_rows(constant_column(7, 5, np.int32), np.array([4, 0])).tolist()
         [7, 7]
     """
-    return _constant(col[0], len(rows), col.dtype) if _is_constant(col) else col[rows]
+    return constant_column(col[0], len(rows), col.dtype) if is_constant_column(col) else col[rows]
 
 
-def _constant(value: Any, n: int, dtype: Any) -> np.ndarray:
+def constant_column(value: Any, n: int, dtype: Any) -> np.ndarray:
     """``n`` times ``value`` as a read-only stride-0 view (no memory per row)."""
     return np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
 
 
-def _used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray], list]:
+def used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray], list]:
     """The strings marked in ``seen`` (a bool per string of ``strings``), in order, as a new list,
     and the code remap to them (None when every string is used: codes stay as they are)."""
     if seen.all():
@@ -458,20 +458,20 @@ def _owner(col: np.ndarray) -> np.ndarray:
     return col if col.base is None else col.base
 
 
-def _is_constant(col: np.ndarray) -> bool:
+def is_constant_column(col: np.ndarray) -> bool:
     # numpy gives empty arrays stride 0 too; from 2 rows on, stride 0 means a broadcast view
     return col.ndim == 1 and len(col) > 1 and col.strides == (0,)
 
 
 def _value_of(key: str, col: np.ndarray) -> Any:
-    return col[0] if len(col) else _DEFAULTS.get(key, 0)
+    return col[0] if len(col) else COLUMN_DEFAULTS.get(key, 0)
 
 
 def _common_constant(key: str, cols: list, remaps: Sequence[Optional[np.ndarray]]) -> Any:
     """The one value of these parts of a column when each part is a constant view of it (or
     a single row), else None. String codes are compared through each part's ``remap`` into
     the joined pool (:func:`pool_remap`): equal codes of two pools may be different strings."""
-    if key not in JOINED_CONSTANT or not all(_is_constant(c) or len(c) <= 1 for c in cols):
+    if key not in JOINED_CONSTANT or not all(is_constant_column(c) or len(c) <= 1 for c in cols):
         return None
     values = [joined_value(key, c[0].item(), remap) for c, remap in zip(cols, remaps) if len(c)]
     return values[0] if values and all(same_value(values[0], v) for v in values[1:]) else None

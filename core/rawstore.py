@@ -50,8 +50,8 @@ from typing import Callable, Iterator, Optional, Union
 import numpy as np
 
 from .errors import ProfilerDataError
-from .events import (JOINED_CONSTANT, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, _constant,
-                     _is_constant, _used_strings, joined_value, pool_remap, put_column, same_value)
+from .events import (JOINED_CONSTANT, NUMERIC_COLUMNS, STRING_COLUMNS, EventTable, StringPool, constant_column,
+                     is_constant_column, used_strings, joined_value, pool_remap, put_column, same_value)
 from .fileio import atomic_write, check_input_file, open_private, secure_mkdir
 from .pages import populate
 from .sigsafe import SignalSafeLock
@@ -90,14 +90,14 @@ def encode_record(table: EventTable) -> np.ndarray:
     seen = np.zeros(len(table.strings), dtype=bool)
     for key in STRING_COLUMNS:
         col = cols[key]
-        seen[col[:1] if _is_constant(col) else col] = True
-    remap, strings = _used_strings(seen, table.strings)   # remap None: a flushed chunk's own pool
+        seen[col[:1] if is_constant_column(col) else col] = True
+    remap, strings = used_strings(seen, table.strings)   # remap None: a flushed chunk's own pool
     extra = [k for k in OPTIONAL_COLUMNS if n and int(cols[k].max()) >= 0]
     head: dict = {"n": n, "strings": strings}
     if extra:
         head["cols"] = extra
     const = {k: _const_value(cols[k], remap if k in STRING_COLUMNS else None)
-             for k in (*COLUMN_ORDER, *extra) if k != "ts" and _is_constant(cols[k])}
+             for k in (*COLUMN_ORDER, *extra) if k != "ts" and is_constant_column(cols[k])}
     if const:
         head["const"] = const
     header = json.dumps(head, ensure_ascii=False).encode("utf-8")
@@ -551,7 +551,7 @@ class _Columns:
         remap = pool_remap(self.pool, table.strings)
         copies: list[tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]] = []
         for key, src in table.cols.items():
-            if key in JOINED_CONSTANT and key not in self.cols and (k == 1 or _is_constant(src)):
+            if key in JOINED_CONSTANT and key not in self.cols and (k == 1 or is_constant_column(src)):
                 value = joined_value(key, src[0].item(), remap)
                 if same_value(self.constant.setdefault(key, value), value):
                     continue
@@ -559,7 +559,7 @@ class _Columns:
             if out is None:
                 out = self.cols[key] = np.empty(self.bound, dtype=NUMERIC_COLUMNS.get(key, np.int32))
                 if key in self.constant:   # rows no other copy writes: this column was one value so far
-                    copies.append((out[:lo], _constant(self.constant.pop(key), lo, out.dtype), None))
+                    copies.append((out[:lo], constant_column(self.constant.pop(key), lo, out.dtype), None))
             # codes checked in decode_chunk
             copies.append((out[lo:hi], src, remap if key in STRING_COLUMNS else None))
         self.n = hi
@@ -577,7 +577,7 @@ class _Columns:
             return EventTable.empty()
         cols = {key: out[:self.n] for key, out in self.cols.items()}
         for key, value in self.constant.items():
-            cols[key] = _constant(value, self.n, NUMERIC_COLUMNS.get(key, np.int32))
+            cols[key] = constant_column(value, self.n, NUMERIC_COLUMNS.get(key, np.int32))
         return EventTable(cols, list(self.pool.strings))
 
 

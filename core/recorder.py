@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 import numpy as np
 
 from .compiled import load_compiled
-from .events import _DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, _constant, _used_strings
+from .events import COLUMN_DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable, constant_column, used_strings
 from .private_api import caller_frame
 from .rawstore import RawWriter
 from .sigsafe import SignalSafeLock
@@ -536,7 +536,7 @@ def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] =
     for key in ("name", "type", "args"):
         for p in parts[key]:
             seen[p] = True
-    remap, strings = _used_strings(seen, pool.strings)
+    remap, strings = used_strings(seen, pool.strings)
     cols: dict[str, np.ndarray] = {}
     for key in ("ts", "dur", "kind", "pid", "tid", "name", "type", "args"):
         dtype = NUMERIC_COLUMNS.get(key, np.int32)
@@ -544,9 +544,9 @@ def chunks_to_table(chunks: list, offset_ns: int, pool: Optional[_StringCodes] =
         if remap is not None and key in ("name", "type", "args"):
             ps = [remap[p] if isinstance(p, np.ndarray) else int(remap[p]) for p in ps]
         cols[key] = _join(ps, sizes, total, dtype)
-    cols["source"] = _constant(source if remap is None else int(remap[source]), total, np.int32)
+    cols["source"] = constant_column(source if remap is None else int(remap[source]), total, np.int32)
     for key in ("device", "stream", "value", "step", "corr"):
-        cols[key] = _constant(_DEFAULTS[key], total, NUMERIC_COLUMNS[key])
+        cols[key] = constant_column(COLUMN_DEFAULTS[key], total, NUMERIC_COLUMNS[key])
     return EventTable(cols, strings)
 
 
@@ -582,7 +582,7 @@ def _join(parts: list, sizes: list, total: int, dtype: Any) -> np.ndarray:
     """One column from per-segment parts (arrays, or ints standing for a run of one value):
     a stride-0 view when it is one value throughout."""
     if all(not isinstance(p, np.ndarray) for p in parts) and len(set(parts)) <= 1:
-        return _constant(parts[0] if parts else 0, total, dtype)
+        return constant_column(parts[0] if parts else 0, total, dtype)
     if len(parts) == 1:
         return parts[0].astype(dtype, copy=False)
     out = np.empty(total, dtype=dtype)

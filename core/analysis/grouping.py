@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..events import EventTable, _is_constant
+from ..events import EventTable, is_constant_column
 
 DENSE_LIMIT = 1 << 24   # composite key spaces up to this size use bincount
 SMALL_DISTINCT = 32     # small_unique gives up (falls back to a sort) past this many values per block
@@ -122,7 +122,7 @@ def duration_stats(mask: np.ndarray, events: EventTable, key_cols: tuple) -> tup
     cols = [events[c] if isinstance(c, str) else c for c in key_cols]
     lows, spans = [], []
     for c in cols:
-        if _is_constant(c):   # one value: no need to gather the masked rows
+        if is_constant_column(c):   # one value: no need to gather the masked rows
             lows.append(int(c[0]))
             spans.append(1)
             continue

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from ..errors import ProfilerDataError
-from ..events import EventTable, _release_free_memory, offset_corr
+from ..events import EventTable, release_free_memory, offset_corr
 from ..fileio import forced_reading
 from ..pages import ordinary_pages
 from ..plugins.manager import get_plugin_host
@@ -165,7 +165,7 @@ def _load(run_dir: Path) -> tuple[EventTable, RunInfo, list[str], list[str], Dat
         raise ProfilerDataError(run_dir, "no events could be read: " + "; ".join(errors))
     # the table is ours now: reorder it in place, one column at a time (bounded peak memory)
     events = events.sorted(release=True)
-    _release_free_memory()
+    release_free_memory()
     events = assign_steps(events)
     quality = DataQuality(issues=list(ctx.issues))
     quality.extend(QualityIssue(str(run_dir), f"not read: {e}") for e in errors)

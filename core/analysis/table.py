@@ -44,7 +44,7 @@ class Table:
         return self.data[name]
 
     def rows(self) -> list[list]:
-        cols = [_pylist(self.data[c]) for c in self.columns]
+        cols = [python_values(self.data[c]) for c in self.columns]
         return [list(r) for r in zip(*cols)]
 
     def records(self) -> list[dict]:
@@ -57,7 +57,7 @@ class Table:
     def head(self, n: int) -> list[list]:
         """The first ``n`` rows (cheap on an :class:`EventRowsTable` of millions of rows)."""
         blk = self.block(0, min(n, len(self)))
-        cols = [_pylist(blk[c]) for c in self.columns]
+        cols = [python_values(blk[c]) for c in self.columns]
         return [list(r) for r in zip(*cols)]
 
 
@@ -101,7 +101,7 @@ def _materialise(values: Any) -> Any:
     return values.tolist()
 
 
-def _pylist(values: Any) -> list:
+def python_values(values: Any) -> list:
     """A column as Python values: floats rounded to the tools' 3 decimals, NaN (not measured) as None, which
     the writers show as an empty CSV cell and JSON null, never as a number."""
     if isinstance(values, np.ndarray):

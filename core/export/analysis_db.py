@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..analysis.result import AnalysisResult
-from ..analysis.table import _pylist
+from ..analysis.table import python_values
 from ..readers.ascend_db import group_id
 from .ascend_db_writer import db_framework
 from .sqlite_db import building_db, create_table, insert_rows
@@ -61,7 +61,7 @@ def write_analysis_db(result: AnalysisResult, out_dir: Path) -> Path:
         create_table(con, "StepTraceTime", STEP_TRACE_TIME)
         steps = result.tables.get("step_trace_time")
         if steps is not None and len(steps):
-            cols = [_pylist(steps.block(0, len(steps))[c]) for c in STEP_TRACE_SOURCE]
+            cols = [python_values(steps.block(0, len(steps))[c]) for c in STEP_TRACE_SOURCE]
             insert_rows(con, "StepTraceTime", len(STEP_TRACE_TIME),
                         [(str(r[0]), *r[1:]) for r in zip(*cols)])
         _write_communication(con, result)

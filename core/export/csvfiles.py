@@ -21,7 +21,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from ..analysis.table import Table
-from ..events import _is_constant
+from ..events import is_constant_column
 from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
 
@@ -72,13 +72,13 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
         elif kind == "_Fixed3":
             rows.fixed3(col.values, strip=col.strip)
         elif kind == "_StreamIds":       # few distinct streams: rendered as a pool ("N/A" where none)
-            if _is_constant(col.values):   # one stream throughout (a host run): no np.unique per block
+            if is_constant_column(col.values):   # one stream throughout (a host run): no np.unique per block
                 uniq, inv = col.values[:1], np.zeros(n, np.int64)
             else:
                 uniq, inv = np.unique(col.values, return_inverse=True)
             rows.pooled(inv.reshape(-1), [str(v) if v >= 0 else "N/A" for v in uniq.tolist()])
         elif isinstance(col, np.ndarray) and col.dtype.kind in "iu":
-            if _is_constant(col):   # one value in every row (a one-value event column): written as text once
+            if is_constant_column(col):   # one value in every row (a one-value event column): written as text once
                 rows.literal(str(int(col[0])))
             else:
                 rows.integer(col)
@@ -104,15 +104,15 @@ def write_csv_to(fh: IO[bytes], table: Table) -> None:
             block = table.block(lo, hi)
             text = _render_block(table.columns, block, hi - lo, cells)
             if text is None:  # a column of Python objects: the csv module renders this block
-                cols = [_pylist(block[c]) for c in table.columns]
+                cols = [python_values(block[c]) for c in table.columns]
                 w_buf = io.StringIO()
                 csv.writer(w_buf, lineterminator="\n").writerows(zip(*cols))
                 text = w_buf.getvalue().encode("utf-8")
             out.write(text)
 
 
-def _pylist(values: Any) -> list:
-    from ..analysis.table import _pylist as conv
+def python_values(values: Any) -> list:
+    from ..analysis.table import python_values as conv
 
     return conv(values)
 

@@ -50,7 +50,7 @@ from ..analysis.intervals import union
 from .textrows import RowBuilder
 from ..events import EventKind, EventTable
 from ..traceflows import LAUNCH_FLOW_CATS
-from .trace_json import (DEVICE_PID_BASE, _metadata_events, base_time_ns, window_end_event, write_event_blocks,
+from .trace_json import (DEVICE_PID_BASE, metadata_events, base_time_ns, window_end_event, write_event_blocks,
                          write_trace_file)
 
 HOST_PROCESS = "MindSpore"
@@ -209,7 +209,7 @@ def write_trace_array_to(fh: IO[bytes], events: EventTable, host_pid: int = 0) -
     def thread_name(pid: int, tid: int) -> str:
         return hccl_threads.get(tid, f"Thread {tid}") if pid == HCCL_PID else f"Thread {tid}"
 
-    meta = _metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware",
+    meta = metadata_events(table, host_pid, host_name=_process_name, device_name=lambda d: "Ascend Hardware",
                             thread_name=thread_name)
     meta += _hccl_sort_metadata(hccl_threads) + _overlap_metadata()
     fh.write(("[\n" + ",\n".join(meta) + ",\n").encode())

@@ -107,7 +107,7 @@ def _host_threads(events: EventTable) -> list[tuple[int, int]]:
     return sorted(keys)
 
 
-def _metadata_events(events: EventTable, base_pid: int, host_name: Callable[[int], str] = "Host {}".format,
+def metadata_events(events: EventTable, base_pid: int, host_name: Callable[[int], str] = "Host {}".format,
                      device_name: Callable[[int], str] = "Ascend Hardware {}".format,
                      thread_name: Callable[[int, int], str] = lambda pid, tid: f"Thread {tid}") -> list[str]:
     """``M`` events naming every process (``host_name(pid)``, ``device_name(d)``) and host thread
@@ -513,7 +513,7 @@ def _trace_head(events: EventTable, base: int, rank: int = 0, world_size: int = 
                 metadata: Optional[dict] = None, host_pid: int = 0) -> bytes:
     """The header object and the metadata events."""
     head = trace_header(rank, world_size, base, metadata)
-    meta = _metadata_events(events, host_pid)
+    meta = metadata_events(events, host_pid)
     if meta:
         head += ",\n".join(meta) + ",\n"
     return head.encode()

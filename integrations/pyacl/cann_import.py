@@ -112,7 +112,7 @@ def us_to_ns(text: Any) -> Optional[int]:
 
     None for N/A, text that is not a number, infinities and NaN, and values
     of any other type (a list or object where a time belongs). The result
-    may exceed int64; :func:`_events` drops such rows with a warning.
+    may exceed int64; :func:`events_table` drops such rows with a warning.
 
     Example::
 
@@ -232,7 +232,7 @@ def _row_problem(row: tuple) -> Optional[str]:
     return None
 
 
-def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[EventTable]:
+def events_table(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[EventTable]:
     """Rows (ts, dur, name, type, device, stream, tid, pid, args JSON[, corr]) -> a table;
     rows whose numbers do not fit the table's columns are dropped with one warning."""
     good, bad, example = [], 0, ""
@@ -253,7 +253,7 @@ def _events(kind: EventKind, rows: list, warn: Warn, where: Path) -> Optional[Ev
                                    args=list(args), corr=list(corr[0]), source=SOURCE)
 
 
-def _int(text: Any, default: int = -1) -> int:
+def int_or(text: Any, default: int = -1) -> int:
     try:
         return int(str(text).strip())
     except (TypeError, ValueError):
@@ -292,13 +292,13 @@ def read_op_summary(path: Path, warn: Warn, links: Optional[dict] = None) -> Opt
             get = lambda k, d="": rec[cols[k]].strip() if k in cols else d  # noqa: E731
             args = {k: get(k) for k in ("model_id", "task_id", "task_type", "block") if k in cols}
             args.update((k, get(k)) for k in TENSOR_COLUMNS if k in cols and get(k) not in ("", "N/A"))
-            device, stream = _int(get("device"), 0), _int(get("stream_id"))
-            corr = links.get((device, stream, _int(get("task_id")), start), -1)
-            rows.append((start, dur or 0, get("name"), get("type"), device, stream, _int(get("stream_id"), 0), 0,
+            device, stream = int_or(get("device"), 0), int_or(get("stream_id"))
+            corr = links.get((device, stream, int_or(get("task_id")), start), -1)
+            rows.append((start, dur or 0, get("name"), get("type"), device, stream, int_or(get("stream_id"), 0), 0,
                          json.dumps(args), corr))
     if skipped:
         warn(f"{path}: {skipped} row(s) without a usable start time or with missing cells were skipped")
-    return _events(EventKind.KERNEL, rows, warn, path)
+    return events_table(EventKind.KERNEL, rows, warn, path)
 
 
 def read_tx_csv(path: Path, warn: Warn) -> Optional[EventTable]:
@@ -331,14 +331,15 @@ def read_tx_csv(path: Path, warn: Warn) -> Optional[EventTable]:
             if t0 is None:
                 continue
             t1 = t0 if t1 is None else t1
-            rows.append((t0, max(t1 - t0, 0), rec[i_msg], cell(i_kind) or "", -1, -1, _int(cell(i_tid), 0),
-                         _int(cell(i_pid), 0), "{}"))
+            rows.append((t0, max(t1 - t0, 0), rec[i_msg], cell(i_kind) or "", -1, -1, int_or(cell(i_tid), 0),
+                         int_or(cell(i_pid), 0), "{}"))
     marks = [r for r in rows if r[1] == 0 and "marker" in r[3]]
     ranges = [r for r in rows if not (r[1] == 0 and "marker" in r[3])]
-    return EventTable.concat([_events(EventKind.MARK, marks, warn, path), _events(EventKind.RANGE, ranges, warn, path)])
+    return EventTable.concat([events_table(EventKind.MARK, marks, warn, path),
+                              events_table(EventKind.RANGE, ranges, warn, path)])
 
 
-def _load_json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
     check_input_file(path)
     try:
         import orjson
@@ -359,7 +360,7 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
     linked hardware task, kernels asked for or not (see
     :func:`read_op_summary`).
     """
-    data = _load_json(path)
+    data = load_json(path)
     events = data.get("traceEvents", []) if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise ProfilerDataError(path, "holds neither a JSON array nor traceEvents")
@@ -381,7 +382,7 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
         dur = us_to_ns(ev.get("dur")) or 0
         pname = proc.get(hashable(ev.get("pid")), "")
         name = str(ev.get("name", ""))
-        tid = _int(ev.get("tid"), 0)
+        tid = int_or(ev.get("tid"), 0)
         args = ev.get("args")
         args = args if isinstance(args, dict) else {}
         if flows:
@@ -394,17 +395,18 @@ def read_timeline(path: Path, warn: Warn, want_kernels: bool, links: Optional[di
         elif pname in ("Communication", "HCCL") or pname.startswith("Communication"):
             comm.append((ts, dur, name, str(args.get("Task Type", "")), _device_of(ev), -1, tid, 0, "{}", corr))
         elif pname in ("Ascend Hardware", "Task Scheduler"):
-            device, stream = _device_of(ev), _int(args.get("Physic Stream Id", tid))
+            device, stream = _device_of(ev), int_or(args.get("Physic Stream Id", tid))
             if links is not None and corr >= 0:
-                links[(device, stream, _int(args.get("Task Id")), ts)] = corr
+                links[(device, stream, int_or(args.get("Task Id")), ts)] = corr
             if want_kernels:
                 kern.append((ts, dur, name, str(args.get("Task Type", "")), device, stream, tid, 0,
                              json.dumps({k: args[k] for k in ("Model Id", "Task Id", "Task Type") if k in args}),
                              corr))
     if no_ts:
         warn(f"{path}: {no_ts} complete event(s) without a numeric ts skipped")
-    return EventTable.concat([_events(EventKind.API, api, warn, path), _events(EventKind.COMM, comm, warn, path),
-                              _events(EventKind.KERNEL, kern, warn, path)])
+    return EventTable.concat([events_table(EventKind.API, api, warn, path),
+                              events_table(EventKind.COMM, comm, warn, path),
+                              events_table(EventKind.KERNEL, kern, warn, path)])
 
 
 def _device_of(ev: dict) -> int:
@@ -415,7 +417,7 @@ def _device_of(ev: dict) -> int:
     return 0
 
 
-def _complete_events(data: Any) -> Any:
+def complete_events(data: Any) -> Any:
     """(event, start ns) of the complete ("X") events with a usable ts in a Chrome trace (array or object)."""
     for ev in data if isinstance(data, list) else data.get("traceEvents", []):
         if isinstance(ev, dict) and ev.get("ph") == "X":

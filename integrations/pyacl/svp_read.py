@@ -26,7 +26,7 @@ from npuprof.errors import ProfilerDataError
 from npuprof.events import EventKind, EventTable
 from npuprof.fileio import check_input_file
 
-from .cann_import import _complete_events, _events, _int, _load_json, norm_header, us_to_ns
+from .cann_import import complete_events, events_table, int_or, load_json, norm_header, us_to_ns
 from .svp_parser import HOW_TO_GET_IT, find_svp_parser, is_raw_job, vendor_exports
 from .svp_names import (ACL, FREQUENCY_COLUMNS, OP_SUMMARY, OP_SUMMARY_COLUMNS, SUMMARY_KEY_COLUMNS, TASK_TIME,
                         SummaryKey, TimelineKey)
@@ -57,25 +57,26 @@ def read_svp_exports(job_dir: Path, warn: Warn, add_table: Optional[Callable[[Ta
     for path in sorted((job_dir / "timeline").glob(f"{TASK_TIME}*.json")):
         key = TimelineKey.parse(TASK_TIME, path.name)
         rows = []
-        for ev, ts in _complete_events(_load_json(path)):
+        for ev, ts in complete_events(load_json(path)):
             args = ev.get("args")
             args = args if isinstance(args, dict) else {}
             kept = {k: args[k] for k in ("Task Id", "Task Type") if k in args}
             rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), str(args.get("Task Type", "")),
-                         key.device, _int(args.get("Stream Id"), 0), _int(ev.get("tid"), 0),
-                         _int(ev.get("pid"), 0), json.dumps({**kept, **key.as_args()})))
-        tables.append(_events(EventKind.KERNEL, rows, warn, path))
+                         key.device, int_or(args.get("Stream Id"), 0), int_or(ev.get("tid"), 0),
+                         int_or(ev.get("pid"), 0), json.dumps({**kept, **key.as_args()})))
+        tables.append(events_table(EventKind.KERNEL, rows, warn, path))
     for path in sorted((job_dir / "timeline").glob(f"{ACL}*.json")):
         key = TimelineKey.parse(ACL, path.name)
         rows = []
-        for ev, ts in _complete_events(_load_json(path)):
+        for ev, ts in complete_events(load_json(path)):
             args = ev.get("args")
             args = args if isinstance(args, dict) else {}
             kept = {"Mode": args["Mode"]} if "Mode" in args else {}
             rows.append((ts, us_to_ns(ev.get("dur")) or 0, str(ev.get("name", "")), "AscendCL", key.device, -1,
-                         _int(ev.get("tid", args.get("Thread_Id")), 0), _int(ev.get("pid", args.get("Process_Id")), 0),
+                         int_or(ev.get("tid", args.get("Thread_Id")), 0),
+                         int_or(ev.get("pid", args.get("Process_Id")), 0),
                          json.dumps({**kept, **key.as_args()})))
-        tables.append(_events(EventKind.API, rows, warn, path))
+        tables.append(events_table(EventKind.API, rows, warn, path))
     if add_table is not None:
         for table in read_aa_core_metrics(job_dir / "summary", warn):
             add_table(table)

@@ -286,14 +286,14 @@ def _host_chunk(n, t0=0):
 
 
 def test_an_unlinked_corr_column_stays_a_zero_byte_view_through_the_pipeline_operations():
-    from npuprof.events import _is_constant
+    from npuprof.events import is_constant_column
     parts = [_host_chunk(1000, 1000 * i) for i in range(5)] + [_host_chunk(1, 9000)]
     table = EventTable.concat(parts, consume=True)
-    assert _is_constant(table["corr"]) and table["corr"].strides == (0,)
+    assert is_constant_column(table["corr"]) and table["corr"].strides == (0,)
     table = table.sorted(release=True)
-    assert _is_constant(table["corr"]) and (np.diff(table["ts"]) >= 0).all()
+    assert is_constant_column(table["corr"]) and (np.diff(table["ts"]) >= 0).all()
     picked = table.select(table["ts"] % 2 == 0)
-    assert _is_constant(picked["corr"]) and len(picked["corr"]) == len(picked) == 2501   # 0..4999 and 9000
+    assert is_constant_column(picked["corr"]) and len(picked["corr"]) == len(picked) == 2501   # 0..4999 and 9000
     assert not table.has_links() and set(picked["corr"].tolist()) == {-1}
 
 
@@ -327,12 +327,12 @@ def test_flow_ends_share_a_link_per_connected_call_and_number_odd_ids_after_the_
                                    {"name": 9}, [1], {"value": True}, {"stream": -(1 << 40)}])
 def test_bad_constant_columns_are_an_undecodable_record(const):
     """A record's "const" header entry is checked like its columns: a bad one is reported, never raised."""
-    from npuprof.events import _constant
+    from npuprof.events import constant_column
 
     ev = EventTable.from_records(ts=[1, 2], name=["a", "a"])
     cols = dict(ev.cols)
     for key in ("pid", "device", "value", "stream", "name"):   # one-value columns, as the recorder passes them
-        cols[key] = _constant(cols[key][0], 2, cols[key].dtype)
+        cols[key] = constant_column(cols[key][0], 2, cols[key].dtype)
     payload = rawstore.encode_chunk(EventTable(cols, ev.strings))
     (hlen,) = struct.unpack_from("<I", payload)
     head = json.loads(payload[4:4 + hlen])
