@@ -41,8 +41,8 @@ from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
 from .event_rows import args_text
 from .time_text import INT64_BOUNDS, us_text_to_ns_or_none, us_texts_to_ns, us_texts_to_ns_array
-from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, decode_events, \
-    event_array_chunks, events_of_structs
+from .trace_decode import ChunksRefused, NoTraceEvents, ScannedEvents, TraceDecodeError, TraceEvents, \
+    decode_events, event_array_chunks, events_of_structs, scan_event_array_file
 
 # process name -> how its complete ("X") events are read
 _DERIVED = {"Scope Layer", "Overlap Analysis", "Step Trace"}
@@ -81,9 +81,13 @@ def _head(path: Path) -> bytes:
 
 
 def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
-    """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
-    does not split into event chunks)."""
+    """The trace's events, compact: scanned into columns by the compiled scanner, else (not built, or a file
+    it declines) decoded chunk by chunk (msgspec), else whole (orjson, or a file that does not split into
+    event chunks); the same trace each way."""
     check_input_file(path)
+    scanned = None if _PER_EVENT_ONLY else scan_event_array_file(path)
+    if scanned is not None:
+        return CompactTrace.of_scanned(scanned)
     try:
         trace = CompactTrace()
         for chunk in event_array_chunks(path):
@@ -286,6 +290,34 @@ class CompactTrace:
             take = itemgetter(*read) if len(read) > 1 else (lambda values: (values[read[0]],))
             self._add_read(*(take(getattr(events, k)) for k in _READ_FIELDS))
         events.release()
+
+    @classmethod
+    def of_scanned(cls, scanned: ScannedEvents) -> "CompactTrace":
+        """The trace the compiled scanner read (:func:`scan_event_array_file`): what :meth:`add_structs` makes
+        of the same file (the scanner declines any file with an odd event)."""
+        trace = cls(raw_args=True, _entries=scanned.entries)
+        if scanned.meta:
+            trace.meta = events_of_structs(scanned.meta).dicts(range(len(scanned.meta)))
+        flows = scanned.flows
+        trace.flows = {key: list(map(attrgetter(key), flows)) for key in ("cat", "pid", "tid", "ts", "id")}
+        n = len(scanned.phase)
+        if not n:
+            return trace
+        texts = scanned.texts
+        cat = scanned.cat.astype(np.int64)
+        cat[cat < 0] = len(texts)      # None: after the texts
+        # the processes in order of first appearance, as _codes gives them
+        pids, first, at = np.unique(scanned.pid, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        trace.pids = pids[order].tolist()
+        trace.names, trace.cats, trace.args = texts, texts + [None], scanned.args
+        trace.columns = {"ts": scanned.ts_ns, "dur": scanned.dur_ns, "phase": scanned.phase,
+                         "plain": np.ones(n, dtype=bool), "pid": scanned.pid, "tid": scanned.tid,
+                         "pidc": rank[at.reshape(-1)], "name": scanned.name.astype(np.int64), "cat": cat,
+                         "arg": scanned.arg.astype(np.int64)}
+        return trace
 
     def add_structs(self, structs: list) -> None:
         """Take one chunk of msgspec's event structs (:func:`event_array_chunks`): only the

@@ -84,6 +84,7 @@ def test_the_trace_read_in_small_chunks_is_the_trace_read_whole(tmp_path, monkey
     pytest.importorskip("msgspec")
     out_dir = realdata(LEVEL1) / OUTPUT_DIR
     whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    monkeypatch.setattr(trace_decode, "_scanner", None)      # the chunks of the structs, not the compiled scan
     pieces = []
     chunks = trace_decode.event_array_chunks
     monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path, **kw: (pieces.append(1) or c
@@ -225,6 +226,7 @@ def test_a_cut_inside_a_string_never_changes_the_table(tmp_path, monkeypatch, te
             e["args"]["Call stack"] = text
     out_dir = _run(tmp_path, events)
     from npuprof.readers import ascend_trace_view
+    monkeypatch.setattr(trace_decode, "_scanner", None)      # the chunks of the structs, not the compiled scan
     chunks, whole_reads = trace_decode.event_array_chunks, []
     monkeypatch.setattr(ascend_trace_view, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
     decode = ascend_trace_view.decode_events
