@@ -1031,18 +1031,85 @@ out:
  * number out of the double range, nesting past 512.
  *
  * The tuple (n = the read events, in file order; entries = every entry of the array):
- *   entries, n, phase, ts, dur, pid, tid, name, cat, texts, arg, args, fixups, meta, flows
+ *   entries, n, phase, ts, dur, pid, tid, pidc, pids, name, cat, texts, arg, args, fixups, meta, flows
  * phase: n bytes, 0 X, 1 C, 2 i or I; ts/dur: n int64 each, us_text_to_ns of the value (dur 0 but for X)
  *   where a text of [-]digits[.digits] or a number (v * 1000 within 2^62 in magnitude, rounded half to
  *   even), else 0 and the value's JSON text in fixups: a list of (row, 0 for ts / 1 for dur, JSON text);
- * pid/tid: n int64; name/cat: n int32, codes into texts (list of str); cat -1 where absent or null;
+ * pid/tid: n int64; pidc: n int32, codes into pids (list of int: each distinct pid, in order of first
+ *   appearance); name/cat: n int32, codes into texts (list of str); cat -1 where absent or null;
  * arg: n int32, codes into args (list of bytes: each distinct JSON text of an args, b"null" where absent);
  * meta, flows: the JSON text of an array of the "M" events, and of the "s" and "f" events, as in the file.
  */
+/* the distinct pids, coded in order of first appearance (a trace has a few processes) */
 typedef struct {
-    Buf phase, ts, dur, pid, tid, name, cat, arg, meta, flows;
+    int64_t *keys;
+    int32_t *codes;
+    Py_ssize_t cap, used;     /* cap a power of two; codes -1 where free */
+    PyObject *values;         /* list of int, by code */
+} PidCodes;
+
+static int
+pid_codes_grow(PidCodes *t)
+{
+    Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
+    int64_t *keys = PyMem_Malloc(cap * sizeof(int64_t));
+    int32_t *codes = PyMem_Malloc(cap * sizeof(int32_t));
+    if (!keys || !codes) {
+        PyMem_Free(keys);
+        PyMem_Free(codes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < cap; j++)
+        codes[j] = -1;
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        if (t->codes[i] < 0)
+            continue;
+        Py_ssize_t j = (Py_ssize_t)(((uint64_t)t->keys[i] * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+        while (codes[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        keys[j] = t->keys[i];
+        codes[j] = t->codes[i];
+    }
+    PyMem_Free(t->keys);
+    PyMem_Free(t->codes);
+    t->keys = keys;
+    t->codes = codes;
+    t->cap = cap;
+    return 0;
+}
+
+/* the code of pid v; -1 with c->fail set */
+static int32_t
+pid_code(PidCodes *t, Cursor *c, int64_t v)
+{
+    if ((t->used + 1) * 2 > t->cap && pid_codes_grow(t) < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    Py_ssize_t j = (Py_ssize_t)(((uint64_t)v * 0x9E3779B97F4A7C15ULL) >> 20) & (t->cap - 1);
+    while (t->codes[j] >= 0) {
+        if (t->keys[j] == v)
+            return t->codes[j];
+        j = (j + 1) & (t->cap - 1);
+    }
+    PyObject *value = PyLong_FromLongLong(v);
+    if (!value || PyList_Append(t->values, value) < 0) {
+        Py_XDECREF(value);
+        c->fail = 2;
+        return -1;
+    }
+    Py_DECREF(value);
+    t->keys[j] = v;
+    t->codes[j] = (int32_t)t->used++;
+    return t->codes[j];
+}
+
+typedef struct {
+    Buf phase, ts, dur, pid, tid, pidc, name, cat, arg, meta, flows;
     Py_ssize_t n, entries;
     Interner texts, args;
+    PidCodes pids;
     PyObject *fixups;
     int32_t empty_code, null_args;
 } ViewColumns;
@@ -1277,14 +1344,18 @@ read_view_event(Cursor *c, ViewColumns *out)
     int32_t arg_code = args ? intern(&out->args, c, args, args_n, 0) : out->null_args;
     if (arg_code < 0)
         return -1;
+    int32_t pid_at = pid_code(&out->pids, c, pid.i);
+    if (pid_at < 0)
+        return -1;
     int64_t t_ns = 0, d_ns = 0;
     if (time_ns(out, c, &ts, 0, &t_ns) < 0)
         return -1;
     if (phase == 0 && (seen & V_DUR) && time_ns(out, c, &dur, 1, &d_ns) < 0)
         return -1;     /* an absent dur is 0 */
-    Buf *cols[] = {&out->phase, &out->ts, &out->dur, &out->pid, &out->tid, &out->name, &out->cat, &out->arg};
-    Py_ssize_t sizes[] = {1, 8, 8, 8, 8, 4, 4, 4};
-    for (int k = 0; k < 8; k++)
+    Buf *cols[] = {&out->phase, &out->ts, &out->dur, &out->pid, &out->tid, &out->pidc, &out->name, &out->cat,
+                   &out->arg};
+    Py_ssize_t sizes[] = {1, 8, 8, 8, 8, 4, 4, 4, 4};
+    for (int k = 0; k < 9; k++)
         if (buf_reserve(cols[k], sizes[k]) < 0) {
             c->fail = 2;
             return -1;
@@ -1294,6 +1365,7 @@ read_view_event(Cursor *c, ViewColumns *out)
     buf_put(&out->dur, &d_ns, 8);
     buf_put(&out->pid, &pid.i, 8);
     buf_put(&out->tid, &tid.i, 8);
+    buf_put(&out->pidc, &pid_at, 4);
     buf_put(&out->name, &name_code, 4);
     buf_put(&out->cat, &cat_code, 4);
     buf_put(&out->arg, &arg_code, 4);
@@ -1352,9 +1424,10 @@ scan_array(PyObject *Py_UNUSED(self), PyObject *args)
     col.args.texts = PyList_New(0);
     col.args.as_bytes = 1;
     col.fixups = PyList_New(0);
-    Buf *bufs[] = {&col.phase, &col.ts, &col.dur, &col.pid, &col.tid, &col.name, &col.cat, &col.arg, &col.meta,
-                   &col.flows};
-    if (!col.texts.texts || !col.args.texts || !col.fixups)
+    col.pids.values = PyList_New(0);
+    Buf *bufs[] = {&col.phase, &col.ts, &col.dur, &col.pid, &col.tid, &col.pidc, &col.name, &col.cat, &col.arg,
+                   &col.meta, &col.flows};
+    if (!col.texts.texts || !col.args.texts || !col.fixups || !col.pids.values)
         goto out;
     Cursor c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0};
     col.empty_code = intern(&col.texts, &c, (const unsigned char *)"", 0, 0);
@@ -1368,23 +1441,26 @@ scan_array(PyObject *Py_UNUSED(self), PyObject *args)
         result = Py_NewRef(Py_None);
         goto out;
     }
-    PyObject *cols[10];
+    PyObject *cols[11];
     int made = 1;
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 9; k++)
         made &= (cols[k] = buf_bytes(bufs[k])) != NULL;
-    made &= (cols[8] = array_text(&col.meta)) != NULL;
-    made &= (cols[9] = array_text(&col.flows)) != NULL;
+    made &= (cols[9] = array_text(&col.meta)) != NULL;
+    made &= (cols[10] = array_text(&col.flows)) != NULL;
     if (made)
-        result = Py_BuildValue("(nnOOOOOOOOOOOOO)", col.entries, col.n, cols[0], cols[1], cols[2], cols[3], cols[4],
-                               cols[5], cols[6], col.texts.texts, cols[7], col.args.texts, col.fixups, cols[8],
-                               cols[9]);
-    for (int k = 0; k < 10; k++)
+        result = Py_BuildValue("(nnOOOOOOOOOOOOOOO)", col.entries, col.n, cols[0], cols[1], cols[2], cols[3],
+                               cols[4], cols[5], col.pids.values, cols[6], cols[7], col.texts.texts, cols[8],
+                               col.args.texts, col.fixups, cols[9], cols[10]);
+    for (int k = 0; k < 11; k++)
         Py_XDECREF(cols[k]);
 out:
     for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
         PyMem_Free(bufs[k]->data);
     PyMem_Free(col.texts.slots);
     PyMem_Free(col.args.slots);
+    PyMem_Free(col.pids.keys);
+    PyMem_Free(col.pids.codes);
+    Py_XDECREF(col.pids.values);
     Py_XDECREF(col.texts.texts);
     Py_XDECREF(col.args.texts);
     Py_XDECREF(col.fixups);

@@ -411,7 +411,8 @@ class ScannedEvents:
     (``_tracescan.c``'s ``scan_array``). The read events (phase ``X``, ``C``, ``i``, ``I``), in file order,
     as arrays: ``phase`` 0 X, 1 C, 2 i/I; ``ts_ns``/``dur_ns`` ``us_text_to_ns`` of ts/dur (dur 0 but for
     complete events); ``pid``/``tid``; ``name``/``cat`` codes into ``texts`` (``cat`` -1 where None);
-    ``arg`` codes into ``args``, each distinct args' JSON text (``b"null"`` where absent). ``meta`` and
+    ``arg`` codes into ``args``, each distinct args' JSON text (``b"null"`` where absent); ``pidc`` codes into
+    ``pids``, the distinct pids in order of first appearance. ``meta`` and
     ``flows``: the structs of the ``M`` events and of the ``s``/``f`` events, as :func:`event_array_chunks`
     gives them; ``entries``: every entry of the array."""
 
@@ -421,6 +422,8 @@ class ScannedEvents:
     dur_ns: np.ndarray
     pid: np.ndarray
     tid: np.ndarray
+    pidc: np.ndarray
+    pids: list
     name: np.ndarray
     cat: np.ndarray
     texts: list
@@ -447,7 +450,7 @@ def scan_event_array(raw: Union[bytes, memoryview]) -> Optional[ScannedEvents]:
     got = _scanner.scan_array(raw, msgspec.json.decode)
     if got is None:
         return None
-    entries, n, phase, ts, dur, pid, tid, name, cat, texts, arg, args, fixups, meta, flows = got
+    entries, n, phase, ts, dur, pid, tid, pidc, pids, name, cat, texts, arg, args, fixups, meta, flows = got
     ts_ns, dur_ns = np.frombuffer(ts, np.int64), np.frombuffer(dur, np.int64)
     if fixups:      # the times given in another form: us_text_to_ns of the value the structs hold
         ts_ns, dur_ns = ts_ns.copy(), dur_ns.copy()
@@ -466,6 +469,7 @@ def scan_event_array(raw: Union[bytes, memoryview]) -> Optional[ScannedEvents]:
         return None
     return ScannedEvents(entries=entries, phase=np.frombuffer(phase, np.uint8), ts_ns=ts_ns, dur_ns=dur_ns,
                          pid=np.frombuffer(pid, np.int64), tid=np.frombuffer(tid, np.int64),
+                         pidc=np.frombuffer(pidc, np.int32), pids=pids,
                          name=np.frombuffer(name, np.int32), cat=np.frombuffer(cat, np.int32), texts=texts,
                          arg=np.frombuffer(arg, np.int32), args=args, meta=meta_structs, flows=flow_structs)
 

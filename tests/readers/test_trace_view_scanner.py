@@ -299,7 +299,7 @@ def test_a_text_msgspec_refuses_is_declined_and_any_other_error_raised():
     from npuprof.readers import _tracescan
 
     raw = b'[{"ph": "X", "pid": 1, "tid": 1, "ts": "1.000", "name": "\\u0041"}]'
-    assert _tracescan.scan_array(raw, lambda text: "A")[9] == ["", "A"]
+    assert _tracescan.scan_array(raw, lambda text: "A")[11] == ["", "A"]
 
     def refuses(text):
         raise ValueError("refused")
