@@ -1,7 +1,8 @@
-/* npuprof.readers._tracescan: a Kineto trace's complete events scanned into columns, compiled.
+/* npuprof.readers._tracescan: a Kineto trace's complete events (scan), and the events of a torch_npu or
+ * MindSpore trace_view.json (scan_array, at the end of this file), scanned into columns, compiled.
  *
  * Why: decoding the events into objects and taking one Python list per field
- * was most of the Kineto reader's time (docs/performance.md). Here one pass
+ * was most of both readers' time (docs/performance.md). Here one pass
  * over the bytes fills arrays of numbers and interns each name and category
  * once (by its bytes): per event, no Python object is made at all.
  *

@@ -15,6 +15,9 @@ file the structs would read otherwise, and then the decoder reads it.
 :func:`decode_events` is the same decoder for readers that need every event and whole ``args`` (torch_npu's
 and MindSpore's ``trace_view.json``): one list per field of every event, ``args`` kept as its JSON text
 (``msgspec.Raw``) and parsed by orjson only for the events whose args are used, so the values are orjson's.
+:func:`scan_event_array` is that reader's compiled twin of :func:`event_array_chunks`' structs: the read
+events as arrays, names and categories coded, each distinct args text once (:class:`ScannedEvents`); it
+declines (None) any file the structs would read otherwise and any event the reader's per-event rules take.
 
 Example::
 
