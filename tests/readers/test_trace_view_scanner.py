@@ -274,6 +274,45 @@ def test_generated_traces_scan_as_the_structs_read_them(entries):
         assert _values(scanned) == _values(reference)
 
 
+SMALL = None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_bytes_are_declined_or_scanned_as_the_structs_read_them(data):
+    """The first events of the real trace, bytes changed, cut, deleted or inserted: the scanner declines the
+    result or reads it as the structs do."""
+    global SMALL
+    if SMALL is None:
+        SMALL = json.dumps(json.loads(realdata(SAMPLES[0]).read_bytes())[:60], ensure_ascii=False).encode()
+    raw = bytearray(SMALL)
+    for _ in range(data.draw(st.integers(1, 4))):
+        how = data.draw(st.sampled_from(["byte", "cut", "delete", "insert"]))
+        at = data.draw(st.integers(0, len(raw) - 1))
+        if how == "byte":
+            raw[at] = data.draw(st.sampled_from(list(b'{}[]",:\\ 0-.eE\x00\x7f\x80\xc3\xff') + [data.draw(st.integers(0, 255))]))
+        elif how == "cut":
+            del raw[at:]
+        elif how == "delete":
+            del raw[at:at + data.draw(st.integers(1, 8))]
+        else:
+            raw[at:at] = data.draw(st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"\\u", b"1e999", b"\xed\xa0\x80"]))
+        if not raw:
+            raw = bytearray(b"[")
+    raw = bytes(raw)
+    scanned = _scanned(raw)
+    try:
+        reference = _structs(raw)
+    except Exception:
+        assert scanned is None
+        return
+    if reference.odd:
+        assert scanned is None
+        return
+    if scanned is not None:
+        assert _values(scanned) == _values(reference)
+
+
 def test_plain_events_are_always_taken():
     rnd = random.Random(3)
     events = [{"ph": rnd.choice("XCiI"), "name": f"op{i % 7}", "pid": i % 3, "tid": i % 5, "cat": rnd.choice(["a", None]),
