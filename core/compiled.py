@@ -3,8 +3,8 @@
 ``pip install`` builds them (``setup.py``, each optional): the annotation hot
 paths (``npuprof._hotpath``, twin of ``recorder.py``'s Python code), the
 row renderer (``npuprof.export._rowrender``, twin of ``textrows.CellRows``)
-and the Kineto trace scanner (``npuprof.readers._tracescan``, twin of
-``trace_decode.decode_trace``'s structs).
+and the trace scanner (``npuprof.readers._tracescan``, twin of
+``trace_decode``'s msgspec structs for Kineto traces and trace_view.json).
 Each Python twin is the reference and the fallback: it runs where the module
 was not built, everywhere when ``NPUPROF_PURE_PYTHON`` is set (not "0"), and on
 a free-threaded Python (3.13t) running with the GIL off: the compiled modules
@@ -37,7 +37,7 @@ PURE_PYTHON_ENV = "NPUPROF_PURE_PYTHON"
 # npuprof's compiled modules and what each one's Python twin is
 COMPILED_MODULES = {"npuprof._hotpath": "annotations (record_function, mstx, trace_api)",
                     "npuprof.export._rowrender": "text rows of trace_view.json and the CSV files",
-                    "npuprof.readers._tracescan": "reading Kineto traces"}
+                    "npuprof.readers._tracescan": "reading Kineto traces and trace_view.json"}
 
 
 @dataclass(frozen=True)

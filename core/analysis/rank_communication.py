@@ -184,14 +184,16 @@ def _owners(c: CommEvents, items: dict) -> np.ndarray:
     ots, oend, ogroup = c.ops["ts"], c.ops["ts"] + c.ops["dur"], c.ops["group"]
     order = np.argsort(ots, kind="stable")
     sts = ots[order]
-    for i, (t, g) in enumerate(zip(items["ts"].tolist(), items["group"].tolist())):
-        j = int(np.searchsorted(sts, t, side="right")) - 1
+    # the last operator starting at or before each item, in bulk; then plain lists, no NumPy scalar per look
+    last = (np.searchsorted(sts, items["ts"], side="right") - 1).tolist()
+    order_l, sts_l, oend_l, ogroup_l = order.tolist(), sts.tolist(), oend.tolist(), ogroup.tolist()
+    for i, (t, g, j) in enumerate(zip(items["ts"].tolist(), items["group"].tolist(), last)):
         while j >= 0:
-            k = order[j]
-            if oend[k] >= t and ogroup[k] == g:
+            k = order_l[j]
+            if oend_l[k] >= t and ogroup_l[k] == g:
                 owner[i] = k
                 break
-            if t - sts[j] > 10**10:  # no op spans 10 s back; stop scanning
+            if t - sts_l[j] > 10**10:  # no op spans 10 s back; stop scanning
                 break
             j -= 1
     return owner
@@ -253,13 +255,15 @@ def _op_tasks(c: CommEvents) -> dict[int, dict[int, list[_Task]]]:
     """Operator index -> plane -> its HCCL tasks in time order."""
     out: dict[int, dict[int, list[_Task]]] = {}
     t = c.tasks
-    for i, o in enumerate(task_owners(c).tolist()):
+    columns = [t[k].tolist() for k in ("plane", "ts", "dur", "task_type", "src", "dst", "size", "transport_type",
+                                       "link_type", "rdma_type", "is_master")]     # one Python object per value
+    for o, plane, ts, dur, task_type, src, dst, size, transport, link, rdma, master in zip(task_owners(c).tolist(),
+                                                                                            *columns):
         if o < 0:
             continue
-        out.setdefault(o, {}).setdefault(int(t["plane"][i]), []).append(_Task(
-            int(t["ts"][i]), int(t["dur"][i]), str(t["task_type"][i]), int(t["src"][i]), int(t["dst"][i]),
-            float(t["size"][i]), str(t["transport_type"][i]).upper(), str(t["link_type"][i]).upper(),
-            str(t["rdma_type"][i]).upper(), int(t["is_master"][i])))
+        out.setdefault(o, {}).setdefault(int(plane), []).append(_Task(
+            int(ts), int(dur), str(task_type), int(src), int(dst), float(size), str(transport).upper(),
+            str(link).upper(), str(rdma).upper(), int(master)))
     for planes in out.values():
         for tasks in planes.values():
             tasks.sort(key=lambda x: x.ts)

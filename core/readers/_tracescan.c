@@ -1,7 +1,8 @@
-/* npuprof.readers._tracescan: a Kineto trace's complete events scanned into columns, compiled.
+/* npuprof.readers._tracescan: a Kineto trace's complete events (scan), and the events of a torch_npu or
+ * MindSpore trace_view.json (scan_array, at the end of this file), scanned into columns, compiled.
  *
  * Why: decoding the events into objects and taking one Python list per field
- * was most of the Kineto reader's time (docs/performance.md). Here one pass
+ * was most of both readers' time (docs/performance.md). Here one pass
  * over the bytes fills arrays of numbers and interns each name and category
  * once (by its bytes): per event, no Python object is made at all.
  *
@@ -96,15 +97,24 @@ typedef struct {
 typedef struct {
     Slot *slots;
     Py_ssize_t cap, used;     /* cap a power of two */
-    PyObject *texts;          /* list of str, by code */
+    PyObject *texts;          /* list of str (of bytes where as_bytes), by code */
     PyObject *decode;
+    int as_bytes;             /* the texts kept as bytes, not decoded (JSON texts of whole values) */
 } Interner;
 
+/* eight bytes at a time: the args texts interned can be kilobytes (call stacks) */
 static uint64_t
 hash_bytes(const unsigned char *s, Py_ssize_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++) {
         h ^= s[i];
         h *= 1099511628211ULL;
     }
@@ -164,7 +174,9 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
         j = (j + 1) & (t->cap - 1);
     }
     PyObject *text;
-    if (escaped) {
+    if (t->as_bytes)
+        text = PyBytes_FromStringAndSize((const char *)s, n);
+    else if (escaped) {
         PyObject *raw = PyBytes_FromStringAndSize((const char *)s - 1, n + 2);
         if (!raw) {
             c->fail = 2;
@@ -182,12 +194,11 @@ intern(Interner *t, Cursor *c, const unsigned char *s, Py_ssize_t n, int escaped
             return -1;
         }
     }
-    else {
+    else
         text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
-        if (!text) {
-            c->fail = declined_or_raised();
-            return -1;
-        }
+    if (!text) {
+        c->fail = declined_or_raised();
+        return -1;
     }
     int32_t code = (int32_t)PyList_GET_SIZE(t->texts);
     int rc = PyList_Append(t->texts, text);
@@ -1010,14 +1021,465 @@ out:
     return result;
 }
 
+/* -- trace_view.json (torch_npu, MindSpore): a bare event array ---------------------------------------- */
+/* scan_array(buffer, decode) -> tuple, or None (declined: the caller decodes the file with msgspec's
+ * _AnyEvent structs or orjson, as before). Declined: anything but one JSON array of objects (white space
+ * around it), a key of an event spelt with escapes or one of ph cat name pid tid ts dur id args given
+ * twice, any of those but args holding an object or an array, a ph spelt with escapes, and a read event
+ * (ph X, C, i or I) the Python rules would take one by one (CompactTrace's "odd" ones): a pid or tid that
+ * is not a JSON integer within int64, a name that is not text (an absent one is ""), a cat that is neither
+ * text nor null, an absent ts; and, as the Kineto scan, malformed JSON anywhere, invalid UTF-8, a used
+ * number out of the double range, nesting past 512.
+ *
+ * The tuple (n = the read events, in file order; entries = every entry of the array):
+ *   entries, n, phase, ts, dur, pid, tid, pidc, pids, name, cat, texts, arg, args, fixups, meta, flows
+ * phase: n bytes, 0 X, 1 C, 2 i or I; ts/dur: n int64 each, us_text_to_ns of the value (dur 0 but for X)
+ *   where a text of [-]digits[.digits] or a number (v * 1000 within 2^62 in magnitude, rounded half to
+ *   even), else 0 and the value's JSON text in fixups: a list of (row, 0 for ts / 1 for dur, JSON text);
+ * pid/tid: n int64; pidc: n int32, codes into pids (list of int: each distinct pid, in order of first
+ *   appearance); name/cat: n int32, codes into texts (list of str); cat -1 where absent or null;
+ * arg: n int32, codes into args (list of bytes: each distinct JSON text of an args, b"null" where absent);
+ * meta, flows: the JSON text of an array of the "M" events, and of the "s" and "f" events, as in the file.
+ */
+/* the distinct pids, coded in order of first appearance (a trace has a few processes) */
+typedef struct {
+    int64_t *keys;
+    int32_t *codes;
+    Py_ssize_t cap, used;     /* cap a power of two; codes -1 where free */
+    PyObject *values;         /* list of int, by code */
+} PidCodes;
+
+static int
+pid_codes_grow(PidCodes *t)
+{
+    Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
+    int64_t *keys = PyMem_Malloc(cap * sizeof(int64_t));
+    int32_t *codes = PyMem_Malloc(cap * sizeof(int32_t));
+    if (!keys || !codes) {
+        PyMem_Free(keys);
+        PyMem_Free(codes);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < cap; j++)
+        codes[j] = -1;
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        if (t->codes[i] < 0)
+            continue;
+        Py_ssize_t j = (Py_ssize_t)(((uint64_t)t->keys[i] * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+        while (codes[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        keys[j] = t->keys[i];
+        codes[j] = t->codes[i];
+    }
+    PyMem_Free(t->keys);
+    PyMem_Free(t->codes);
+    t->keys = keys;
+    t->codes = codes;
+    t->cap = cap;
+    return 0;
+}
+
+/* the code of pid v; -1 with c->fail set */
+static int32_t
+pid_code(PidCodes *t, Cursor *c, int64_t v)
+{
+    if ((t->used + 1) * 2 > t->cap && pid_codes_grow(t) < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    Py_ssize_t j = (Py_ssize_t)(((uint64_t)v * 0x9E3779B97F4A7C15ULL) >> 20) & (t->cap - 1);
+    while (t->codes[j] >= 0) {
+        if (t->keys[j] == v)
+            return t->codes[j];
+        j = (j + 1) & (t->cap - 1);
+    }
+    PyObject *value = PyLong_FromLongLong(v);
+    if (!value || PyList_Append(t->values, value) < 0) {
+        Py_XDECREF(value);
+        c->fail = 2;
+        return -1;
+    }
+    Py_DECREF(value);
+    t->keys[j] = v;
+    t->codes[j] = (int32_t)t->used++;
+    return t->codes[j];
+}
+
+typedef struct {
+    Buf phase, ts, dur, pid, tid, pidc, name, cat, arg, meta, flows;
+    Py_ssize_t n, entries;
+    Interner texts, args;
+    PidCodes pids;
+    PyObject *fixups;
+    int32_t empty_code, null_args;
+} ViewColumns;
+
+enum { V_PH = 1, V_CAT = 2, V_NAME = 4, V_PID = 8, V_TID = 16, V_TS = 32, V_DUR = 64, V_ID = 128, V_ARGS = 256 };
+
+/* a µs text as us_text_to_ns reads it, for its plain forms ([-]digits[.digits], at most 16 whole digits):
+ * 0 with *ns, else -1 (Python reads it) */
+static int
+us_text_ns(const unsigned char *s, Py_ssize_t n, int64_t *ns)
+{
+    const unsigned char *p = s, *end = s + n;
+    int neg = p < end && *p == '-';
+    p += neg;
+    const unsigned char *whole = p;
+    uint64_t v = 0;
+    while (p < end && *p >= '0' && *p <= '9')
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    if (p == whole || p - whole > 16)
+        return -1;
+    uint64_t frac = 0, up = 0;
+    if (p < end) {
+        if (*p++ != '.')
+            return -1;
+        const unsigned char *f = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+        if (p != end)
+            return -1;
+        Py_ssize_t fn = p - f;
+        for (int k = 0; k < 3; k++)
+            frac = frac * 10 + (uint64_t)(k < fn ? f[k] - '0' : 0);
+        up = fn > 3 && f[3] >= '5';     /* the fourth decimal rounds, the rest are ignored */
+    }
+    uint64_t mag = v * 1000 + frac + up;      /* v < 10^16: no wrap */
+    if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > (uint64_t)INT64_MAX)
+        return -1;
+    *ns = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return 0;
+}
+
+/* a time value: where it starts and what the scan made of it */
+typedef struct {
+    const unsigned char *text, *str;     /* the JSON text; a string's content (unescaped ones only) */
+    Py_ssize_t text_n, str_n;
+    Number num;
+} TimeValue;
+
+/* the value of ts or dur at c->p */
+static int
+read_time(Cursor *c, TimeValue *v)
+{
+    v->text = c->p;
+    v->str = NULL;
+    v->num.kind = 0;
+    if (*c->p == '"') {
+        const unsigned char *s;
+        Py_ssize_t n;
+        int esc;
+        if (scan_string(c, &s, &n, &esc) < 0)
+            return -1;
+        if (!esc)
+            v->str = s, v->str_n = n;
+    }
+    else if (*c->p == '{' || *c->p == '[')
+        return -1;
+    else if (read_number_value(c, &v->num) < 0)
+        return -1;
+    v->text_n = c->p - v->text;
+    return 0;
+}
+
+/* the ns of a time value into *ns (0 with a fixup where Python decides) */
+static int
+time_ns(ViewColumns *out, Cursor *c, const TimeValue *v, int which, int64_t *ns)
+{
+    *ns = 0;
+    if (v->str && us_text_ns(v->str, v->str_n, ns) == 0)
+        return 0;
+    if (v->num.kind == NUM_INT || v->num.kind == NUM_FLOAT) {
+        double x = (v->num.kind == NUM_INT ? (double)v->num.i : v->num.d) * 1000.0;
+        if (fabs(x) < 4611686018427387904.0) {     /* 2^62, as us_texts_to_ns_array */
+            *ns = (int64_t)nearbyint(x);
+            return 0;
+        }
+    }
+    *ns = 0;
+    PyObject *item = Py_BuildValue("(niy#)", out->n, which, (const char *)v->text, v->text_n);
+    if (!item || PyList_Append(out->fixups, item) < 0) {
+        Py_XDECREF(item);
+        c->fail = 2;
+        return -1;
+    }
+    Py_DECREF(item);
+    return 0;
+}
+
+/* the event's JSON text appended to an array's text */
+static int
+append_event(Buf *b, Cursor *c, const unsigned char *s, Py_ssize_t n)
+{
+    if (buf_reserve(b, n + 2) < 0) {
+        c->fail = 2;
+        return -1;
+    }
+    if (b->len)
+        b->data[b->len++] = ',';
+    else
+        b->data[b->len++] = '[';
+    buf_put(b, s, n);
+    return 0;
+}
+
+/* a string, number or literal (the structs' Any fields: an object or array is declined) */
+static inline int
+read_scalar(Cursor *c, Number *num)
+{
+    if (*c->p == '{' || *c->p == '[')
+        return -1;
+    return read_number_value(c, num);
+}
+
+static int
+read_view_event(Cursor *c, ViewColumns *out)
+{
+    if (c->p >= c->end || *c->p != '{')
+        return -1;     /* not an object: the structs refuse it */
+    const unsigned char *start = c->p;
+    int seen = 0, ph = 0;
+    const unsigned char *cat = NULL, *name = NULL, *args = NULL;
+    Py_ssize_t cat_n = 0, name_n = 0, args_n = 0;
+    int cat_esc = 0, name_esc = 0, cat_ok = 1, name_ok = 1;
+    Number pid = {0}, tid = {0}, other;
+    TimeValue ts = {0}, dur = {0};
+    if (!open_container(c, '}')) {
+        for (;;) {
+            const unsigned char *k;
+            Py_ssize_t kn;
+            int esc;
+            if (read_key(c, &k, &kn, &esc) < 0 || esc || c->p >= c->end)
+                return -1;
+            int field = 0;
+            switch (kn) {
+            case 2:
+                field = key_is(k, kn, "ph") ? V_PH : key_is(k, kn, "ts") ? V_TS : key_is(k, kn, "id") ? V_ID : 0;
+                break;
+            case 3:
+                field = key_is(k, kn, "cat") ? V_CAT : key_is(k, kn, "pid") ? V_PID : key_is(k, kn, "tid") ? V_TID
+                      : key_is(k, kn, "dur") ? V_DUR : 0;
+                break;
+            case 4:
+                field = key_is(k, kn, "name") ? V_NAME : key_is(k, kn, "args") ? V_ARGS : 0;
+                break;
+            }
+            if (field & seen)
+                return -1;     /* given twice */
+            seen |= field;
+            unsigned char ch = *c->p;
+            switch (field) {
+            case V_PH:
+                if (ch == '"') {
+                    const unsigned char *s;
+                    Py_ssize_t n;
+                    if (scan_string(c, &s, &n, &esc) < 0 || esc)
+                        return -1;
+                    ph = n == 1 ? s[0] : 0;
+                }
+                else if (read_scalar(c, &other) < 0)
+                    return -1;
+                break;
+            case V_CAT:
+            case V_NAME: {
+                const unsigned char *s = NULL;
+                Py_ssize_t n = 0;
+                int is_str = ch == '"';
+                esc = 0;
+                if (is_str ? scan_string(c, &s, &n, &esc) < 0 : read_scalar(c, &other) < 0)
+                    return -1;
+                if (field == V_CAT)   /* null is None, as absent */
+                    cat = s, cat_n = n, cat_esc = esc, cat_ok = is_str || ch == 'n';
+                else
+                    name = s, name_n = n, name_esc = esc, name_ok = is_str;
+                break;
+            }
+            case V_PID:
+            case V_TID:
+                if (read_scalar(c, field == V_PID ? &pid : &tid) < 0)
+                    return -1;
+                break;
+            case V_TS:
+            case V_DUR:
+                if (read_time(c, field == V_TS ? &ts : &dur) < 0)
+                    return -1;
+                break;
+            case V_ID:
+                if (read_scalar(c, &other) < 0)
+                    return -1;
+                break;
+            case V_ARGS:
+                args = c->p;
+                if (skip_value(c, 2) < 0)
+                    return -1;
+                args_n = c->p - args;
+                break;
+            default:
+                if (skip_value(c, 2) < 0)
+                    return -1;
+            }
+            int more = next_item(c, '}');
+            if (more < 0)
+                return -1;
+            if (!more)
+                break;
+        }
+    }
+    out->entries++;
+    if (ph == 'M')
+        return append_event(&out->meta, c, start, c->p - start);
+    if (ph == 's' || ph == 'f')
+        return append_event(&out->flows, c, start, c->p - start);
+    int phase = ph == 'X' ? 0 : ph == 'C' ? 1 : (ph == 'i' || ph == 'I') ? 2 : -1;
+    if (phase < 0)
+        return 0;      /* not read */
+    if (pid.kind != NUM_INT || tid.kind != NUM_INT || !name_ok || !cat_ok || !(seen & V_TS))
+        return -1;     /* an odd event: the Python rules read the file */
+    int32_t name_code = name ? intern(&out->texts, c, name, name_n, name_esc) : out->empty_code;
+    if (name_code < 0)
+        return -1;
+    int32_t cat_code = cat ? intern(&out->texts, c, cat, cat_n, cat_esc) : -1;
+    if (cat && cat_code < 0)
+        return -1;
+    int32_t arg_code = args ? intern(&out->args, c, args, args_n, 0) : out->null_args;
+    if (arg_code < 0)
+        return -1;
+    int32_t pid_at = pid_code(&out->pids, c, pid.i);
+    if (pid_at < 0)
+        return -1;
+    int64_t t_ns = 0, d_ns = 0;
+    if (time_ns(out, c, &ts, 0, &t_ns) < 0)
+        return -1;
+    if (phase == 0 && (seen & V_DUR) && time_ns(out, c, &dur, 1, &d_ns) < 0)
+        return -1;     /* an absent dur is 0 */
+    Buf *cols[] = {&out->phase, &out->ts, &out->dur, &out->pid, &out->tid, &out->pidc, &out->name, &out->cat,
+                   &out->arg};
+    Py_ssize_t sizes[] = {1, 8, 8, 8, 8, 4, 4, 4, 4};
+    for (int k = 0; k < 9; k++)
+        if (buf_reserve(cols[k], sizes[k]) < 0) {
+            c->fail = 2;
+            return -1;
+        }
+    out->phase.data[out->phase.len++] = (char)phase;
+    buf_put(&out->ts, &t_ns, 8);
+    buf_put(&out->dur, &d_ns, 8);
+    buf_put(&out->pid, &pid.i, 8);
+    buf_put(&out->tid, &tid.i, 8);
+    buf_put(&out->pidc, &pid_at, 4);
+    buf_put(&out->name, &name_code, 4);
+    buf_put(&out->cat, &cat_code, 4);
+    buf_put(&out->arg, &arg_code, 4);
+    out->n++;
+    return 0;
+}
+
+static int
+read_view(Cursor *c, ViewColumns *out)
+{
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '[')
+        return -1;
+    if (!open_container(c, ']')) {
+        for (;;) {
+            if (read_view_event(c, out) < 0)
+                return -1;
+            int more = next_item(c, ']');
+            if (more < 0)
+                return -1;
+            if (!more)
+                break;
+        }
+    }
+    skip_ws(c);
+    return c->p == c->end ? 0 : -1;
+}
+
+static PyObject *
+array_text(Buf *b)
+{
+    if (!b->len)
+        return PyBytes_FromString("[]");
+    PyObject *text = PyBytes_FromStringAndSize(NULL, b->len + 1);
+    if (text) {
+        memcpy(PyBytes_AS_STRING(text), b->data, b->len);
+        PyBytes_AS_STRING(text)[b->len] = ']';
+    }
+    return text;
+}
+
+static PyObject *
+scan_array(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *source, *decode;
+    if (!PyArg_ParseTuple(args, "OO:scan_array", &source, &decode))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    ViewColumns col;
+    memset(&col, 0, sizeof(col));
+    PyObject *result = NULL;
+    col.texts.texts = PyList_New(0);
+    col.texts.decode = decode;
+    col.args.texts = PyList_New(0);
+    col.args.as_bytes = 1;
+    col.fixups = PyList_New(0);
+    col.pids.values = PyList_New(0);
+    Buf *bufs[] = {&col.phase, &col.ts, &col.dur, &col.pid, &col.tid, &col.pidc, &col.name, &col.cat, &col.arg,
+                   &col.meta, &col.flows};
+    if (!col.texts.texts || !col.args.texts || !col.fixups || !col.pids.values)
+        goto out;
+    Cursor c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0};
+    col.empty_code = intern(&col.texts, &c, (const unsigned char *)"", 0, 0);
+    col.null_args = col.empty_code < 0 ? -1 : intern(&col.args, &c, (const unsigned char *)"null", 4, 0);
+    if (col.null_args < 0)
+        goto out;
+    int rc = read_view(&c, &col);
+    if (c.fail == 2)
+        goto out;
+    if (rc < 0 || c.fail) {
+        result = Py_NewRef(Py_None);
+        goto out;
+    }
+    PyObject *cols[11];
+    int made = 1;
+    for (int k = 0; k < 9; k++)
+        made &= (cols[k] = buf_bytes(bufs[k])) != NULL;
+    made &= (cols[9] = array_text(&col.meta)) != NULL;
+    made &= (cols[10] = array_text(&col.flows)) != NULL;
+    if (made)
+        result = Py_BuildValue("(nnOOOOOOOOOOOOOOO)", col.entries, col.n, cols[0], cols[1], cols[2], cols[3],
+                               cols[4], cols[5], col.pids.values, cols[6], cols[7], col.texts.texts, cols[8],
+                               col.args.texts, col.fixups, cols[9], cols[10]);
+    for (int k = 0; k < 11; k++)
+        Py_XDECREF(cols[k]);
+out:
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        PyMem_Free(bufs[k]->data);
+    PyMem_Free(col.texts.slots);
+    PyMem_Free(col.args.slots);
+    PyMem_Free(col.pids.keys);
+    PyMem_Free(col.pids.codes);
+    Py_XDECREF(col.pids.values);
+    Py_XDECREF(col.texts.texts);
+    Py_XDECREF(col.args.texts);
+    Py_XDECREF(col.fixups);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, decode) -> the complete events of a Kineto trace as columns, or None (see the module doc)"},
+    {"scan_array", scan_array, METH_VARARGS,
+     "scan_array(buffer, decode) -> the events of a trace_view.json (an event array) as columns, or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "npuprof.readers._tracescan",
-    "A Kineto trace's complete events scanned into columns (twin of trace_decode's structs).", -1, methods};
+    "Kineto traces and trace_view.json event arrays scanned into columns (twin of trace_decode's structs).", -1,
+    methods};
 
 PyMODINIT_FUNC
 PyInit__tracescan(void)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import chain
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -41,8 +42,8 @@ from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
 from .event_rows import args_text
 from .time_text import INT64_BOUNDS, us_text_to_ns_or_none, us_texts_to_ns, us_texts_to_ns_array
-from .trace_decode import ChunksRefused, NoTraceEvents, TraceDecodeError, TraceEvents, decode_events, \
-    event_array_chunks, events_of_structs
+from .trace_decode import ChunksRefused, NoTraceEvents, ScannedEvents, TraceDecodeError, TraceEvents, \
+    decode_events, event_array_chunks, events_of_structs, scan_event_array_file
 
 # process name -> how its complete ("X") events are read
 _DERIVED = {"Scope Layer", "Overlap Analysis", "Step Trace"}
@@ -81,9 +82,13 @@ def _head(path: Path) -> bytes:
 
 
 def load_trace(path: Path, problems: list[str]) -> "CompactTrace":
-    """The trace's events, compact: decoded chunk by chunk (msgspec), else whole (orjson, or a file that
-    does not split into event chunks)."""
+    """The trace's events, compact: scanned into columns by the compiled scanner, else (not built, or a file
+    it declines) decoded chunk by chunk (msgspec), else whole (orjson, or a file that does not split into
+    event chunks); the same trace each way."""
     check_input_file(path)
+    scanned = None if _PER_EVENT_ONLY else scan_event_array_file(path)
+    if scanned is not None:
+        return CompactTrace.of_scanned(scanned)
     try:
         trace = CompactTrace()
         for chunk in event_array_chunks(path):
@@ -239,6 +244,33 @@ def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
     return [(k // base, k % base) for k in keys.tolist()], at
 
 
+def _flow_links(flows: dict, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -> Optional[np.ndarray]:
+    """``flows.get((pid, tid, ts), -1)`` of each row, in bulk (the flow ends by time, then pid and tid compared);
+    None where a flow end is not three integers (a float pid equals an int one as a dict key), or many ends
+    share one time: then row by row."""
+    ends = list(flows)
+    if set(map(type, chain.from_iterable(ends))) != {int}:
+        return None
+    try:
+        end_pid, end_tid, end_ts = (np.array(col, dtype=np.int64) for col in zip(*ends))
+        link = np.array(list(flows.values()), dtype=np.int64)
+    except OverflowError:
+        return None
+    order = np.argsort(end_ts, kind="stable")
+    end_pid, end_tid, end_ts, link = end_pid[order], end_tid[order], end_ts[order], link[order]
+    first = np.searchsorted(end_ts, ts, side="left")
+    same_time = np.searchsorted(end_ts, ts, side="right") - first
+    if len(same_time) and int(same_time.max()) > 16:
+        return None
+    out = np.full(len(ts), -1, dtype=np.int64)
+    for k in range(int(same_time.max()) if len(same_time) else 0):
+        rows = np.flatnonzero(same_time > k)
+        at = first[rows] + k
+        hit = (end_pid[at] == pid[rows]) & (end_tid[at] == tid[rows])
+        out[rows[hit]] = link[at[hit]]
+    return out
+
+
 def _only(values: list, *types: type) -> bool:
     return set(map(type, values)) <= set(types)
 
@@ -286,6 +318,28 @@ class CompactTrace:
             take = itemgetter(*read) if len(read) > 1 else (lambda values: (values[read[0]],))
             self._add_read(*(take(getattr(events, k)) for k in _READ_FIELDS))
         events.release()
+
+    @classmethod
+    def of_scanned(cls, scanned: ScannedEvents) -> "CompactTrace":
+        """The trace the compiled scanner read (:func:`scan_event_array_file`): what :meth:`add_structs` makes
+        of the same file (the scanner declines any file with an odd event)."""
+        trace = cls(raw_args=True, _entries=scanned.entries)
+        if scanned.meta:
+            trace.meta = events_of_structs(scanned.meta).dicts(range(len(scanned.meta)))
+        flows = scanned.flows
+        trace.flows = {key: list(map(attrgetter(key), flows)) for key in ("cat", "pid", "tid", "ts", "id")}
+        n = len(scanned.phase)
+        if not n:
+            return trace
+        texts = scanned.texts
+        cat = scanned.cat.astype(np.int64)
+        cat[cat < 0] = len(texts)      # None: after the texts
+        trace.pids, trace.names, trace.cats, trace.args = scanned.pids, texts, texts + [None], scanned.args
+        trace.columns = {"ts": scanned.ts_ns, "dur": scanned.dur_ns, "phase": scanned.phase,
+                         "plain": np.ones(n, dtype=bool), "pid": scanned.pid, "tid": scanned.tid,
+                         "pidc": scanned.pidc.astype(np.int64), "name": scanned.name.astype(np.int64), "cat": cat,
+                         "arg": scanned.arg.astype(np.int64)}
+        return trace
 
     def add_structs(self, structs: list) -> None:
         """Take one chunk of msgspec's event structs (:func:`event_array_chunks`): only the
@@ -562,11 +616,13 @@ class TraceReader:
         device = [self._device_of(v) for v in trace.pids]
         n_cat, n_name = len(trace.cats) + 1, len(trace.names) + 1
         if len(trace.pids) * n_cat * n_name * 3 < 1 << 62:
-            key = ((pid_at * n_cat + cat) * n_name + name) * 3 + phase
-            combos, at = _distinct(key)
+            # the distinct (category, name) pairs first, then with the process and phase: two dense keys, in
+            # the order of the one key (process, category, name, phase)
+            pairs, pair_at = _distinct(cat * n_name + name)
+            combos, at = _distinct((pid_at * len(pairs) + pair_at) * 3 + phase)
             ph_of, rest = combos % 3, combos // 3
-            name_of, rest = rest % n_name, rest // n_name
-            cat_of, pid_of = rest % n_cat, rest // n_cat
+            pair_of, pid_of = pairs[rest % len(pairs)], rest // len(pairs)
+            cat_of, name_of = pair_of // n_name, pair_of % n_name
         else:
             stacked = np.stack([pid_at, cat, name, phase.astype(np.int64)], axis=1)
             combos, at = np.unique(stacked, axis=0, return_inverse=True)
@@ -595,8 +651,11 @@ class TraceReader:
         linked = (with_corr | (action == _HARDWARE) | (action == _HCCL)) & ~bad
         if flows and linked.any():
             sel = np.flatnonzero(linked)
-            get = flows.get
-            corr[sel] = [get(k, -1) for k in zip(pid[sel].tolist(), tid[sel].tolist(), ts[sel].tolist())]
+            found = _flow_links(flows, pid[sel], tid[sel], ts[sel])
+            if found is None:
+                get = flows.get
+                found = [get(k, -1) for k in zip(pid[sel].tolist(), tid[sel].tolist(), ts[sel].tolist())]
+            corr[sel] = found
         pos = rows
         # one row per event
         one = np.flatnonzero(((action == _ROW) | (action == _MSTX_SPAN) | (action == _CANN_API)) & ~bad)

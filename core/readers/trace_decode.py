@@ -15,6 +15,9 @@ file the structs would read otherwise, and then the decoder reads it.
 :func:`decode_events` is the same decoder for readers that need every event and whole ``args`` (torch_npu's
 and MindSpore's ``trace_view.json``): one list per field of every event, ``args`` kept as its JSON text
 (``msgspec.Raw``) and parsed by orjson only for the events whose args are used, so the values are orjson's.
+:func:`scan_event_array` is that reader's compiled twin of :func:`event_array_chunks`' structs: the read
+events as arrays, names and categories coded, each distinct args text once (:class:`ScannedEvents`); it
+declines (None) any file the structs would read otherwise and any event the reader's per-event rules take.
 
 Example::
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import mmap
 import os
 import queue
 import re
@@ -43,6 +47,7 @@ import numpy as np
 import orjson
 
 from ..compiled import load_compiled
+from .time_text import INT64_BOUNDS, us_text_to_ns_or_none
 
 try:   # the optional fast path (pyproject extra "fast")
     import msgspec
@@ -401,6 +406,90 @@ def scan_trace(raw: Union[bytes, memoryview]) -> Optional[ScannedTrace]:
     if _scanner is None or decoder_name() != "msgspec":
         return None
     return _scanned(_scanner.scan(raw, msgspec.json.decode))
+
+
+@dataclass
+class ScannedEvents:
+    """The events of a trace_view.json (a JSON event array) as the compiled scanner reads them
+    (``_tracescan.c``'s ``scan_array``). The read events (phase ``X``, ``C``, ``i``, ``I``), in file order,
+    as arrays: ``phase`` 0 X, 1 C, 2 i/I; ``ts_ns``/``dur_ns`` ``us_text_to_ns`` of ts/dur (dur 0 but for
+    complete events); ``pid``/``tid``; ``name``/``cat`` codes into ``texts`` (``cat`` -1 where None);
+    ``arg`` codes into ``args``, each distinct args' JSON text (``b"null"`` where absent); ``pidc`` codes into
+    ``pids``, the distinct pids in order of first appearance. ``meta`` and
+    ``flows``: the structs of the ``M`` events and of the ``s``/``f`` events, as :func:`event_array_chunks`
+    gives them; ``entries``: every entry of the array."""
+
+    entries: int
+    phase: np.ndarray
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    pidc: np.ndarray
+    pids: list
+    name: np.ndarray
+    cat: np.ndarray
+    texts: list
+    arg: np.ndarray
+    args: list
+    meta: list
+    flows: list
+
+
+def scan_event_array(raw: Union[bytes, memoryview]) -> Optional[ScannedEvents]:
+    """The event array ``raw`` (a trace_view.json) as :class:`ScannedEvents`, or None where the scanner is not
+    in use (as :func:`scan_trace`) or declines the file: anything :func:`event_array_chunks`' structs would
+    read otherwise or refuse, and any read event the per-event rules would take (a pid that is not an
+    integer, a time ``us_text_to_ns`` does not read ...: ``CompactTrace``'s odd events). Then the caller
+    decodes the file as before.
+
+    Example::
+
+        scanned = scan_event_array(Path("trace_view.json").read_bytes())
+        scanned is None or scanned.texts[scanned.name[0]]
+    """
+    if _scanner is None or decoder_name() != "msgspec":
+        return None
+    got = _scanner.scan_array(raw, msgspec.json.decode)
+    if got is None:
+        return None
+    entries, n, phase, ts, dur, pid, tid, pidc, pids, name, cat, texts, arg, args, fixups, meta, flows = got
+    ts_ns, dur_ns = np.frombuffer(ts, np.int64), np.frombuffer(dur, np.int64)
+    if fixups:      # the times given in another form: us_text_to_ns of the value the structs hold
+        ts_ns, dur_ns = ts_ns.copy(), dur_ns.copy()
+        lo, hi = INT64_BOUNDS
+        for row, which, text in fixups:
+            try:
+                ns = us_text_to_ns_or_none(msgspec.json.decode(text))
+            except (msgspec.MsgspecError, UnicodeDecodeError):
+                return None
+            if ns is None or not lo <= ns < hi:
+                return None      # an odd event: the per-event rules read the file
+            (dur_ns if which else ts_ns)[row] = ns
+    try:
+        meta_structs, flow_structs = _ANY_EVENTS_DECODER.decode(meta), _ANY_EVENTS_DECODER.decode(flows)
+    except msgspec.MsgspecError:
+        return None
+    return ScannedEvents(entries=entries, phase=np.frombuffer(phase, np.uint8), ts_ns=ts_ns, dur_ns=dur_ns,
+                         pid=np.frombuffer(pid, np.int64), tid=np.frombuffer(tid, np.int64),
+                         pidc=np.frombuffer(pidc, np.int32), pids=pids,
+                         name=np.frombuffer(name, np.int32), cat=np.frombuffer(cat, np.int32), texts=texts,
+                         arg=np.frombuffer(arg, np.int32), args=args, meta=meta_structs, flows=flow_structs)
+
+
+def scan_event_array_file(path: Path) -> Optional[ScannedEvents]:
+    """:func:`scan_event_array` of the file ``path``, mapped (not read into our heap); None also where it
+    cannot be mapped (empty, not a regular file): the caller's decoder then says what is wrong with it."""
+    if _scanner is None or decoder_name() != "msgspec":
+        return None
+    try:
+        with open(path, "rb") as fh:
+            if not os.fstat(fh.fileno()).st_size:
+                return None
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+                return scan_event_array(view)
+    except (OSError, ValueError):
+        return None
 
 
 def _scanned(scanned: Optional[tuple]) -> Optional[ScannedTrace]:

@@ -84,6 +84,7 @@ def test_the_trace_read_in_small_chunks_is_the_trace_read_whole(tmp_path, monkey
     pytest.importorskip("msgspec")
     out_dir = realdata(LEVEL1) / OUTPUT_DIR
     whole, _ = read_ascend_output(out_dir, writer=AscendWriter.TORCH_NPU)
+    monkeypatch.setattr(trace_decode, "_scanner", None)      # the chunks of the structs, not the compiled scan
     pieces = []
     chunks = trace_decode.event_array_chunks
     monkeypatch.setattr(trace_decode, "event_array_chunks", lambda path, **kw: (pieces.append(1) or c
@@ -225,6 +226,7 @@ def test_a_cut_inside_a_string_never_changes_the_table(tmp_path, monkeypatch, te
             e["args"]["Call stack"] = text
     out_dir = _run(tmp_path, events)
     from npuprof.readers import ascend_trace_view
+    monkeypatch.setattr(trace_decode, "_scanner", None)      # the chunks of the structs, not the compiled scan
     chunks, whole_reads = trace_decode.event_array_chunks, []
     monkeypatch.setattr(ascend_trace_view, "event_array_chunks", lambda path, **kw: chunks(path, 1 << 14, **kw))
     decode = ascend_trace_view.decode_events
@@ -300,3 +302,22 @@ def test_npuprofs_own_trace_object_is_left_unread_without_a_problem(tmp_path):
     run = _run_with_trace(tmp_path, b'{"schemaVersion": 1, "traceEvents": []}')
     events, problems = read_ascend_output(run / OUTPUT_DIR, writer=AscendWriter.TORCH_NPU)
     assert len(events) > 1000 and not [p for p in problems if TRACE_VIEW in p]
+
+
+def test_flow_links_in_bulk_equal_the_dicts_lookups():
+    """The launch link of each event found in bulk (by time, then pid and tid) is ``flows.get`` of its key:
+    ends sharing a time on other threads, keys absent, and a float pid (a dict key equal to the int) left
+    to the per-row lookup."""
+    import numpy as np
+    from npuprof.readers.ascend_trace_view import _flow_links
+
+    rnd = random.Random(7)
+    flows = {(rnd.choice([1, 2, 3]), rnd.choice([10, 11]), rnd.randrange(0, 400, 2)): rnd.randrange(1 << 40)
+             for _ in range(300)}
+    rows = [(rnd.choice([1, 2, 3, 4]), rnd.choice([10, 11, 12]), rnd.randrange(0, 401)) for _ in range(5000)]
+    pid, tid, ts = (np.array(col, dtype=np.int64) for col in zip(*rows))
+    got = _flow_links(flows, pid, tid, ts)
+    assert got.tolist() == [flows.get(k, -1) for k in rows]
+    assert 0 < int((got >= 0).sum()) < len(rows)
+    assert _flow_links({**flows, (1.0, 10, 2): 5}, pid, tid, ts) is None
+    assert _flow_links({(1, 1, 5): 1, **{(p, 1, 5): p for p in range(2, 40)}}, pid, tid, ts) is None   # 39 ends at once
