@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -93,6 +93,8 @@ class CommEvents:
     ops: dict
     links: dict
     tasks: dict = field(default_factory=lambda: {"ts": np.zeros(0, np.int64)})
+    # the HCCL tasks per operator and plane, built once for the files that read them (see _op_tasks)
+    op_tasks_built: Optional[dict] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def has_tasks(self) -> bool:
@@ -184,8 +186,15 @@ def _owners(c: CommEvents, items: dict) -> np.ndarray:
     ots, oend, ogroup = c.ops["ts"], c.ops["ts"] + c.ops["dur"], c.ops["group"]
     order = np.argsort(ots, kind="stable")
     sts = ots[order]
-    for i, (t, g) in enumerate(zip(items["ts"].tolist(), items["group"].tolist())):
-        j = int(np.searchsorted(sts, t, side="right")) - 1
+    # the latest operator started at or before each item holds it in the usual case: decided for all at once;
+    # the others scan back one by one as before
+    latest = np.searchsorted(sts, items["ts"], side="right") - 1
+    k0 = order[np.maximum(latest, 0)]
+    held = (latest >= 0) & (oend[k0] >= items["ts"]) & (ogroup[k0] == items["group"])
+    owner[held] = k0[held]
+    for i in np.flatnonzero(~held & (latest >= 0)).tolist():
+        t, g = int(items["ts"][i]), items["group"][i]
+        j = int(latest[i])
         while j >= 0:
             k = order[j]
             if oend[k] >= t and ogroup[k] == g:
@@ -250,19 +259,25 @@ class _Task:
 
 
 def _op_tasks(c: CommEvents) -> dict[int, dict[int, list[_Task]]]:
-    """Operator index -> plane -> its HCCL tasks in time order."""
+    """Operator index -> plane -> its HCCL tasks in time order (built once per ``c``; read-only)."""
+    if c.op_tasks_built is not None:
+        return c.op_tasks_built
     out: dict[int, dict[int, list[_Task]]] = {}
-    t = c.tasks
-    for i, o in enumerate(task_owners(c).tolist()):
-        if o < 0:
-            continue
-        out.setdefault(o, {}).setdefault(int(t["plane"][i]), []).append(_Task(
-            int(t["ts"][i]), int(t["dur"][i]), str(t["task_type"][i]), int(t["src"][i]), int(t["dst"][i]),
-            float(t["size"][i]), str(t["transport_type"][i]).upper(), str(t["link_type"][i]).upper(),
-            str(t["rdma_type"][i]).upper(), int(t["is_master"][i])))
+    owner = task_owners(c)
+    held = np.flatnonzero(owner >= 0)
+    if len(held):
+        t = c.tasks
+        cols = [t[k][held].tolist() for k in ("plane", "ts", "dur", "task_type", "src", "dst", "size",
+                                              "transport_type", "link_type", "rdma_type", "is_master")]
+        for o, plane, ts, dur, task_type, src, dst, size, transport, link, rdma, master in zip(
+                owner[held].tolist(), *cols):
+            out.setdefault(o, {}).setdefault(int(plane), []).append(_Task(
+                int(ts), int(dur), str(task_type), int(src), int(dst), float(size), str(transport).upper(),
+                str(link).upper(), str(rdma).upper(), int(master)))
     for planes in out.values():
         for tasks in planes.values():
             tasks.sort(key=lambda x: x.ts)
+    c.op_tasks_built = out
     return out
 
 
