@@ -48,7 +48,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import filterfalse, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -302,7 +302,7 @@ class _Texts:
 
     def codes(self, values: list) -> np.ndarray:
         index = self.index
-        new = dict.fromkeys(values).keys() - index.keys()      # set operations and lookups in C, no loop here
+        new = list(filterfalse(index.__contains__, dict.fromkeys(values)))     # in C: no Python loop per value
         index.update(zip(new, range(len(index), len(index) + len(new))))
         return np.fromiter(map(index.__getitem__, values), np.int32, len(values))
 
@@ -520,7 +520,7 @@ class _BulkDeviceReader:
             op_type[c] = code(_HCCL_OP_RE.sub("", leaf) or leaf)
         type_out[ops] = op_type[name[ops]]
         args_out[ops] = code(args_text({"group": "default"}))
-        type_out[tasks] = codes_of(a.texts(a.hccl_type))[args[tasks]]
+        type_out[tasks] = a.coded(a.hccl_type, code)[args[tasks]]
         stream[tasks] = a.hccl_stream[args[tasks]]
         if len(tasks):
             pairs, where = np.unique(np.stack([args[tasks], tid[tasks]]), axis=1, return_inverse=True)
@@ -548,11 +548,11 @@ class _BulkDeviceReader:
         valid = a.task_stream_ok[args[sel]]
         tids = tid[sel]
         stream[sel] = np.where(valid, a.task_stream[args[sel]], np.where((tids >= -1) & (tids < 2**31), tids, -1))
-        args_out[sel] = codes_of(a.texts(a.kept))[args[sel]]
+        args_out[sel] = a.coded(a.kept, code)[args[sel]]
         runtime = a.runtime[args[sel]]
         ranges, kernels = sel[runtime], sel[~runtime]
         kind[ranges] = int(EventKind.RANGE)
-        name_out[ranges] = codes_of(a.texts(a.task_type))[args[ranges]]
+        name_out[ranges] = a.coded(a.task_type, code)[args[ranges]]
         type_out[ranges] = code("device_task")
         op_of = np.zeros(len(names), dtype=np.int64)
         for c in np.unique(name[kernels]).tolist():
@@ -583,10 +583,12 @@ class _ArgsRules:
         self.kept: dict[int, str] = {}
         self.size = n
 
-    def texts(self, by_code: dict) -> list:
-        out = [""] * self.size
-        for c, t in by_code.items():
-            out[c] = t
+    def coded(self, by_code: dict, code: Callable[[str], int]) -> np.ndarray:
+        """The texts of ``by_code`` (args code -> text) as ``code`` codes them, indexed by args code."""
+        out = np.zeros(self.size, dtype=np.int64)
+        if by_code:
+            out[np.fromiter(by_code, np.int64, len(by_code))] = np.fromiter(map(code, by_code.values()), np.int64,
+                                                                            len(by_code))
         return out
 
     def add(self, c: int, args: dict) -> None:
