@@ -28,8 +28,9 @@ the two clocks over the collection is corrected), with only ``start_info`` by th
 that of the pairs: the wall clock is read to the µs, and on the real sample the two clocks drift 1.2 µs
 over 58 s (the one-offset mapping would be off by that much at the end).
 
-How: each file is decoded by msgspec into the columns of its events (``trace_decode.decode_events``:
-``args`` kept as JSON text), without a dict per event; the times are checked and mapped, the events repeated
+How: each file is decoded by msgspec into the columns of its events (``trace_decode.decode_events``,
+from 16 MB on a piece at a time with ``event_array_chunks``; ``args`` kept as JSON text), without a dict per
+event; the times are checked and mapped, the events repeated
 between files dropped and the rules above applied with numpy over a device's files, each ``args`` text
 decoded once per distinct text (by msgspec, as the whole file was before), each name once per distinct
 name. A file that does not take that path (not JSON msgspec reads, an entry that is not an object, a pid,
@@ -60,7 +61,8 @@ from ..events import EventKind, EventTable
 from ..fileio import check_input_file
 from .ascend_ops import hccl_task_args, op_type_of
 from .event_rows import EventRows, args_text, table_of_codes
-from .trace_decode import TraceDecodeError, collector_paused, decode_events, decode_json, decoder_name
+from .trace_decode import (ARRAY_CHUNK_BYTES, ChunksRefused, TraceDecodeError, collector_paused, decode_events,
+                           decode_json, decoder_name, event_array_chunks, events_of_structs)
 
 Warn = Callable[[str], None]
 SOURCE = "cann_timeline"
@@ -327,6 +329,9 @@ class _FileEvents:
 
 
 _ARRAYS = ("pid", "tid", "ts_us", "ts_ns", "dur_ns", "name", "cat", "args", "proc")
+# from this size on a file is decoded a piece at a time (trace_decode.event_array_chunks): the structs of one
+# piece, not of the whole file, are alive at once
+CHUNKED_FROM_BYTES = 2 * ARRAY_CHUNK_BYTES
 _INT_OK = (-2**62, 2**62)      # bounds inside which the int64 arithmetic below is exact
 
 
@@ -360,7 +365,7 @@ class _BulkDeviceReader:
         parts, told = [], []
         try:
             for path in files:
-                parts.append(self._file(path, told))
+                parts += self._file(path, told)
             table = self._table(parts)
         except _Declined:
             return None
@@ -372,26 +377,43 @@ class _BulkDeviceReader:
             warn(message)
         return table
 
-    def _file(self, path: Path, told: list) -> _FileEvents:
+    def _file(self, path: Path, told: list) -> list[_FileEvents]:
         check_input_file(path)
+        process: dict = {}     # pid -> process name, the file's last process_name event of each pid
+        parts, bad = [], 0
         with collector_paused():
-            raw = path.read_bytes()
             try:
-                events = decode_events(raw)
-            except TraceDecodeError:
-                raise _Declined() from None
-            del raw
-            if events.decoder != "msgspec":
-                raise _Declined()
-            part, bad = self._columns(events)
+                if path.stat().st_size < CHUNKED_FROM_BYTES:
+                    raise ChunksRefused("small")
+                for structs in event_array_chunks(path):      # a large file: a piece at a time
+                    part, lost = self._columns(events_of_structs(structs), process)
+                    parts.append(part)
+                    bad += lost
+            except ChunksRefused:      # read whole: a small file, or one not cut into pieces as expected
+                process.clear()
+                raw = path.read_bytes()
+                try:
+                    events = decode_events(raw)
+                except TraceDecodeError:
+                    raise _Declined() from None
+                del raw
+                if events.decoder != "msgspec":
+                    raise _Declined()
+                part, bad = self._columns(events, process)
+                parts = [part]
+        for part in parts:         # each event's process, by the process names of the whole file
+            pids = np.unique(part.pid)
+            part.proc = self.procs.codes([process.get(p, "") for p in pids.tolist()])[
+                np.searchsorted(pids, part.pid)]
         if bad:
             told.append(f"{path}: {bad} event(s) without a numeric ts/dur skipped")
-        return part
+        return parts
 
-    def _columns(self, events: Any) -> tuple[_FileEvents, int]:
+    def _columns(self, events: Any, process: dict) -> tuple[_FileEvents, int]:
+        """The usable complete events of ``events`` (their process left to the caller), and how many are not
+        usable; the process_name events' names put in ``process``."""
         import msgspec       # decoder_name() == "msgspec": installed
 
-        process: dict = {}
         meta = np.flatnonzero(_equal_to(events.ph, "M") & _equal_to(events.name, "process_name"))
         for i in meta.tolist():
             try:
@@ -429,12 +451,10 @@ class _BulkDeviceReader:
         name_codes = self.names.codes(name)
         if "" in self.names.index:       # an empty name and none are one key here, not there
             raise _Declined()
-        pids = np.unique(pid_a)
-        proc_of_pid = self.procs.codes([process.get(p, "") for p in pids.tolist()])
         part = _FileEvents(pid=pid_a[keep], tid=tid_a[keep], ts_us=ts_f + 0.0, ts_ns=ts_ns, dur_ns=dur_ns,
                            name=name_codes[keep], cat=self.cats.codes(cat)[keep],
                            args=self.args.codes(list(map(bytes, _take(events.args, idx[keep])))),
-                           proc=proc_of_pid[np.searchsorted(pids, pid_a[keep])])
+                           proc=np.zeros(0, np.int32))
         return part, bad
 
     def _table(self, parts: list) -> tuple[EventTable, int, set]:

@@ -52,7 +52,7 @@ def _both(prof: Path, monkeypatch) -> tuple:
     fast = _outcome(prof)
     monkeypatch.setattr(cann_timeline._BulkDeviceReader, "read", lambda self, files, warn: None)
     slow = _outcome(prof)
-    monkeypatch.undo()
+    monkeypatch.setattr(cann_timeline._BulkDeviceReader, "read", bulk_read)
     return fast, slow, bool(took) and all(took)
 
 
@@ -61,6 +61,21 @@ def test_the_real_collection_reads_alike_in_bulk(monkeypatch):
     fast, slow, bulk = _both(realdata(PROF), monkeypatch)
     assert bulk and len(fast[0][0]["ts"]) > 8000
     assert fast == slow
+
+
+def test_files_read_a_piece_at_a_time_read_alike(monkeypatch):
+    """Every real slice cut into ~16 kB pieces (a large file's way): the process names of the whole file still
+    name each piece's events."""
+    pytest.importorskip("msgspec")
+    from npuprof.readers import trace_decode
+    monkeypatch.setattr(cann_timeline, "CHUNKED_FROM_BYTES", 0)
+    monkeypatch.setattr(cann_timeline, "event_array_chunks",
+                        lambda path: trace_decode.event_array_chunks(path, 1 << 14))
+    pieces = []
+    monkeypatch.setattr(cann_timeline, "events_of_structs",
+                        lambda structs: pieces.append(len(structs)) or trace_decode.events_of_structs(structs))
+    fast, slow, bulk = _both(realdata(PROF), monkeypatch)
+    assert bulk and fast == slow and len(pieces) > 100
 
 
 def test_a_slice_repeated_by_another_file_is_read_once(tmp_path, monkeypatch):
@@ -105,10 +120,14 @@ _process = st.builds(lambda pid, name: {"ph": "M", "name": "process_name", "pid"
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
 @given(files=st.lists(st.lists(_process | _event, max_size=12), min_size=1, max_size=3), wrap=st.booleans(),
-       cut=st.none() | st.integers(0, 300))
+       cut=st.none() | st.integers(0, 300), pieces=st.booleans())
 def test_generated_timelines_read_alike_in_bulk_or_are_handed_over(tmp_path_factory, monkeypatch, files, wrap,
-                                                                   cut):
+                                                                   cut, pieces):
     pytest.importorskip("msgspec")
+    from npuprof.readers import trace_decode
+    monkeypatch.setattr(cann_timeline, "CHUNKED_FROM_BYTES", 0 if pieces else 16 << 20)
+    monkeypatch.setattr(cann_timeline, "event_array_chunks",      # pieces of a few events (a large file's way)
+                        lambda path: trace_decode.event_array_chunks(path, 200))
     prof = tmp_path_factory.mktemp("PROF_000001_20230101000000000_ABCDEFGHIJKLMNOP")
     dev = prof / "device_0"
     (dev / "timeline").mkdir(parents=True)
