@@ -332,6 +332,7 @@ _ARRAYS = ("pid", "tid", "ts_us", "ts_ns", "dur_ns", "name", "cat", "args", "pro
 # from this size on a file is decoded a piece at a time (trace_decode.event_array_chunks): the structs of one
 # piece, not of the whole file, are alive at once
 CHUNKED_FROM_BYTES = 2 * ARRAY_CHUNK_BYTES
+ARGS_BATCH = 8192         # distinct args texts decoded at a time
 _INT_OK = (-2**62, 2**62)      # bounds inside which the int64 arithmetic below is exact
 
 
@@ -365,20 +366,28 @@ class _BulkDeviceReader:
         parts, told = [], []
         try:
             for path in files:
-                parts += self._file(path, told)
-            table = self._table(parts)
+                check_input_file(path)
+                try:
+                    parts += self._file(path, told)
+                except OSError:
+                    raise
+                except Exception:      # a value the bulk path does not take: the event-by-event reader meets it
+                    raise _Declined() from None
         except _Declined:
             return None
         except BaseException:
             for message in told:      # what the event-by-event reader said before this file's error
                 warn(message)
             raise
+        try:
+            table = self._table(parts)
+        except Exception:
+            return None
         for message in told:
             warn(message)
         return table
 
     def _file(self, path: Path, told: list) -> list[_FileEvents]:
-        check_input_file(path)
         process: dict = {}     # pid -> process name, the file's last process_name event of each pid
         parts, bad = [], 0
         with collector_paused():
@@ -474,17 +483,21 @@ class _BulkDeviceReader:
         rows = np.sort(order[first])
         proc, args, name = ev.proc[rows], ev.args[rows], ev.name[rows]
         procs, names, cats = self.procs.values(), self.names.values(), self.cats.values()
-        texts = self.args.values()
+        texts, self.args = self.args.values(), _Texts()      # the texts' index no longer needed
         skipped_proc = np.array([p in SKIPPED_PROCESSES for p in procs], dtype=bool)[proc]
         # each distinct args text of the events read, decoded once: which rule it takes, what it gives
         used = np.unique(args[~skipped_proc])
-        try:
-            decoded = msgspec.json.decode(b"[" + b",".join(texts[c] for c in used.tolist()) + b"]")
-        except (msgspec.MsgspecError, UnicodeDecodeError):    # what the whole file's decode would have refused
-            raise _Declined() from None
         a = _ArgsRules(len(texts))
-        for code, obj in zip(used.tolist(), decoded):
-            a.add(code, obj if isinstance(obj, dict) else {})
+        used_codes = used.tolist()
+        for lo in range(0, len(used_codes), ARGS_BATCH):      # a batch's dicts alive at a time, not every one
+            batch = used_codes[lo:lo + ARGS_BATCH]
+            try:
+                decoded = msgspec.json.decode(b"[" + b",".join(texts[c] for c in batch) + b"]")
+            except (msgspec.MsgspecError, UnicodeDecodeError):    # what the whole file's decode would have refused
+                raise _Declined() from None
+            for code, obj in zip(batch, decoded):
+                a.add(code, obj if isinstance(obj, dict) else {})
+        del texts
         is_step = ~skipped_proc & a.has_iteration[args]
         is_comm = ~skipped_proc & ~is_step & (np.array([p in HCCL_PROCESSES for p in procs], bool)[proc]
                                                | a.has_hccl_task[args])
@@ -546,9 +559,9 @@ class _BulkDeviceReader:
             pairs, where = np.unique(np.stack([args[tasks], tid[tasks]]), axis=1, return_inverse=True)
             pair_codes = []
             for c, t in zip(pairs[0].tolist(), pairs[1].tolist()):     # once per distinct (args, plane)
-                task_args = hccl_task_args(a.objects[c], "default")
-                task_args["plane_id"] = t
-                pair_codes.append(code(args_text(task_args)))
+                # args_text of the task's args with "plane_id" added last: orjson's compact text of the others
+                # (never empty: "group" and "task_type" are always there) with the integer appended
+                pair_codes.append(code(f'{a.hccl_text[c][:-1]},"plane_id":{t}}}'))
             args_out[tasks] = np.array(pair_codes, dtype=np.int64)[where.reshape(-1)]
 
         sel = np.flatnonzero(is_api)       # GE@Infer -> API Infer (level GE); else the process is the level
@@ -589,7 +602,7 @@ class _ArgsRules:
     (each computed as the event-by-event reader computes it from that args dict)."""
 
     def __init__(self, n: int) -> None:
-        self.objects: dict[int, dict] = {}
+        self.hccl_text: dict[int, str] = {}     # an HCCL task's args in npuprof's convention, but its plane
         self.has_iteration = np.zeros(n, dtype=bool)
         self.has_hccl_task = np.zeros(n, dtype=bool)
         self.has_task_type = np.zeros(n, dtype=bool)
@@ -612,12 +625,12 @@ class _ArgsRules:
         return out
 
     def add(self, c: int, args: dict) -> None:
-        self.objects[c] = args
         if "Iteration ID" in args:
             self.has_iteration[c] = True
             it = args.get("Iteration ID")
             self.step[c] = it if isinstance(it, int) and 0 <= it < 2**31 else -1
         elif "task type" in args:
+            self.hccl_text[c] = args_text(hccl_task_args(args, "default"))     # its plane added per row
             self.has_hccl_task[c] = True
             self.hccl_type[c] = str(args.get("task type"))
             self.hccl_stream[c] = _stream(args.get("stream id"), -1)

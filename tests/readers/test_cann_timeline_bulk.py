@@ -161,3 +161,32 @@ def test_plain_generated_timelines_take_the_bulk_path(tmp_path, monkeypatch):
     fast, slow, bulk = _both(prof, monkeypatch)
     assert bulk and fast == slow and len(fast[0][0]["ts"]) == 1
     assert any("1 event(s) without a numeric ts/dur skipped" in m for m in fast[1])
+
+
+_HCCL = {"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "HCCL"}}
+_TASK = {"ph": "X", "name": "Notify_Wait", "pid": 5, "tid": 1, "ts": 1000.25, "dur": 2.5,
+         "args": {"task type": "Notify_Wait", "src rank": 0, "dst rank": 1, "stream id": 3}}
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps([_HCCL, _TASK, dict(_TASK, ts=1001, args=dict(_TASK["args"], **{"src rank": 2**70}))]),
+    json.dumps([_HCCL, _TASK, dict(_TASK, pid="5")]),
+    json.dumps([_HCCL, _TASK, dict(_TASK, name="")]),
+    json.dumps([_HCCL, _TASK, dict(_TASK, ts=float("nan"))]),
+    json.dumps([_HCCL, _TASK, 7]),
+    json.dumps([_HCCL, _TASK])[:-20],
+    '{"traceEvents": 5}',
+    json.dumps({"traceEvents": [_HCCL, _TASK], "x": 1}),
+    json.dumps([_HCCL, _TASK, dict(_TASK, ts=10**400)]),
+], ids=["huge int in args", "pid text", "empty name", "NaN ts", "entry not an object", "truncated",
+        "traceEvents not a list", "wrapped", "ts past a double"])
+def test_odd_files_give_the_event_by_event_outcome(tmp_path, monkeypatch, text):
+    prof = tmp_path / "PROF_000001_20230101000000000_ABCDEFGHIJKLMNOP"
+    dev = prof / "device_0"
+    (dev / "timeline").mkdir(parents=True)
+    (dev / "timeline" / "msprof_0_1_1.json").write_text(json.dumps([_HCCL, dict(_TASK, ts=900)]))
+    (dev / "timeline" / "msprof_0_1_2.json").write_text(text)
+    (dev / "start_info.0").write_text(json.dumps({"collectionTimeBegin": "1700000000000000",
+                                                  "clockMonotonicRaw": "1000000"}))
+    fast, slow, _ = _both(prof, monkeypatch)
+    assert fast == slow
