@@ -428,8 +428,8 @@ class _BulkDeviceReader:
             try:
                 args = msgspec.json.decode(events.args[i])
                 process[events.pid[i]] = str(args.get("name", "")) if isinstance(args, dict) else ""
-            except (TypeError, msgspec.MsgspecError, UnicodeDecodeError):    # an unhashable pid ...: as the event-by-event reader has it
-                raise _Declined() from None
+            except (TypeError, msgspec.MsgspecError, UnicodeDecodeError):    # an unhashable pid ...
+                raise _Declined() from None      # the event-by-event reader meets it as it always did
         idx = np.flatnonzero(_equal_to(events.ph, "X"))
         ts, dur = _take(events.ts, idx), _take(events.dur, idx)
         pid, tid = _take(events.pid, idx), _take(events.tid, idx)
