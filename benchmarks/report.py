@@ -301,7 +301,8 @@ def foreign_rows(fr: dict) -> list[dict]:
         rows.append(_row("Other tools' traces",
                          f"`npuprof analyse` of {what} ({me.get('events', 0):,} events, {_mb(size)}), whole process",
                          f"{_rng(me['seconds'], _s)}, {rate / 1e3:,.0f}k events/s, peak RSS {_mb(rss)}",
-                         "; ".join(base), ratio, ">= 500k events/s, peak RSS <= 4x the file",
+                         "; ".join(base), ratio,
+                         f">= 500k events/s, peak RSS <= 4x the file{'s' if key == 'cann' else ''}",
                          rate >= 5e5 and rss <= 4 * size, f"foreign_{key}", rate))
     return rows
 
