@@ -1,6 +1,7 @@
-"""Reading other tools' traces: ``npuprof analyse`` on the two synthetic-from-real inputs of
+"""Reading other tools' traces: ``npuprof analyse`` on the three synthetic-from-real inputs of
 :mod:`foreign_traces` (a real HTA Kineto trace repeated 25x, the real Level1 torch_npu rank's
-trace_view.json repeated 60x), whole processes, beside HTA's ``TraceAnalysis`` on the same Kineto file
+trace_view.json repeated 60x, the real CANN 6.x/7.0 collection's ``msprof_*.json`` timeline repeated 40x),
+whole processes, beside HTA's ``TraceAnalysis`` on the same Kineto file
 (.venv-interop: HTA 0.5.0, loading the trace plus its temporal and kernel breakdowns, what a user asks it
 first), alternating run by run (``harness.interleave``).
 
@@ -10,6 +11,11 @@ only reads a trace_view.json, but its ``compare`` reads one with its own parser 
 ijson, one ``TraceEventBean`` per event): the trace_view row runs that parser's ``load_data`` with every
 comparison but the kernel one (which reads kernel_details.csv) turned on, what ``msprof-analyze compare``
 does per side before comparing.
+
+For the CANN per-device layout (``PROF_*/device_N/timeline/msprof_*.json``) the side-by-side tool is
+msprof-analyze's advisor timeline parser (``advisor.common.profiling.msprof.Msprof.parse_from_file``:
+``json.load`` of a file, one ``TaskInfo`` per event), run on every ``msprof_*.json`` of the collection (the
+advisor itself parses only the last file of a directory); it reads, npuprof reads, analyses and writes.
 
 ``NPUPROF_TRACE_DECODER=orjson`` runs of npuprof on each input (the readers without msgspec) are
 interleaved as their own row.
@@ -49,6 +55,14 @@ flags = dict(enable_profiling_compare=True, enable_operator_compare=True, enable
 # ArgsManager is wrapped in msprof-analyze's Singleton: its path parsing is a classmethod of the class inside
 paths = ArgsManager._cls.parse_profiling_path(sys.argv[1])
 NPUProfilingParser(SimpleNamespace(**flags), paths).load_data()
+'''
+MSPROF_TIMELINE_SCRIPT = r'''
+import glob, logging, os, sys, warnings
+warnings.filterwarnings("ignore"); logging.disable(logging.WARNING)
+from msprof_analyze.advisor.common.profiling.msprof import Msprof
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "device_*", "timeline", "msprof_*.json"))):
+    if not Msprof(os.path.dirname(f)).parse_from_file(f):
+        raise SystemExit(f"msprof-analyze could not parse {f}")
 '''
 EVENTS_RE = re.compile(r": (\d+) events -> ")
 
@@ -95,13 +109,15 @@ def run(params: dict) -> dict:
     npuprof = [sys.executable, "-m", "npuprof", "analyse", "-o"]
     env = dict(os.environ)
     result: dict = {"kineto_copies": int(params.get("kineto_copies", 25)),
-                    "trace_view_copies": int(params.get("trace_view_copies", 60))}
+                    "trace_view_copies": int(params.get("trace_view_copies", 60)),
+                    "cann_copies": int(params.get("cann_copies", 40))}
     # built by a child: a child's ru_maxrss starts from the RSS of the process it was forked from, so this
     # process stays small for the peak RSS figures to be the tools' own
     built = subprocess.run([sys.executable, str(Path(__file__).with_name("foreign_traces.py")), str(work),
-                            str(result["kineto_copies"]), str(result["trace_view_copies"])],
+                            str(result["kineto_copies"]), str(result["trace_view_copies"]),
+                            str(result["cann_copies"])],
                            capture_output=True, text=True, check=True, timeout=timeout).stdout.split()
-    kineto, run_dir = Path(built[0]), Path(built[1])
+    kineto, run_dir, prof_dir = Path(built[0]), Path(built[1]), Path(built[2])
     result["kineto_bytes"] = kineto.stat().st_size
     tools = {"npuprof": (npuprof + [str(work / "out_k"), str(kineto)], work / "out_k", env, timeout),
              "npuprof_orjson": (npuprof + [str(work / "out_ko"), str(kineto)], work / "out_ko",
@@ -121,6 +137,18 @@ def run(params: dict) -> dict:
         script.write_text(MSPROF_SCRIPT)
         tools["msprof_analyze"] = ([str(INTEROP / "python"), str(script), str(run_dir)], None, env, timeout * 3)
     result["trace_view"] = _race(tools, reps)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    result["cann_bytes"] = sum(p.stat().st_size for p in prof_dir.rglob("*") if p.is_file())
+    # with NPUPROF_TRACE_DECODER=orjson the CANN timelines are read event by event (the reader before bulk decoding)
+    tools = {"npuprof": (npuprof + [str(work / "out_c"), str(prof_dir)], work / "out_c", env, timeout),
+             "npuprof_orjson": (npuprof + [str(work / "out_co"), str(prof_dir)], work / "out_co",
+                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
+    if (INTEROP / "python").exists():
+        script = work / "msprof_timeline_parser.py"
+        script.write_text(MSPROF_TIMELINE_SCRIPT)
+        tools["msprof_analyze_timeline"] = ([str(INTEROP / "python"), str(script), str(prof_dir)], None, env,
+                                            timeout * 3)
+    result["cann"] = _race(tools, reps)
     shutil.rmtree(work, ignore_errors=True)
     return result
 

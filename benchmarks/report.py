@@ -266,7 +266,9 @@ def foreign_rows(fr: dict) -> list[dict]:
     for key, what, size_key in (("kineto", f"a real HTA Kineto trace repeated {fr.get('kineto_copies', 25)}x",
                                  "kineto_bytes"),
                                 ("trace_view", "the real Level1 torch_npu trace_view.json repeated "
-                                               f"{fr.get('trace_view_copies', 60)}x", "trace_view_bytes")):
+                                               f"{fr.get('trace_view_copies', 60)}x", "trace_view_bytes"),
+                                ("cann", "the real CANN 6.x/7.0 `msprof_*.json` device timeline (mindinsight's PROF_) "
+                                         f"repeated {fr.get('cann_copies', 40)}x", "cann_bytes")):
         r = fr.get(key, {})
         if "npuprof" not in r:
             continue
@@ -274,7 +276,8 @@ def foreign_rows(fr: dict) -> list[dict]:
         rate, rss = me["events_per_s"]["median"], me["peak_rss_bytes"]["max"]
         base, ratio = [], ""
         if "npuprof_orjson" in r:
-            base.append(f"npuprof without msgspec (orjson) {_rng(r['npuprof_orjson']['seconds'], _s)}")
+            base.append(f"npuprof without msgspec (orjson{', events read one by one' if key == 'cann' else ''}) "
+                        f"{_rng(r['npuprof_orjson']['seconds'], _s)}")
         if "hta" in r:
             base.append(f"HTA TraceAnalysis + temporal + kernel breakdown {_rng(r['hta']['seconds'], _s)}, "
                         f"peak RSS {_mb(r['hta']['peak_rss_bytes']['max'])}")
@@ -287,10 +290,19 @@ def foreign_rows(fr: dict) -> list[dict]:
             ratio = (f"{times:.1f}x faster than msprof-analyze's parser" if times >= 1 else
                      f"{1 / times:.1f}x slower than msprof-analyze's parser (which loads the events, writes "
                      "nothing)")
+        if "msprof_analyze_timeline" in r:
+            tool = r["msprof_analyze_timeline"]
+            base.append(f"msprof-analyze advisor's timeline parser (Msprof.parse_from_file on every msprof_*.json) "
+                        f"{_rng(tool['seconds'], _s)}, peak RSS {_mb(tool['peak_rss_bytes']['max'])}")
+            times = tool["seconds"]["median"] / me["seconds"]["median"]
+            ratio = (f"{times:.1f}x faster than msprof-analyze's parser" if times >= 1 else
+                     f"{1 / times:.1f}x slower than msprof-analyze's parser (which loads the events, writes "
+                     "nothing)")
         rows.append(_row("Other tools' traces",
                          f"`npuprof analyse` of {what} ({me.get('events', 0):,} events, {_mb(size)}), whole process",
                          f"{_rng(me['seconds'], _s)}, {rate / 1e3:,.0f}k events/s, peak RSS {_mb(rss)}",
-                         "; ".join(base), ratio, ">= 500k events/s, peak RSS <= 4x the file",
+                         "; ".join(base), ratio,
+                         f">= 500k events/s, peak RSS <= 4x the file{'s' if key == 'cann' else ''}",
                          rate >= 5e5 and rss <= 4 * size, f"foreign_{key}", rate))
     return rows
 

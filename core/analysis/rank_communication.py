@@ -58,7 +58,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -93,6 +93,8 @@ class CommEvents:
     ops: dict
     links: dict
     tasks: dict = field(default_factory=lambda: {"ts": np.zeros(0, np.int64)})
+    # the HCCL tasks per operator and plane, built once for the files that read them (see _op_tasks)
+    op_tasks_built: Optional[dict] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def has_tasks(self) -> bool:
@@ -184,16 +186,21 @@ def _owners(c: CommEvents, items: dict) -> np.ndarray:
     ots, oend, ogroup = c.ops["ts"], c.ops["ts"] + c.ops["dur"], c.ops["group"]
     order = np.argsort(ots, kind="stable")
     sts = ots[order]
-    # the last operator starting at or before each item, in bulk; then plain lists, no NumPy scalar per look
-    last = (np.searchsorted(sts, items["ts"], side="right") - 1).tolist()
-    order_l, sts_l, oend_l, ogroup_l = order.tolist(), sts.tolist(), oend.tolist(), ogroup.tolist()
-    for i, (t, g, j) in enumerate(zip(items["ts"].tolist(), items["group"].tolist(), last)):
+    # the latest operator started at or before each item holds it in the usual case: decided for all at once;
+    # the others scan back one by one as before
+    latest = np.searchsorted(sts, items["ts"], side="right") - 1
+    k0 = order[np.maximum(latest, 0)]
+    held = (latest >= 0) & (oend[k0] >= items["ts"]) & (ogroup[k0] == items["group"])
+    owner[held] = k0[held]
+    for i in np.flatnonzero(~held & (latest >= 0)).tolist():
+        t, g = int(items["ts"][i]), items["group"][i]
+        j = int(latest[i])
         while j >= 0:
-            k = order_l[j]
-            if oend_l[k] >= t and ogroup_l[k] == g:
+            k = order[j]
+            if oend[k] >= t and ogroup[k] == g:
                 owner[i] = k
                 break
-            if t - sts_l[j] > 10**10:  # no op spans 10 s back; stop scanning
+            if t - sts[j] > 10**10:  # no op spans 10 s back; stop scanning
                 break
             j -= 1
     return owner
@@ -252,21 +259,25 @@ class _Task:
 
 
 def _op_tasks(c: CommEvents) -> dict[int, dict[int, list[_Task]]]:
-    """Operator index -> plane -> its HCCL tasks in time order."""
+    """Operator index -> plane -> its HCCL tasks in time order (built once per ``c``; read-only)."""
+    if c.op_tasks_built is not None:
+        return c.op_tasks_built
     out: dict[int, dict[int, list[_Task]]] = {}
-    t = c.tasks
-    columns = [t[k].tolist() for k in ("plane", "ts", "dur", "task_type", "src", "dst", "size", "transport_type",
-                                       "link_type", "rdma_type", "is_master")]     # one Python object per value
-    for o, plane, ts, dur, task_type, src, dst, size, transport, link, rdma, master in zip(task_owners(c).tolist(),
-                                                                                            *columns):
-        if o < 0:
-            continue
-        out.setdefault(o, {}).setdefault(int(plane), []).append(_Task(
-            int(ts), int(dur), str(task_type), int(src), int(dst), float(size), str(transport).upper(),
-            str(link).upper(), str(rdma).upper(), int(master)))
+    owner = task_owners(c)
+    held = np.flatnonzero(owner >= 0)
+    if len(held):
+        t = c.tasks
+        cols = [t[k][held].tolist() for k in ("plane", "ts", "dur", "task_type", "src", "dst", "size",
+                                              "transport_type", "link_type", "rdma_type", "is_master")]
+        for o, plane, ts, dur, task_type, src, dst, size, transport, link, rdma, master in zip(
+                owner[held].tolist(), *cols):
+            out.setdefault(o, {}).setdefault(int(plane), []).append(_Task(
+                int(ts), int(dur), str(task_type), int(src), int(dst), float(size), str(transport).upper(),
+                str(link).upper(), str(rdma).upper(), int(master)))
     for planes in out.values():
         for tasks in planes.values():
             tasks.sort(key=lambda x: x.ts)
+    c.op_tasks_built = out
     return out
 
 

@@ -28,6 +28,16 @@ the two clocks over the collection is corrected), with only ``start_info`` by th
 that of the pairs: the wall clock is read to the µs, and on the real sample the two clocks drift 1.2 µs
 over 58 s (the one-offset mapping would be off by that much at the end).
 
+How: each file is decoded by msgspec into the columns of its events (``trace_decode.decode_events``,
+from 16 MB on a piece at a time with ``event_array_chunks``; ``args`` kept as JSON text), without a dict per
+event; the times are checked and mapped, the events repeated
+between files dropped and the rules above applied with numpy over a device's files, each ``args`` text
+decoded once per distinct text (by msgspec, as the whole file was before), each name once per distinct
+name. A file that does not take that path (not JSON msgspec reads, an entry that is not an object, a pid,
+tid or name not an integer/string, an empty name, times past what int64 ns hold ...) sends its device to the
+event-by-event reader (:class:`_DeviceReader`), which reads every file of the device as before: the same
+table, the same warnings and errors (tests/readers/test_cann_timeline_bulk.py compares both).
+
 Example::
 
     table = read_device_timelines(Path("PROF_000001_20230818142704322_COJGGGCANRMICFBC"), warn=print)
@@ -36,17 +46,23 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from dataclasses import dataclass
+from itertools import filterfalse, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+import numpy as np
 
 from ..errors import ProfilerDataError
 from ..events import EventKind, EventTable
 from ..fileio import check_input_file
 from .ascend_ops import hccl_task_args, op_type_of
-from .event_rows import EventRows, args_text
-from .trace_decode import collector_paused, decode_json
+from .event_rows import EventRows, args_text, table_of_codes
+from .trace_decode import (ARRAY_CHUNK_BYTES, ChunksRefused, TraceDecodeError, collector_paused, decode_events,
+                           decode_json, decoder_name, event_array_chunks, events_of_structs)
 
 Warn = Callable[[str], None]
 SOURCE = "cann_timeline"
@@ -59,6 +75,9 @@ STEP_TRACE_CATS = {"Iteration Time"}
 # holds them as communication) and the runtime's stream synchronisation
 RUNTIME_TASK_PREFIXES = ("NOTIFY_", "EVENT_", "MEMCPY_", "REDUCE_", "PROFILING_", "PLACE_HOLDER", "LABEL_",
                          "STREAM_", "MODEL_", "WRITE_VALUE", "BARRIER")
+HCCL_PROCESSES = ("HCCL", "Communication")
+API_PROCESSES = ("CANN", "AscendCL", "Runtime", "GE")
+KERNEL_ARGS_KEPT = ("Task Type", "Stream Id", "Task Id", "Batch Id", "Aicore Time(ms)", "Total Cycle")
 
 
 @dataclass(frozen=True)
@@ -144,13 +163,17 @@ def read_device_timelines(prof_dir: Path, warn: Warn, note: Optional[Warn] = Non
                             for p in (device_dir / "timeline").glob(pat)], key=_slice_order)
         _check_slices(device_dir / "timeline", warn)
         clock = device_clock(device_dir, m.group(1), warn)
-        reader = _DeviceReader(int(m.group(1)), clock, warn)
-        for path in files:
-            reader.read(path)
-        if reader.skipped:
-            note(f"{device_dir}: {reader.skipped} event(s) of {', '.join(sorted(reader.skipped_names))} not read "
+        read = _BulkDeviceReader(int(m.group(1)), clock).read(files, warn)
+        if read is None:      # a file the bulk path does not take: the whole device event by event
+            reader = _DeviceReader(int(m.group(1)), clock, warn)
+            for path in files:
+                reader.read(path)
+            read = reader.cols.table(), reader.skipped, reader.skipped_names
+        table, skipped, skipped_names = read
+        if skipped:
+            note(f"{device_dir}: {skipped} event(s) of {', '.join(sorted(skipped_names))} not read "
                  "(CANN's own overlap analysis; npuprof recomputes it)")
-        tables.append(reader.cols.table())
+        tables.append(table)
     return EventTable.concat(tables)
 
 
@@ -180,6 +203,8 @@ def _slice_order(path: Path) -> tuple:
 
 
 class _DeviceReader:
+    """The events of one device's files read one by one (what :class:`_BulkDeviceReader` declines)."""
+
     def __init__(self, device: int, clock: DeviceClock, warn: Warn) -> None:
         self.device, self.clock, self.warn = device, clock, warn
         self.cols = EventRows(SOURCE)
@@ -264,3 +289,356 @@ class _DeviceReader:
         else:
             self.skipped += 1
             self.skipped_names.add(proc or "an unnamed process")
+
+
+class _Declined(Exception):
+    """A file (or a value in it) the bulk path does not read exactly as the event-by-event one."""
+
+
+class _Texts:
+    """Distinct values (texts, bytes, None) coded as they come (in no order that matters: the table's string
+    pool is laid out from the rows at the end)."""
+
+    def __init__(self) -> None:
+        self.index: dict = {}
+
+    def codes(self, values: list) -> np.ndarray:
+        index = self.index
+        new = list(filterfalse(index.__contains__, dict.fromkeys(values)))     # in C: no Python loop per value
+        index.update(zip(new, range(len(index), len(index) + len(new))))
+        return np.fromiter(map(index.__getitem__, values), np.int32, len(values))
+
+    def values(self) -> list:
+        return list(self.index)
+
+
+@dataclass
+class _FileEvents:
+    """The complete events of one file with usable times, in file order: the key that finds an event
+    repeated by another file (pid, tid, ts as the file has it), the mapped times and the texts as codes."""
+
+    pid: np.ndarray
+    tid: np.ndarray
+    ts_us: np.ndarray
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    name: np.ndarray
+    cat: np.ndarray
+    args: np.ndarray
+    proc: np.ndarray
+
+
+_ARRAYS = ("pid", "tid", "ts_us", "ts_ns", "dur_ns", "name", "cat", "args", "proc")
+# from this size on a file is decoded a piece at a time (trace_decode.event_array_chunks): the structs of one
+# piece, not of the whole file, are alive at once
+CHUNKED_FROM_BYTES = 2 * ARRAY_CHUNK_BYTES
+ARGS_BATCH = 8192         # distinct args texts decoded at a time
+_INT_OK = (-2**62, 2**62)      # bounds inside which the int64 arithmetic below is exact
+
+
+def _take(values: list, idx: np.ndarray) -> list:
+    if len(idx) == 0:
+        return []
+    got = itemgetter(*idx.tolist())(values)
+    return [got] if len(idx) == 1 else list(got)
+
+
+def _types(values: list) -> set:
+    return set(map(type, values))
+
+
+def _equal_to(values: list, text: str) -> np.ndarray:
+    return np.fromiter(map(operator.eq, values, repeat(text)), bool, len(values))
+
+
+class _BulkDeviceReader:
+    """One device's files read column by column (see the module doc); :meth:`read` gives None for a device
+    with a file it declines."""
+
+    def __init__(self, device: int, clock: DeviceClock) -> None:
+        self.device, self.clock = device, clock
+        self.names, self.cats, self.args, self.procs = _Texts(), _Texts(), _Texts(), _Texts()
+
+    def read(self, files: list, warn: Warn) -> Optional[tuple[EventTable, int, set]]:
+        if decoder_name() != "msgspec" or not all(_INT_OK[0] < v < _INT_OK[1] for v in
+                                                  (self.clock.mono0_ns, self.clock.real0_ns)):
+            return None
+        parts, told = [], []
+        try:
+            for path in files:
+                check_input_file(path)
+                try:
+                    parts += self._file(path, told)
+                except OSError:
+                    raise
+                except Exception:      # a value the bulk path does not take: the event-by-event reader meets it
+                    raise _Declined() from None
+        except _Declined:
+            return None
+        except BaseException:
+            for message in told:      # what the event-by-event reader said before this file's error
+                warn(message)
+            raise
+        try:
+            table = self._table(parts)
+        except Exception:
+            return None
+        for message in told:
+            warn(message)
+        return table
+
+    def _file(self, path: Path, told: list) -> list[_FileEvents]:
+        process: dict = {}     # pid -> process name, the file's last process_name event of each pid
+        parts, bad = [], 0
+        with collector_paused():
+            try:
+                if path.stat().st_size < CHUNKED_FROM_BYTES:
+                    raise ChunksRefused("small")
+                for structs in event_array_chunks(path):      # a large file: a piece at a time
+                    part, lost = self._columns(events_of_structs(structs), process)
+                    parts.append(part)
+                    bad += lost
+            except ChunksRefused:      # read whole: a small file, or one not cut into pieces as expected
+                process.clear()
+                raw = path.read_bytes()
+                try:
+                    events = decode_events(raw)
+                except TraceDecodeError:
+                    raise _Declined() from None
+                del raw
+                if events.decoder != "msgspec":
+                    raise _Declined()
+                part, bad = self._columns(events, process)
+                parts = [part]
+        for part in parts:         # each event's process, by the process names of the whole file
+            pids = np.unique(part.pid)
+            part.proc = self.procs.codes([process.get(p, "") for p in pids.tolist()])[
+                np.searchsorted(pids, part.pid)]
+        if bad:
+            told.append(f"{path}: {bad} event(s) without a numeric ts/dur skipped")
+        return parts
+
+    def _columns(self, events: Any, process: dict) -> tuple[_FileEvents, int]:
+        """The usable complete events of ``events`` (their process left to the caller), and how many are not
+        usable; the process_name events' names put in ``process``."""
+        import msgspec       # decoder_name() == "msgspec": installed
+
+        meta = np.flatnonzero(_equal_to(events.ph, "M") & _equal_to(events.name, "process_name"))
+        for i in meta.tolist():
+            try:
+                args = msgspec.json.decode(events.args[i])
+                process[events.pid[i]] = str(args.get("name", "")) if isinstance(args, dict) else ""
+            except (TypeError, msgspec.MsgspecError, UnicodeDecodeError):    # an unhashable pid ...
+                raise _Declined() from None      # the event-by-event reader meets it as it always did
+        idx = np.flatnonzero(_equal_to(events.ph, "X"))
+        ts, dur = _take(events.ts, idx), _take(events.dur, idx)
+        pid, tid = _take(events.pid, idx), _take(events.tid, idx)
+        name, cat = _take(events.name, idx), _take(events.cat, idx)
+        if not (_types(ts) <= {int, float} and _types(dur) <= {int, float} and _types(pid) <= {int}
+                and _types(tid) <= {int} and _types(name) <= {str} and _types(cat) <= {str, type(None)}):
+            raise _Declined()
+        try:
+            ts_f, dur_f = np.array(ts, dtype=np.float64), np.array(dur, dtype=np.float64)
+            pid_a, tid_a = np.array(pid, dtype=np.int64), np.array(tid, dtype=np.int64)
+        except OverflowError:
+            raise _Declined() from None
+        with np.errstate(invalid="ignore"):
+            usable = (np.isfinite(ts_f) & (np.abs(ts_f) < 9e15) & np.isfinite(dur_f) & (np.abs(dur_f) < 9e15)
+                      & (dur_f >= 0))
+        bad = len(idx) - int(usable.sum())
+        keep = np.flatnonzero(usable)
+        ts_f, dur_f = ts_f[keep], dur_f[keep]
+        clock = self.clock
+        scaled = (ts_f * 1000.0 - float(clock.mono0_ns)) * clock.scale       # DeviceClock.epoch_ns, in bulk
+        if len(scaled) and not np.abs(scaled).max() < _INT_OK[1]:
+            raise _Declined()
+        ts_ns = clock.real0_ns + np.rint(scaled).astype(np.int64)
+        dur_ns = np.rint(dur_f * 1000.0).astype(np.int64)
+        if int in _types(dur) and len(dur_f) and dur_f.max() > 2**53 / 1000:     # an integer's ns exactly
+            is_int = np.fromiter((type(v) is int for v in dur), bool, len(dur))[keep]
+            dur_ns[is_int] = dur_f[is_int].astype(np.int64) * 1000
+        name_codes = self.names.codes(name)
+        if "" in self.names.index:       # an empty name and none are one key here, not there
+            raise _Declined()
+        part = _FileEvents(pid=pid_a[keep], tid=tid_a[keep], ts_us=ts_f + 0.0, ts_ns=ts_ns, dur_ns=dur_ns,
+                           name=name_codes[keep], cat=self.cats.codes(cat)[keep],
+                           args=self.args.codes(list(map(bytes, _take(events.args, idx[keep])))),
+                           proc=np.zeros(0, np.int32))
+        return part, bad
+
+    def _table(self, parts: list) -> tuple[EventTable, int, set]:
+        import msgspec
+
+        if not sum(len(p.ts_ns) for p in parts):
+            return EventTable.empty(), 0, set()
+        ev = _FileEvents(**{k: np.concatenate([getattr(p, k) for p in parts]) for k in _ARRAYS})
+        parts.clear()
+        # the first of the events with one key (a kind file or an overlapping slice repeating it) is read
+        order = np.lexsort((ev.name, ev.ts_us, ev.tid, ev.pid))
+        first = np.ones(len(order), dtype=bool)
+        if len(order) > 1:
+            k = [getattr(ev, c)[order] for c in ("pid", "tid", "ts_us", "name")]
+            first[1:] = ~((k[0][1:] == k[0][:-1]) & (k[1][1:] == k[1][:-1]) & (k[2][1:] == k[2][:-1])
+                          & (k[3][1:] == k[3][:-1]))
+        rows = np.sort(order[first])
+        proc, args, name = ev.proc[rows], ev.args[rows], ev.name[rows]
+        procs, names, cats = self.procs.values(), self.names.values(), self.cats.values()
+        texts, self.args = self.args.values(), _Texts()      # the texts' index no longer needed
+        skipped_proc = np.array([p in SKIPPED_PROCESSES for p in procs], dtype=bool)[proc]
+        # each distinct args text of the events read, decoded once: which rule it takes, what it gives
+        used = np.unique(args[~skipped_proc])
+        a = _ArgsRules(len(texts))
+        used_codes = used.tolist()
+        for lo in range(0, len(used_codes), ARGS_BATCH):      # a batch's dicts alive at a time, not every one
+            batch = used_codes[lo:lo + ARGS_BATCH]
+            try:
+                decoded = msgspec.json.decode(b"[" + b",".join(texts[c] for c in batch) + b"]")
+            except (msgspec.MsgspecError, UnicodeDecodeError):    # what the whole file's decode would have refused
+                raise _Declined() from None
+            for code, obj in zip(batch, decoded):
+                a.add(code, obj if isinstance(obj, dict) else {})
+        del texts
+        is_step = ~skipped_proc & a.has_iteration[args]
+        is_comm = ~skipped_proc & ~is_step & (np.array([p in HCCL_PROCESSES for p in procs], bool)[proc]
+                                               | a.has_hccl_task[args])
+        rest = ~skipped_proc & ~is_step & ~is_comm
+        is_api = rest & (np.array([p in API_PROCESSES for p in procs], bool)[proc]
+                         | np.array(["@" in n for n in names], bool)[name])
+        is_task = rest & ~is_api & a.has_task_type[args]
+        unread = rest & ~is_api & ~is_task
+        skipped_names = {procs[p] for p in np.unique(proc[skipped_proc]).tolist()} | \
+            {procs[p] or "an unnamed process" for p in np.unique(proc[unread]).tolist()}
+        skipped = int(skipped_proc.sum() + unread.sum())
+        out = np.flatnonzero(is_step | is_comm | is_api | is_task)
+        table = self._rows(ev, rows[out], a, is_step[out], is_comm[out], is_api[out], procs, names, cats)
+        return table, skipped, skipped_names
+
+    def _rows(self, ev: _FileEvents, rows: np.ndarray, a: "_ArgsRules", is_step: np.ndarray,
+              is_comm: np.ndarray, is_api: np.ndarray, procs: list, names: list, cats: list) -> EventTable:
+        n = len(rows)
+        pool: dict = {"": 0}
+
+        def code(text: str) -> int:
+            return pool.setdefault(text, len(pool))
+
+        def codes_of(values: list) -> np.ndarray:
+            return np.array([code(v) for v in values], dtype=np.int64)
+
+        name, args, proc = ev.name[rows], ev.args[rows], ev.proc[rows]
+        tid = ev.tid[rows]
+        tid = np.where((tid > _INT_OK[0]) & (tid < _INT_OK[1]), tid, 0)
+        name_out = codes_of(names)[name]
+        type_out = np.zeros(n, dtype=np.int64)
+        args_out = np.zeros(n, dtype=np.int64)
+        kind = np.full(n, int(EventKind.KERNEL), dtype=np.uint8)
+        device = np.full(n, self.device, dtype=np.int64)
+        stream = np.full(n, -1, dtype=np.int64)
+        step = np.full(n, -1, dtype=np.int64)
+        is_task = ~is_step & ~is_comm & ~is_api
+
+        sel = np.flatnonzero(is_step)      # step trace: STEP (the iteration) or RANGE step_trace
+        iteration = np.array([c in STEP_TRACE_CATS for c in cats], dtype=bool)[ev.cat[rows[sel]]]
+        kind[sel] = np.where(iteration, int(EventKind.STEP), int(EventKind.RANGE))
+        type_out[sel] = np.where(iteration, code("Iteration"), code("step_trace"))
+        step[sel] = a.step[args[sel]]
+
+        sel = np.flatnonzero(is_comm)
+        kind[sel] = int(EventKind.COMM)
+        task = a.has_hccl_task[args[sel]]
+        ops, tasks = sel[~task], sel[task]
+        op_codes = np.unique(name[ops])
+        op_type = np.zeros(len(names), dtype=np.int64)
+        for c in op_codes.tolist():
+            leaf = names[c].rsplit("/", 1)[-1]
+            op_type[c] = code(_HCCL_OP_RE.sub("", leaf) or leaf)
+        type_out[ops] = op_type[name[ops]]
+        args_out[ops] = code(args_text({"group": "default"}))
+        type_out[tasks] = a.coded(a.hccl_type, code)[args[tasks]]
+        stream[tasks] = a.hccl_stream[args[tasks]]
+        if len(tasks):
+            pairs, where = np.unique(np.stack([args[tasks], tid[tasks]]), axis=1, return_inverse=True)
+            pair_codes = []
+            for c, t in zip(pairs[0].tolist(), pairs[1].tolist()):     # once per distinct (args, plane)
+                # args_text of the task's args with "plane_id" added last: orjson's compact text of the others
+                # (never empty: "group" and "task_type" are always there) with the integer appended
+                pair_codes.append(code(f'{a.hccl_text[c][:-1]},"plane_id":{t}}}'))
+            args_out[tasks] = np.array(pair_codes, dtype=np.int64)[where.reshape(-1)]
+
+        sel = np.flatnonzero(is_api)       # GE@Infer -> API Infer (level GE); else the process is the level
+        kind[sel] = int(EventKind.API)
+        device[sel] = -1
+        at_codes = np.unique(name[sel])
+        api_name, api_level = np.zeros(len(names), np.int64), np.zeros(len(names), np.int64)
+        for c in at_codes.tolist():
+            if "@" in names[c]:
+                level, _, api = names[c].partition("@")
+                api_name[c], api_level[c] = code(api), code(level)
+        at = np.array(["@" in n for n in names], dtype=bool)[name[sel]]
+        name_out[sel] = np.where(at, api_name[name[sel]], name_out[sel])
+        type_out[sel] = np.where(at, api_level[name[sel]], codes_of(procs)[proc[sel]])
+
+        sel = np.flatnonzero(is_task)      # device tasks: KERNEL, or the runtime's RANGE device_task
+        valid = a.task_stream_ok[args[sel]]
+        tids = tid[sel]
+        stream[sel] = np.where(valid, a.task_stream[args[sel]], np.where((tids >= -1) & (tids < 2**31), tids, -1))
+        args_out[sel] = a.coded(a.kept, code)[args[sel]]
+        runtime = a.runtime[args[sel]]
+        ranges, kernels = sel[runtime], sel[~runtime]
+        kind[ranges] = int(EventKind.RANGE)
+        name_out[ranges] = a.coded(a.task_type, code)[args[ranges]]
+        type_out[ranges] = code("device_task")
+        op_of = np.zeros(len(names), dtype=np.int64)
+        for c in np.unique(name[kernels]).tolist():
+            op_of[c] = code(op_type_of(names[c]))
+        type_out[kernels] = op_of[name[kernels]]
+
+        cols = {"ts": ev.ts_ns[rows], "dur": ev.dur_ns[rows], "kind": kind, "tid": tid, "device": device,
+                "stream": stream, "step": step, "name": name_out, "type": type_out, "args": args_out}
+        return table_of_codes(cols, list(pool), SOURCE)
+
+
+class _ArgsRules:
+    """What each distinct args text gives, by its code: the rule it takes and the values the rows use
+    (each computed as the event-by-event reader computes it from that args dict)."""
+
+    def __init__(self, n: int) -> None:
+        self.hccl_text: dict[int, str] = {}     # an HCCL task's args in npuprof's convention, but its plane
+        self.has_iteration = np.zeros(n, dtype=bool)
+        self.has_hccl_task = np.zeros(n, dtype=bool)
+        self.has_task_type = np.zeros(n, dtype=bool)
+        self.step = np.full(n, -1, dtype=np.int64)
+        self.hccl_stream = np.full(n, -1, dtype=np.int64)
+        self.task_stream = np.full(n, -1, dtype=np.int64)
+        self.task_stream_ok = np.zeros(n, dtype=bool)
+        self.runtime = np.zeros(n, dtype=bool)
+        self.hccl_type: dict[int, str] = {}
+        self.task_type: dict[int, str] = {}
+        self.kept: dict[int, str] = {}
+        self.size = n
+
+    def coded(self, by_code: dict, code: Callable[[str], int]) -> np.ndarray:
+        """The texts of ``by_code`` (args code -> text) as ``code`` codes them, indexed by args code."""
+        out = np.zeros(self.size, dtype=np.int64)
+        if by_code:
+            out[np.fromiter(by_code, np.int64, len(by_code))] = np.fromiter(map(code, by_code.values()), np.int64,
+                                                                            len(by_code))
+        return out
+
+    def add(self, c: int, args: dict) -> None:
+        if "Iteration ID" in args:
+            self.has_iteration[c] = True
+            it = args.get("Iteration ID")
+            self.step[c] = it if isinstance(it, int) and 0 <= it < 2**31 else -1
+        elif "task type" in args:
+            self.hccl_text[c] = args_text(hccl_task_args(args, "default"))     # its plane added per row
+            self.has_hccl_task[c] = True
+            self.hccl_type[c] = str(args.get("task type"))
+            self.hccl_stream[c] = _stream(args.get("stream id"), -1)
+        elif "Task Type" in args:
+            self.has_task_type[c] = True
+            v = args.get("Stream Id")
+            self.task_stream_ok[c] = isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+            self.task_stream[c] = v if self.task_stream_ok[c] else -1
+            task_type = self.task_type[c] = str(args.get("Task Type", ""))
+            self.runtime[c] = task_type.startswith(RUNTIME_TASK_PREFIXES)
+            self.kept[c] = args_text({k: v for k, v in args.items() if k in KERNEL_ARGS_KEPT})

@@ -1,6 +1,7 @@
 """An :class:`~npuprof.events.EventTable` built row by row (:class:`EventRows`), args as their JSON text
-(:func:`args_text`): how the readers of kernel_details.csv, the memory CSVs and CANN timelines make their
-tables (the Kineto reader writes its args texts with the same function).
+(:func:`args_text`): how the readers of kernel_details.csv and the memory CSVs make their tables (the Kineto
+reader writes its args texts with the same function); or from columns of codes laid out as if built row by
+row (:func:`table_of_codes`: the CANN timeline reader).
 
 Example::
 
@@ -11,6 +12,9 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
 import orjson
 
 from npuprof.events import EventKind, EventTable
@@ -71,3 +75,46 @@ def args_text(args: dict) -> str:
         ('{"group":"hccl_world"}', '')
     """
     return orjson.dumps(args, default=str).decode() if args else ""
+
+
+def table_of_codes(cols: dict, strings: Sequence[str], source: str) -> EventTable:
+    """The table :meth:`EventRows.table` gives for the same rows, from columns: ``cols`` holds the numeric
+    columns and ``name``/``type``/``args`` as codes into ``strings`` (any order, unused texts allowed). The
+    string pool is laid out as :meth:`EventTable.from_records` lays it out (``""``, then each text in order
+    of first appearance in the name, type, source and args columns), so everything downstream sees the same
+    codes.
+
+    Example::
+
+        >>> t = table_of_codes({"ts": np.array([5]), "kind": np.array([int(EventKind.KERNEL)]),
+        ...                     "name": np.array([2]), "type": np.array([1]), "args": np.array([0])},
+        ...                    ["", "MatMul", "MatMul-op1"], "cann_timeline")
+        >>> t.column_strings("name"), t.strings
+        (['MatMul-op1'], ['', 'MatMul-op1', 'MatMul', 'cann_timeline'])
+    """
+    n = len(cols["ts"])
+    if not n:
+        return EventTable.empty()
+    strings = list(strings)
+    if source in strings:
+        source_code = strings.index(source)
+    else:
+        source_code = len(strings)
+        strings.append(source)
+    empty_code = strings.index("") if "" in strings else len(strings)
+    if empty_code == len(strings):
+        strings.append("")
+    seq = np.concatenate([np.asarray(cols["name"], np.int64), np.asarray(cols["type"], np.int64),
+                          np.array([source_code], dtype=np.int64), np.asarray(cols["args"], np.int64)])
+    first = np.full(len(strings), len(seq), dtype=np.int64)
+    np.minimum.at(first, seq, np.arange(len(seq), dtype=np.int64))
+    used = np.flatnonzero(first < len(seq))
+    order = used[np.argsort(first[used], kind="stable")]
+    order = np.concatenate([[empty_code], order[order != empty_code]])
+    remap = np.zeros(len(strings), dtype=np.int64)
+    remap[order] = np.arange(len(order))
+    defaults = {"dur": 0, "pid": 0, "tid": 0, "device": -1, "stream": -1, "value": 0.0, "step": -1, "corr": -1}
+    numeric = {k: cols[k] if k in cols else np.full(n, v) for k, v in {"ts": 0, "kind": 0, **defaults}.items()}
+    codes = {k: remap[cols[k]] for k in ("name", "type", "args")}
+    codes["source"] = int(remap[source_code])
+    return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
