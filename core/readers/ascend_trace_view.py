@@ -40,7 +40,7 @@ from npuprof.fileio import check_input_file
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
 
 from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
-from .event_rows import args_text
+from .event_rows import args_text, table_of_codes
 from .time_text import INT64_BOUNDS, us_text_to_ns_or_none, us_texts_to_ns, us_texts_to_ns_array
 from .trace_decode import ChunksRefused, NoTraceEvents, ScannedEvents, TraceDecodeError, TraceEvents, \
     decode_events, event_array_chunks, events_of_structs, scan_event_array_file
@@ -525,28 +525,8 @@ _ROW_DTYPES = {"value": np.float64, "kind": np.uint8}
 
 
 def _table(cols: dict, strings: list, pid: int, source: str) -> EventTable:
-    """The event table of the rows ``cols`` (strings as codes into ``strings``, ``""`` first), its string pool
-    laid out as :meth:`EventTable.from_records` lays it out: ``""``, then each new text in order of first
-    appearance in the name, type, source and args columns."""
-    n = len(cols["ts"])
-    if source in strings:
-        source_code = strings.index(source)
-    else:
-        source_code = len(strings)
-        strings = strings + [source]
-    seq = np.concatenate([cols["name"], cols["type"], np.array([source_code], dtype=np.int64), cols["args"]])
-    first = np.full(len(strings), len(seq), dtype=np.int64)
-    np.minimum.at(first, seq, np.arange(len(seq), dtype=np.int64))
-    used = np.flatnonzero(first < len(seq))
-    order = used[np.argsort(first[used], kind="stable")]
-    order = np.concatenate([[0], order[order != 0]])
-    remap = np.zeros(len(strings), dtype=np.int64)
-    remap[order] = np.arange(len(order))
-    numeric = {k: cols[k] for k in ("ts", "dur", "kind", "tid", "device", "stream", "value", "step", "corr")}
-    numeric["pid"] = np.full(n, pid, dtype=np.int64)
-    codes = {k: remap[cols[k]] for k in ("name", "type", "args")}
-    codes["source"] = int(remap[source_code])
-    return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
+    """The event table of the rows ``cols`` (strings as codes into ``strings``), every row in process ``pid``."""
+    return table_of_codes({**cols, "pid": np.full(len(cols["ts"]), pid, dtype=np.int64)}, strings, source)
 
 
 class TraceReader:

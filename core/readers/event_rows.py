@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import orjson
 
-from npuprof.events import EventKind, EventTable
+from npuprof.events import COLUMN_DEFAULTS, NUMERIC_COLUMNS, EventKind, EventTable
 
 
 class EventRows:
@@ -113,8 +113,7 @@ def table_of_codes(cols: dict, strings: Sequence[str], source: str) -> EventTabl
     order = np.concatenate([[empty_code], order[order != empty_code]])
     remap = np.zeros(len(strings), dtype=np.int64)
     remap[order] = np.arange(len(order))
-    defaults = {"dur": 0, "pid": 0, "tid": 0, "device": -1, "stream": -1, "value": 0.0, "step": -1, "corr": -1}
-    numeric = {k: cols[k] if k in cols else np.full(n, v) for k, v in {"ts": 0, "kind": 0, **defaults}.items()}
+    numeric = {k: cols[k] if k in cols else np.full(n, COLUMN_DEFAULTS.get(k, 0)) for k in NUMERIC_COLUMNS}
     codes = {k: remap[cols[k]] for k in ("name", "type", "args")}
     codes["source"] = int(remap[source_code])
     return EventTable.from_codes(numeric, codes, [strings[k] for k in order.tolist()])
