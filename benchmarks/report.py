@@ -568,7 +568,7 @@ def markdown(results: dict, rows: list[dict]) -> str:
     lines = [f"Measured by `make bench` on {m.get('summary', 'this machine')} "
              f"({results.get('started', '')}, {results.get('duration_s', 0) / 60:.1f} min). "
              "Medians of interleaved repetitions (balanced orders), [min–max]; ratios are per repetition. "
-             f"{m.get('load_note', '')}".rstrip(), "",
+             f"{m.get('load_note', '')}".rstrip() + measured_note(results), "",
              "| Benchmark | npuprof | Baseline | Ratio | Goal | Status |", "|---|---|---|---|---|---|"]
     for r in rows:
         status = {True: "met", False: "**missed**", None: ""}[r["met"]]
@@ -580,6 +580,18 @@ def markdown(results: dict, rows: list[dict]) -> str:
     lines += ["", "Method, workloads and the closing note per goal: [docs/performance.md](docs/performance.md). "
                   "Raw results: `benchmarks/results/latest.json`."]
     return "\n".join(lines) + "\n"
+
+
+def measured_note(results: dict) -> str:
+    """Which run measured which suites, where a partial re-run (``run.py --only ... --update``) kept the
+    others from an earlier run; empty when one run measured the whole table."""
+    by_run: dict[str, list[str]] = {}
+    for suite, when in (results.get("measured_at") or {}).items():
+        by_run.setdefault(when, []).append(suite)
+    if len(by_run) < 2:
+        return ""
+    parts = [f"{', '.join(suites)} at {when}" for when, suites in sorted(by_run.items())]
+    return " Suites measured in different runs: " + "; ".join(parts) + "."
 
 
 def update_readme(path: Path, section: str) -> bool:

@@ -18,6 +18,7 @@ Example::
 
     .venv/bin/python benchmarks/run.py --readme README.md
     .venv/bin/python benchmarks/run.py --quick --only annotations,analysis
+    .venv/bin/python benchmarks/run.py --only cluster,foreign --update --readme README.md
 """
 from __future__ import annotations
 
@@ -42,6 +43,29 @@ SUITES = ("annotations", "host", "mindspore", "tensorflow", "analysis", "memory"
           "foreign")
 # numpy/BLAS on one thread: the host loop measures npuprof, not thread-pool jitter
 SINGLE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def suite_of(key: str) -> str | None:
+    """The suite whose results are stored under ``key`` of the results, None for the run's own entries."""
+    if key in SUITES:
+        return key
+    if key == "host_sys":
+        return "host"
+    return "analysis" if key.startswith("analysis_") else None
+
+
+def carry_over(results: dict, previous: dict, rerun: list[str]) -> None:
+    """Put into ``results`` the suites of the ``previous`` run's results that are not ``rerun``, and note in
+    ``results["measured_at"]`` when each suite in it was measured (a partial re-run updates its rows in the
+    whole table, and the table says which run measured which rows)."""
+    before = previous.get("measured_at") or {}
+    measured = {s: results["started"] for s in rerun}
+    for key, value in previous.items():
+        suite = suite_of(key)
+        if suite is not None and suite not in rerun:
+            results[key] = value
+            measured[suite] = before.get(suite, previous.get("started", "?"))
+    results["measured_at"] = {s: measured[s] for s in SUITES if s in measured}
 
 
 def machine() -> dict:
@@ -172,11 +196,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(SUITES)}")
     ap.add_argument("--quick", action="store_true", help="small sizes and few repetitions (a smoke run)")
     ap.add_argument("--workdir", type=Path, help="scratch directory (default: a fresh temporary one)")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: keep the other suites' results from OUT/latest.json, so the table stays "
+                         "whole and says which run measured each suite")
     args = ap.parse_args(argv)
     only = [s for s in args.only.split(",") if s] or list(SUITES)
     unknown = set(only) - set(SUITES)
     if unknown:
         ap.error(f"unknown suites {sorted(unknown)}; choose from {', '.join(SUITES)}")
+    previous_file = args.out / "latest.json"
+    if args.update and not args.only:
+        ap.error("--update needs --only: a whole run replaces every suite")
+    if args.update and not previous_file.is_file():
+        ap.error(f"--update keeps the suites of {previous_file}, which does not exist: run the whole bench first")
     q = args.quick
     work = Path(args.workdir or tempfile.mkdtemp(prefix="npuprof-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -268,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     results["duration_s"] = time.time() - t0
+    if args.update:
+        carry_over(results, json.loads(previous_file.read_text()), only)
     results["load_end"] = loadavg()
     ls, le = results["load_start"], results["load_end"]
     if ls and le and max(ls[0], le[0]) > 0.5 * (os.cpu_count() or 1):

@@ -82,3 +82,27 @@ def test_the_rss_row_gives_the_event_table_as_measured():
            "events_per_s": {"median": 2.0e6}, "peak_rss_bytes": {"max": 700 * 2**20}}
     (row,) = [r for r in report.build_rows({"analysis_10M": a10}) if r["key"] == "analysis_rss_10M"]
     assert row["baseline"] == "its table alone: 410 MB" and row["met"] is True
+
+
+def test_a_partial_rerun_keeps_the_other_suites_and_says_which_run_measured_them():
+    import run
+
+    previous = {"started": "2026-11-27 06:27 UTC", "machine": {"summary": "old"}, "rows": ["old rows"],
+                "annotations": {"old": 1}, "host": {"old": 2}, "host_sys": {"old": 3},
+                "analysis_1M": {"old": 4}, "analysis_10M": {"old": 5}, "cluster": {"old": 6}}
+    results = {"started": "2026-11-27 10:50 UTC", "machine": {"summary": "new"}, "cluster": {"new": 7},
+               "analysis_10M": {"new": 8}}
+    run.carry_over(results, previous, ["analysis", "cluster"])
+    assert results["cluster"] == {"new": 7} and results["analysis_10M"] == {"new": 8}    # re-run: the new figures
+    assert "analysis_1M" not in results            # a re-run suite keeps nothing of the old run, not even a row
+    assert results["annotations"] == {"old": 1} and results["host_sys"] == {"old": 3}  # the others carried over
+    assert results["machine"] == {"summary": "new"} and "rows" not in results          # the run's own entries not
+    assert results["measured_at"] == {"annotations": "2026-11-27 06:27 UTC", "host": "2026-11-27 06:27 UTC",
+                                      "analysis": "2026-11-27 10:50 UTC", "cluster": "2026-11-27 10:50 UTC"}
+    note = report.measured_note(results)
+    assert "annotations, host at 2026-11-27 06:27 UTC" in note and "analysis, cluster at 2026-11-27 10:50 UTC" in note
+    again = {"started": "2026-11-27 11:30 UTC", "host": {"newer": 9}}
+    run.carry_over(again, results, ["host"])       # a second partial run keeps each suite's own date
+    assert again["measured_at"]["cluster"] == "2026-11-27 10:50 UTC"
+    assert again["measured_at"]["host"] == "2026-11-27 11:30 UTC"
+    assert report.measured_note({"measured_at": {"host": "x", "db": "x"}}) == ""     # one run: nothing to say
