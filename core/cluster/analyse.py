@@ -51,7 +51,6 @@ from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .job_communication import cluster_communication, cluster_communication_matrix
 from .tables import cluster_tables, job_analyzer_tables
-from .timeline import write_merged, write_rank_trace
 from .tool_summary import OWN_RUN, tool_summary
 from .worker import RankTask, rank_events, summarise_packed, unpack_summary
 
@@ -252,6 +251,8 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             say(f"merging the timeline of ranks {tl_sel}")
             chosen = [t for t in tasks if t.rank in set(tl_sel)]
             parts = ex.map(rank_events, chosen, step_sel, min_dur_ns)
+            from .timeline import write_merged
+
             merged = write_merged(parts, alignment,
                                   out_dir / ("merged_timeline.json" + (".gz" if use_gzip else "")), use_gzip)
             files.append(merged)
@@ -336,8 +337,12 @@ def _rank_warnings(summaries: list) -> list[str]:
 
 def _import_writers(formats: tuple) -> None:
     """Import what the steps after the last rank use (pyarrow's Parquet writer, numpy's masked arrays that
-    ``np.median`` loads on first use: a tenth of a second each), while the workers still parse ranks."""
+    ``np.median`` loads on first use: a tenth of a second each; the CSV writer, whose number tables are built
+    on import), while the workers still parse ranks."""
     import numpy.ma  # noqa: F401
+
+    if "csv" in formats:
+        from ..export import csvfiles  # noqa: F401
 
     if "parquet" in formats:
         try:
@@ -353,4 +358,6 @@ def _has_tool_tables(task: RankTask) -> bool:
 
 def _write_trace_task(item: tuple, steps: Optional[list], min_dur_ns: int, use_gzip: bool, world: int) -> tuple:
     task, path = item
+    from .timeline import write_rank_trace      # the trace writer: imported where traces are written
+
     return write_rank_trace(task, path, steps, min_dur_ns, use_gzip, world)

@@ -27,7 +27,7 @@ import logging
 import multiprocessing
 from typing import Any, Literal, Optional
 
-from .startmethod import fork_allowed, worker_context
+from .startmethod import fork_allowed, frozen_objects, worker_context
 
 log = logging.getLogger("npuprof")
 _MP_METHOD = "distributed.worker.multiprocessing-method"
@@ -71,7 +71,8 @@ class LocalDask:
 
             from . import workerprep  # noqa: F401
             self._quiet_logs()          # before the fork, which copies the loggers' levels
-            self._fork_workers()
+            with frozen_objects():
+                self._fork_workers()
         else:
             # the workers fork from a fork server that has Dask and the workers' modules imported (each starts
             # ready, as a pool worker does); it starts first, so that its imports overlap this process's

@@ -30,7 +30,7 @@ from concurrent.futures import as_completed as futures_completed
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..errors import ProfilerConfigError
-from .startmethod import worker_context
+from .startmethod import frozen_objects, worker_context
 
 log = logging.getLogger("npuprof")
 BACKENDS = ("process", "dask", "serial")
@@ -65,7 +65,8 @@ class Executor:
             ctx = worker_context()
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
             if ctx.get_start_method() == "fork":
-                self._pool.submit(int)      # forks every worker now, before this process starts any thread
+                with frozen_objects():
+                    self._pool.submit(int)      # forks every worker now, before this process starts any thread
             self.description = f"process pool ({self.workers} workers)"
         elif self.backend == "dask":
             import importlib.util
