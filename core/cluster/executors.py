@@ -96,6 +96,8 @@ class Executor:
         if self.backend == "process":
             return list(self._pool.map(func, tasks, *[[e] * len(tasks) for e in extra]))
         futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
+        if self._local is not None:
+            self._local.ready()
         return self._client.gather(futures)
 
     def as_completed(self, func: Callable[[Any], Any], tasks: Sequence[Any], *extra: Any) -> Iterator[tuple[int, Any]]:
@@ -114,6 +116,8 @@ class Executor:
         from distributed import as_completed as dask_completed
 
         futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
+        if self._local is not None:
+            self._local.ready()
         index = {f.key: i for i, f in enumerate(futures)}
         for fut, result in dask_completed(futures, with_results=True):
             yield index[fut.key], result
