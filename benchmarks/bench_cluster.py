@@ -23,7 +23,8 @@ run by run in balanced orders (``harness.interleave``); one untimed run of each 
 Scaling of ``npuprof cluster JOB --recompute`` (every rank's events parsed, as npuprof's own runs always
 are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--workers 1`` against
 ``--workers 2`` of the process pool, and the local Dask cluster against the process pool at equal workers,
-alternated run by run, the 1-minute load average recorded with each run (the machine may be shared);
+alternated run by run, the 1-minute load average recorded with each run (the machine may be shared;
+``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
@@ -484,6 +485,13 @@ def run(params: dict) -> dict:
         res["msprof_version"] = msprof_version()
     res["bytecode"] = ensure_bytecode()
     work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
+    if params.get("only") == "scaling":     # the 1-vs-2-worker and Dask-vs-pool rows alone
+        try:
+            make_job(job, work / "genscale", copies=int(params.get("scale_copies", 16)))
+            res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return res
     try:
         res["real"] = measure(job, work / "real", reps, msprof, comm_check=True)
         gen = make_job(job, work / "gen64", copies=copies)
