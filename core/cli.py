@@ -588,7 +588,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     Called without ``argv`` (the ``npuprof`` program, ``python -m npuprof``) the process ends when this returns:
     every object left is then frozen out of the garbage collector, whose collections at interpreter exit
-    would otherwise walk all of them (0.05-0.1 s of a cluster analysis's serial end on a 2-core machine).
+    would otherwise walk all of them (0.04-0.17 s of a cluster analysis's serial end on a 2-core machine).
 
     Example::
 

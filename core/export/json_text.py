@@ -1,5 +1,5 @@
 """JSON text indented by two spaces, byte for byte what ``json.dumps(obj, indent=2, default=str)`` writes, made
-by orjson (in C) where that is provably the same text, else by :mod:`json`.
+by orjson (in C) where the checks below find the same text, else by :mod:`json`.
 
 Python's :mod:`json` encodes an indented document in Python (its C encoder writes compact text only): for a
 cluster's ``cluster_communication.json`` and ``cluster_communication_matrix.json`` (0.7 MB for 32 ranks) that
@@ -11,7 +11,8 @@ line per member, ``{}``/``[]`` when empty) and differs in only these, each check
 * NaN and infinities (Python ``NaN``, orjson ``null``), tuples, keys that are not text, integers over 64
   bits, anything ``default=str`` would turn into text (orjson encodes dataclasses, dates, numpy numbers
   itself): the text read back must equal the object, else :mod:`json` writes it;
-* a bare number or text (no line of its own), characters outside printable ASCII (Python escapes them as ``\\uXXXX``): :mod:`json` writes it.
+* characters outside printable ASCII (Python escapes them as ``\\uXXXX``), a bare number or text (no line of
+  its own): :mod:`json` writes it.
 
 Example::
 
