@@ -323,7 +323,20 @@ class DriverTimings:
                 "cpu_before_s": r(self.cpu_start), "cpu_to_found_s": r(self.cpu_found),
                 "cpu_found_s": r(self.cpu_found - self.cpu_start), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
                 "cpu_after_last_rank_s": r(self.cpu_written - self.cpu_last_rank),
-                "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time())}
+                "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time()),
+                "children_cpu_s": _children_cpu()}
+
+
+def _children_cpu() -> Optional[float]:
+    """CPU seconds of this process's children that have ended: the pool's (or the local Dask cluster's
+    forked) workers once the executor is closed, with whatever children the caller had ended before; None
+    where the platform does not say. The whole process's CPU less this and ``process_cpu_s`` is its exit."""
+    try:
+        import resource
+    except ImportError:         # not on Windows
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(usage.ru_utime + usage.ru_stime, 3)
 
 
 def _rank_warnings(summaries: list) -> list[str]:
