@@ -49,9 +49,10 @@ def worker_context(also: tuple = ()) -> Any:
 @contextlib.contextmanager
 def frozen_objects() -> Iterator[None]:
     """Every object of this process out of the garbage collector's reach while workers are forked from it
-    (:func:`gc.freeze`; undone here after): a forked worker keeps them frozen, so its collections neither walk
-    the driver's imports nor write to their pages (which would copy each page the worker shares with the
-    driver).
+    (:func:`gc.freeze`; undone here after, unless this process had frozen objects itself: that cannot be
+    undone in part, and is left as it chose): a forked worker keeps them frozen, so its collections neither
+    walk the driver's imports nor write to their pages (which would copy each page the worker shares with
+    the driver).
 
     Example::
 
@@ -60,8 +61,10 @@ def frozen_objects() -> Iterator[None]:
     """
     import gc
 
+    had_frozen = gc.get_freeze_count() > 0
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if not had_frozen:
+            gc.unfreeze()
