@@ -333,7 +333,7 @@ def _children_cpu() -> Optional[float]:
     where the platform does not say. The whole process's CPU less this and ``process_cpu_s`` is its exit."""
     try:
         import resource
-    except ImportError:         # not on Windows
+    except ImportError:         # Windows has no resource module
         return None
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return round(usage.ru_utime + usage.ru_stime, 3)
