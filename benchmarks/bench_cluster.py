@@ -23,7 +23,8 @@ run by run in balanced orders (``harness.interleave``); one untimed run of each 
 Scaling of ``npuprof cluster JOB --recompute`` (every rank's events parsed, as npuprof's own runs always
 are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--workers 1`` against
 ``--workers 2`` of the process pool, and the local Dask cluster against the process pool at equal workers,
-alternated run by run, the 1-minute load average recorded with each run (the machine may be shared);
+alternated run by run, the 1-minute load average recorded with each run (the machine may be shared;
+``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
@@ -378,37 +379,55 @@ def scaling(job: Path, work: Path, reps: int) -> dict:
     for name, rs in runs.items():
         out[name] = {"seconds": summary(samples[name]), "cpu_seconds": _mem(rs, "cpu_seconds"),
                      "load1": [round(r["load1"], 2) for r in rs],
-                     "driver_serial_cpu_s": summary([r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
-                                                     for r in rs]),     # start-up (imports) included
+                     "driver_serial_cpu_s": summary([_serial_cpu(r) for r in rs]),     # start-up and exit included
+                     "driver_exit_cpu_s": summary([_exit_cpu(r) for r in rs]),
                      "first_rank_s": summary([r["driver"]["first_rank_s"] for r in rs]),
                      "after_last_rank_s": summary([r["driver"]["after_last_rank_s"] for r in rs])}
     out["workers_2_vs_1"] = paired_ratio(samples["process_1"], samples["process_2"])    # speedup, > 1 is faster
-    # the same from CPU seconds, which a shared machine's load does not stretch as it stretches wall time:
-    # serial S = the driver's CPU before the first rank is handed out and after the last summary (start-up
-    # included), parallel P = the rest of the process tree's CPU (the workers); on 2 free cores
-    # T(1) = S + P1, T(2) = S + P2 / 2
-    serial = statistics.median(r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"]
-                               for r in runs["process_1"] + runs["process_2"])
-    par = {k: statistics.median(r["cpu_seconds"] - r["driver"]["process_cpu_s"] for r in runs[k])
-           for k in ("process_1", "process_2")}
-    out["cpu_model"] = {"serial_cpu_s": round(serial, 3), "workers_cpu_s_1": round(par["process_1"], 3),
-                        "workers_cpu_s_2": round(par["process_2"], 3),
-                        "workers_2_vs_1": round((serial + par["process_1"]) / (serial + par["process_2"] / 2), 3)}
     out["dask_vs_process_2"] = paired_ratio(samples["dask_2"], samples["process_2"])    # < 1.25 is the goal
-    # Dask against the pool from CPU seconds, the driver's CPU while the ranks run (Dask's scheduler and client
-    # run in it) counted with the workers' as sharing the 2 cores: T = S + (P + D) / 2 (every process of the
-    # tree is counted: the local cluster's workers are the driver's children)
+    # the same from CPU seconds, which a shared machine's load does not stretch as it stretches wall time:
+    # serial S = the driver's CPU before the first rank is handed out, after the last summary and at its exit
+    # (start-up included), parallel P = its workers' CPU, D = the driver's CPU while the ranks run (merging the
+    # summaries; Dask's scheduler and client run in it too); on 2 free cores one worker leaves D the other
+    # core, two share both with it: T(1) = S + P1, T(2) = S + (P2 + D) / 2 (every process of the tree is
+    # counted: the local Dask cluster's workers are the driver's children too)
     def model(name: str) -> dict:
         rs = runs[name]
-        s = statistics.median(r["driver"]["cpu_to_found_s"] + r["driver"]["cpu_after_last_rank_s"] for r in rs)
+        s = statistics.median(_serial_cpu(r) for r in rs)
         d = statistics.median(r["driver"]["cpu_while_ranks_run_s"] for r in rs)
-        p = statistics.median(r["cpu_seconds"] - r["driver"]["process_cpu_s"] for r in rs)
+        p = statistics.median(_workers_cpu(r) for r in rs)
+        two = s + (p + d) / 2 if name != "process_1" else s + p
         return {"serial_cpu_s": round(s, 3), "driver_while_ranks_cpu_s": round(d, 3), "workers_cpu_s": round(p, 3),
-                "two_core_s": round(s + (p + d) / 2, 3)}
+                "two_core_s": round(two, 3)}
+    one = model("process_1")
+    out["cpu_model"] = {"process_1": one}
     dask_m, proc_m = model("dask_2"), model("process_2")
     out["cpu_model"]["dask_2"], out["cpu_model"]["process_2"] = dask_m, proc_m
+    out["cpu_model"]["workers_2_vs_1"] = round(one["two_core_s"] / proc_m["two_core_s"], 3)
     out["cpu_model"]["dask_vs_process_2"] = round(dask_m["two_core_s"] / proc_m["two_core_s"], 3)
     return out
+
+
+def _workers_cpu(run: dict) -> float:
+    """The workers' CPU seconds of one run: the driver's ended children (``children_cpu_s``), else the process
+    tree's CPU less the driver's as it wrote its summary (its exit then counted with the workers)."""
+    d = run["driver"]
+    return d["children_cpu_s"] if d.get("children_cpu_s") is not None else run["cpu_seconds"] - d["process_cpu_s"]
+
+
+def _exit_cpu(run: dict) -> float:
+    """The driver's CPU after it wrote its summary (closing, the interpreter's exit): the tree's CPU less the
+    driver's at its summary and its workers'; 0 where the workers' CPU is not known apart."""
+    d = run["driver"]
+    if d.get("children_cpu_s") is None:
+        return 0.0
+    return max(0.0, run["cpu_seconds"] - d["process_cpu_s"] - d["children_cpu_s"])
+
+
+def _serial_cpu(run: dict) -> float:
+    """The driver's CPU that overlaps no worker: to the first rank handed out, after the last summary, its exit."""
+    d = run["driver"]
+    return d["cpu_to_found_s"] + d["cpu_after_last_rank_s"] + _exit_cpu(run)
 
 
 def serial_per_rank(src_job: Path, work: Path, sizes: tuple) -> dict:
@@ -484,6 +503,13 @@ def run(params: dict) -> dict:
         res["msprof_version"] = msprof_version()
     res["bytecode"] = ensure_bytecode()
     work = Path(params.get("out") or tempfile.mkdtemp(prefix="npuprof-bench-cluster-"))
+    if params.get("only") == "scaling":     # the 1-vs-2-worker and Dask-vs-pool rows alone
+        try:
+            make_job(job, work / "genscale", copies=int(params.get("scale_copies", 16)))
+            res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return res
     try:
         res["real"] = measure(job, work / "real", reps, msprof, comm_check=True)
         gen = make_job(job, work / "gen64", copies=copies)

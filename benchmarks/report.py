@@ -447,7 +447,8 @@ def cluster_scaling_rows(cl: dict) -> list[dict]:
               f"alternated {sc['reps']}x, 1-min load average at each run's start"
         sp = sc["workers_2_vs_1"]
         cm = sc.get("cpu_model", {})
-        model = (f"; from CPU seconds (serial {cm['serial_cpu_s']:.2f} s, workers {cm['workers_cpu_s_1']:.2f} s): "
+        one = cm.get("process_1") or {"serial_cpu_s": cm.get("serial_cpu_s"), "workers_cpu_s": cm.get("workers_cpu_s_1")}
+        model = (f"; from CPU seconds (serial {one['serial_cpu_s']:.2f} s, workers {one['workers_cpu_s']:.2f} s): "
                  f"{cm['workers_2_vs_1']:.2f}x on 2 free cores") if cm else ""
         rows.append(_row("Analysis", f"`npuprof cluster --recompute`, process pool 2 workers vs 1, {job}",
                          f"2 workers {_rng(p2['seconds'], _s)} ({load(p2)})",

@@ -584,6 +584,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    Called without ``argv`` (the ``npuprof`` program, ``python -m npuprof``) the process ends when this returns:
+    every object left is then frozen out of the garbage collector, whose collections at interpreter exit
+    would otherwise walk all of them (0.04-0.17 s of a cluster analysis's serial end on a 2-core machine).
+
+    Example::
+
+        >>> main(["plugins"])  # doctest: +SKIP
+        0
+    """
+    code = _main(argv)
+    if argv is None:
+        import gc
+
+        gc.freeze()
+    return code
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -51,7 +51,6 @@ from .ranks import discover_ranks, parse_rank_list, ranks_phrase, run_dirs_under
 from .slowrank import detect_slow_ranks
 from .job_communication import cluster_communication, cluster_communication_matrix
 from .tables import cluster_tables, job_analyzer_tables
-from .timeline import write_merged, write_rank_trace
 from .tool_summary import OWN_RUN, tool_summary
 from .worker import RankTask, rank_events, summarise_packed, unpack_summary
 
@@ -252,6 +251,8 @@ def cluster_analyse(path: Union[str, Path], output: Optional[Union[str, Path]] =
             say(f"merging the timeline of ranks {tl_sel}")
             chosen = [t for t in tasks if t.rank in set(tl_sel)]
             parts = ex.map(rank_events, chosen, step_sel, min_dur_ns)
+            from .timeline import write_merged
+
             merged = write_merged(parts, alignment,
                                   out_dir / ("merged_timeline.json" + (".gz" if use_gzip else "")), use_gzip)
             files.append(merged)
@@ -322,7 +323,20 @@ class DriverTimings:
                 "cpu_before_s": r(self.cpu_start), "cpu_to_found_s": r(self.cpu_found),
                 "cpu_found_s": r(self.cpu_found - self.cpu_start), "cpu_while_ranks_run_s": r(self.cpu_last_rank - self.cpu_found),
                 "cpu_after_last_rank_s": r(self.cpu_written - self.cpu_last_rank),
-                "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time())}
+                "summary_bytes": self.received_bytes, "process_cpu_s": r(time.process_time()),
+                "children_cpu_s": _children_cpu()}
+
+
+def _children_cpu() -> Optional[float]:
+    """CPU seconds of this process's children that have ended: the pool's (or the local Dask cluster's
+    forked) workers once the executor is closed, with whatever children the caller had ended before; None
+    where the platform does not say. The whole process's CPU less this and ``process_cpu_s`` is its exit."""
+    try:
+        import resource
+    except ImportError:         # Windows has no resource module
+        return None
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(usage.ru_utime + usage.ru_stime, 3)
 
 
 def _rank_warnings(summaries: list) -> list[str]:
@@ -336,8 +350,12 @@ def _rank_warnings(summaries: list) -> list[str]:
 
 def _import_writers(formats: tuple) -> None:
     """Import what the steps after the last rank use (pyarrow's Parquet writer, numpy's masked arrays that
-    ``np.median`` loads on first use: a tenth of a second each), while the workers still parse ranks."""
+    ``np.median`` loads on first use: a tenth of a second each; the CSV writer, whose number tables are built
+    on import), while the workers still parse ranks."""
     import numpy.ma  # noqa: F401
+
+    if "csv" in formats:
+        from ..export import csvfiles  # noqa: F401
 
     if "parquet" in formats:
         try:
@@ -353,4 +371,6 @@ def _has_tool_tables(task: RankTask) -> bool:
 
 def _write_trace_task(item: tuple, steps: Optional[list], min_dur_ns: int, use_gzip: bool, world: int) -> tuple:
     task, path = item
+    from .timeline import write_rank_trace      # the trace writer: imported where traces are written
+
     return write_rank_trace(task, path, steps, min_dur_ns, use_gzip, world)

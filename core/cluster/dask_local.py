@@ -27,7 +27,7 @@ import logging
 import multiprocessing
 from typing import Any, Literal, Optional
 
-from .startmethod import fork_allowed, worker_context
+from .startmethod import fork_allowed, frozen_objects, worker_context
 
 log = logging.getLogger("npuprof")
 _MP_METHOD = "distributed.worker.multiprocessing-method"
@@ -54,6 +54,7 @@ class LocalDask:
         self._conns: list = []          # the pipe ends that tell each forked worker the scheduler's address
         self._dask_method: Optional[tuple] = None     # (the start method Dask had, None if unset)
         self._quiet: list = []          # (logger, its level before)
+        self._joining = False           # forked workers not yet confirmed joined (see ready)
 
     def __enter__(self) -> "LocalDask":
         try:
@@ -71,7 +72,8 @@ class LocalDask:
 
             from . import workerprep  # noqa: F401
             self._quiet_logs()          # before the fork, which copies the loggers' levels
-            self._fork_workers()
+            with frozen_objects():
+                self._fork_workers()
         else:
             # the workers fork from a fork server that has Dask and the workers' modules imported (each starts
             # ready, as a pool worker does); it starts first, so that its imports overlap this process's
@@ -95,8 +97,16 @@ class LocalDask:
                 conn.close()
             self._conns = []
         self.client = Client(self._cluster)
-        if self.forked:
+        self._joining = self.forked       # the forked workers join the scheduler while the caller goes on
+
+    def ready(self) -> None:
+        """Wait until every forked worker has joined the scheduler (``TimeoutError`` after 120 s). The executor
+        calls this once it has handed the first tasks to the scheduler, so that the workers' start-up (their
+        Dask worker, its connection: about 0.1 s) overlaps the driver's work until then (finding the ranks)
+        instead of coming before it."""
+        if self._joining:
             self.client.wait_for_workers(self.workers, timeout=120)
+            self._joining = False
 
     def _quiet_logs(self) -> None:
         """The local cluster's own progress messages stay out of npuprof's output (its errors do not). After
@@ -125,6 +135,12 @@ class LocalDask:
             except OSError:
                 pass
         if self.client is not None:
+            if self._joining:       # no task was handed out: the workers still joining are let in, then told to close
+                try:
+                    self.client.wait_for_workers(self.workers, timeout=WORKER_JOIN_S)
+                except Exception:   # noqa: BLE001  (one that never joined is terminated below)
+                    pass
+                self._joining = False
             self.client.close()
         if self._cluster is not None:
             self._cluster.close()          # the scheduler tells every worker connected to it to close

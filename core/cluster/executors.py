@@ -30,7 +30,7 @@ from concurrent.futures import as_completed as futures_completed
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from ..errors import ProfilerConfigError
-from .startmethod import worker_context
+from .startmethod import frozen_objects, worker_context
 
 log = logging.getLogger("npuprof")
 BACKENDS = ("process", "dask", "serial")
@@ -65,7 +65,8 @@ class Executor:
             ctx = worker_context()
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
             if ctx.get_start_method() == "fork":
-                self._pool.submit(int)      # forks every worker now, before this process starts any thread
+                with frozen_objects():
+                    self._pool.submit(int)      # forks every worker now, before this process starts any thread
             self.description = f"process pool ({self.workers} workers)"
         elif self.backend == "dask":
             import importlib.util
@@ -95,6 +96,8 @@ class Executor:
         if self.backend == "process":
             return list(self._pool.map(func, tasks, *[[e] * len(tasks) for e in extra]))
         futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
+        if self._local is not None:
+            self._local.ready()
         return self._client.gather(futures)
 
     def as_completed(self, func: Callable[[Any], Any], tasks: Sequence[Any], *extra: Any) -> Iterator[tuple[int, Any]]:
@@ -113,6 +116,8 @@ class Executor:
         from distributed import as_completed as dask_completed
 
         futures = self._client.map(func, tasks, *[[e] * len(tasks) for e in extra], pure=False)
+        if self._local is not None:
+            self._local.ready()
         index = {f.key: i for i, f in enumerate(futures)}
         for fut, result in dask_completed(futures, with_results=True):
             yield index[fut.key], result

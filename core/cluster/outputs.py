@@ -16,7 +16,7 @@ from typing import Any
 
 from ..analysis.table import Table
 from ..errors import ProfilerConfigError
-from ..export.csvfiles import write_csv
+from ..export.json_text import dumps_indented
 from ..fileio import atomic_write
 
 FORMATS = ("csv", "json", "parquet")
@@ -67,6 +67,8 @@ def write_tables(tables: dict, out_dir: Path, formats: tuple, json_elsewhere: tu
         except ImportError:
             raise ProfilerConfigError("formats", "parquet", "csv, json (pyarrow is not installed)",
                                       hint="pip install 'npuprof[cluster]'") from None
+    from ..export.csvfiles import write_csv     # its number tables are built on import: not before it writes
+
     written = []
     for name, table in tables.items():
         if "csv" in formats:
@@ -79,4 +81,6 @@ def write_tables(tables: dict, out_dir: Path, formats: tuple, json_elsewhere: tu
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    return atomic_write(path, json.dumps(obj, indent=2, default=str))
+    """``obj`` as ``json.dumps(obj, indent=2, default=str)`` writes it (atomic), encoded in C where the text is
+    the same (:func:`~npuprof.export.json_text.dumps_indented`)."""
+    return atomic_write(path, dumps_indented(obj))

@@ -68,10 +68,8 @@ def rank_of(run_dir: Path) -> Optional[int]:
 
 
 def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
-    from ..readers.kineto import is_kineto_trace
-
     if root.is_file():
-        if is_kineto_trace(root):
+        if _is_kineto_trace(root):
             yield root
         return
     if any(root.glob("profiler_info*.json")):
@@ -83,12 +81,20 @@ def _walk_run_dirs(root: Path, depth: int) -> Iterable[Path]:
         entries = sorted(p for p in root.iterdir() if not p.is_symlink())
     except OSError:
         return
-    yield from (p for p in entries if p.is_file() and is_kineto_trace(p))   # a folder of ranks' trace files
+    yield from (p for p in entries if p.is_file() and _is_kineto_trace(p))   # a folder of ranks' trace files
     if depth <= 0:
         return
     for child in entries:
         if child.is_dir():
             yield from _walk_run_dirs(child, depth - 1)
+
+
+def _is_kineto_trace(path: Path) -> bool:
+    """:func:`~npuprof.readers.kineto.is_kineto_trace`, its reader (and trace decoder) imported only where a
+    folder holds files to test: a job of rank directories is walked without it."""
+    from ..readers.kineto import is_kineto_trace
+
+    return is_kineto_trace(path)
 
 
 def run_dirs_under(root: Path) -> list[Path]:

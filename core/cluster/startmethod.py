@@ -8,10 +8,11 @@ Example::
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sys
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 
 def fork_allowed() -> bool:
@@ -43,3 +44,27 @@ def worker_context(also: tuple = ()) -> Any:
 
     forkserver.ensure_running()
     return ctx
+
+
+@contextlib.contextmanager
+def frozen_objects() -> Iterator[None]:
+    """Every object of this process out of the garbage collector's reach while workers are forked from it
+    (:func:`gc.freeze`; undone here after, unless this process had frozen objects itself: that cannot be
+    undone in part, and is left as it chose): a forked worker keeps them frozen, so its collections neither
+    walk the driver's imports nor write to their pages (which would copy each page the worker shares with
+    the driver).
+
+    Example::
+
+        with frozen_objects():
+            pool.submit(int)        # a fork-context pool forks its workers here
+    """
+    import gc
+
+    had_frozen = gc.get_freeze_count() > 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if not had_frozen:
+            gc.unfreeze()

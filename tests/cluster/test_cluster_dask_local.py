@@ -69,3 +69,30 @@ def test_local_dask_workers_are_the_drivers_children(tmp_path):
     assert (tmp_path / "died").exists() and len(out["survivor"]) == 1  # one worker died, the other ran it
     assert out["all_dead"] != "returned" and out["all_dead_s"] < 120   # no worker left: an error, not a hang
     assert out["alive_after"] == []                                     # every worker ended with the executor
+
+
+IDLE_SCRIPT = textwrap.dedent("""
+    import json, os
+    if __name__ == "__main__":
+        from npuprof.cluster.executors import Executor
+
+        with Executor("dask", workers=2) as ex:
+            workers = [p.pid for p in ex._local._procs]
+        print("RESULT " + json.dumps({"workers": workers, "exit_codes": [p.exitcode for p in ex._local._procs]}))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked workers are Linux's path")
+def test_local_dask_closed_before_any_task_ends_its_workers(tmp_path):
+    """The workers join the scheduler while the driver goes on (they are waited for once tasks are handed
+    out): a cluster closed before any task still ends each of them through the scheduler, none is terminated."""
+    script = tmp_path / "idle_dask.py"
+    script.write_text(IDLE_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert len(out["workers"]) == 2 and out["exit_codes"] == [0, 0]     # ended by the scheduler, not terminated
+    assert "terminating" not in proc.stderr

@@ -43,3 +43,18 @@ def test_a_rank_summary_survives_packing(series):
     assert (back.memory is not None) == series and bool(back.communication) and bool(back.communication_matrix)
     with pytest.raises(ValueError, match="not a packed rank summary"):
         unpack(b"\x80\x05" + blob[2:], RankSummary)
+
+
+def test_without_series_a_rank_still_counts_its_memory_rows():
+    """``series=False`` (``npuprof cluster``) leaves out the memory timeline, but the memory CSVs are still read:
+    cluster_rank_summary's ``events`` counts every event of the rank, their rows included, and an unreadable
+    row of theirs is a warning of the rank. Skipping those files would change both."""
+    from npuprof.analysis.pipeline import load_run
+
+    dirs = discover_ranks(realdata("msinsight/test/data/pytorch/text/level1"))[1]
+    loaded = load_run(dirs[0])
+    s = summarise_rank(RankTask(rank=1, run_dirs=tuple(map(str, dirs)), series=False))
+    assert s.memory is None and s.host_series == {}
+    assert s.events == len(loaded.events)
+    types = set(loaded.events.string_array("type").tolist())
+    assert {"memory", "npu_module_mem", "operator_memory"} <= types     # the three memory CSVs' events, counted
