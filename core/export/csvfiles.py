@@ -132,7 +132,8 @@ def start_csv(table: Table, path: Path, may_fork: Callable[[], bool]) -> Optiona
     child's error), or None: then write it here (:func:`write_csv`). A child is forked for a table of
     at least :data:`FORK_MIN_ROWS` rows, where this process may run on two cores or more and
     ``may_fork()`` says no live thread holds a lock the child would take
-    (:func:`npuprof.export.writer.fork_is_safe`). On one core the parent would only wait for it.
+    (:func:`npuprof.export.writer.fork_is_safe`). On one core the parent would only wait for it; where
+    the system has no process to give (``fork`` fails), the table is written here all the same.
 
     Example::
 
@@ -141,7 +142,10 @@ def start_csv(table: Table, path: Path, may_fork: Callable[[], bool]) -> Optiona
     """
     if len(table) < FORK_MIN_ROWS or not hasattr(os, "fork") or available_cores() < 2 or not may_fork():
         return None
-    return ForkedFile(path, lambda fh: write_csv_to(fh, table))
+    try:
+        return ForkedFile(path, lambda fh: write_csv_to(fh, table))
+    except OSError:
+        return None
 
 
 def write_json(table: Table, path: Path) -> Path:

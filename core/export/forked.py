@@ -97,7 +97,12 @@ class ForkedFile:
         self.tmp = temporary_name(self.path)
         with PIPES_LOCK:
             msg_r, msg_w = os.pipe()
-            pid = fork_child()
+            try:
+                pid = fork_child()
+            except BaseException:   # no process to be had (EAGAIN, ENOMEM): nothing is left open
+                os.close(msg_r)
+                os.close(msg_w)
+                raise
             if pid == 0:   # the child: never returns
                 code = 1
                 try:

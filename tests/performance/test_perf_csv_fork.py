@@ -180,3 +180,18 @@ def test_the_cli_fails_when_a_forked_csv_fails(tmp_path, monkeypatch, forking, c
     monkeypatch.setattr(csvfiles, "write_csv_to", broken_in_the_child)
     assert main(["analyse", str(run)]) == EXIT_DATA
     assert "failed: OSError: [Errno 28] No space left on device" in capsys.readouterr().err
+
+
+def test_a_fork_refused_by_the_system_writes_the_table_here(tmp_path, monkeypatch):
+    from npuprof.export import forked
+
+    def no_process():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(csvfiles, "FORK_MIN_ROWS", 1)
+    monkeypatch.setattr(csvfiles, "available_cores", lambda: 2)
+    monkeypatch.setattr(forked, "fork_child", no_process)
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    assert csvfiles.start_csv(_table(100), tmp_path / "t.csv", lambda: True) is None
+    assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # its pipe closed
+    assert list(tmp_path.iterdir()) == []
