@@ -33,6 +33,8 @@ from ..fileio import open_private, secure_mkdir, temporary_name
 # by another thread meanwhile would hold a write end open, and the parent would read no end of file
 # from its own child until that other child exits
 PIPES_LOCK = threading.Lock()
+_running = 0   # ForkedFile children started and not yet collected
+_collected = threading.Condition()
 
 
 def send(fd: int, kind: bytes, payload: bytes = b"") -> None:
@@ -77,6 +79,15 @@ def fork_child() -> int:
         return os.fork()
 
 
+def wait_for_forked_files() -> None:
+    """Return once every :class:`ForkedFile` child started so far has been collected (finished or
+    discarded): from then on its core is free. The trace's parent helps its child only then
+    (:func:`npuprof.export.trace_json.write_trace_beside`): taking a share of the trace while a file's
+    child still runs would only take a core from that child and add the copy of the share."""
+    with _collected:
+        _collected.wait_for(lambda: _running == 0)
+
+
 def available_cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -113,6 +124,9 @@ class ForkedFile:
             os.close(msg_w)
         self.pid, self._msg = pid, msg_r
         self._status: Optional[int] = None
+        global _running
+        with _collected:
+            _running += 1
 
     def _child(self, msg: int, write: Callable[[IO[bytes]], None]) -> int:
         # a parent's thread may hold the lock of its stdout/stderr: the child never writes there
@@ -144,9 +158,15 @@ class ForkedFile:
         return done, error
 
     def _reap(self) -> None:
+        global _running
         if self._status is None:
             os.close(self._msg)
-            self._status = os.waitpid(self.pid, 0)[1]
+            try:
+                self._status = os.waitpid(self.pid, 0)[1]
+            finally:
+                with _collected:
+                    _running -= 1
+                    _collected.notify_all()
 
     def finish(self) -> Path:
         """Wait for the child; ``path`` once its file is complete, else the child's error raised here

@@ -195,3 +195,32 @@ def test_a_fork_refused_by_the_system_writes_the_table_here(tmp_path, monkeypatc
     assert csvfiles.start_csv(_table(100), tmp_path / "t.csv", lambda: True) is None
     assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # its pipe closed
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_trace_s_parent_helps_only_once_every_csv_child_is_collected(tmp_path):
+    """wait_for_forked_files (what the trace's parent waits for before taking its share) returns only
+    once the CSV children started so far are collected."""
+    import threading
+
+    from npuprof.export import forked
+
+    r, w = os.pipe()
+
+    def held(fh):
+        os.read(r, 1)   # until the test lets it go
+        fh.write(b"done")
+
+    job = ForkedFile(tmp_path / "t.csv", held)
+    returned = threading.Event()
+    waiter = threading.Thread(target=lambda: (forked.wait_for_forked_files(), returned.set()))
+    waiter.start()
+    try:
+        assert not returned.wait(0.3)
+        os.write(w, b"x")
+        assert job.finish().read_bytes() == b"done"
+        assert returned.wait(10)
+    finally:
+        job.discard()   # a no-op once finished; else the child (which holds the pipe itself) is stopped
+        os.close(r)
+        os.close(w)
+        waiter.join(10)
