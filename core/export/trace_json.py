@@ -44,7 +44,7 @@ from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows, compiled_rows
 from ..events import EventKind, EventTable
 from ..fileio import WriteBehind, atomic_write, open_private, secure_mkdir, temporary_name
-from .forked import PIPES_LOCK, available_cores, error_payload, fork_child, receive, send
+from .forked import PIPES_LOCK, available_cores, error_payload, fork_child, receive, send, wait_for_forked_files
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -817,7 +817,8 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
     the caller says a fork is safe (``may_fork``: no live thread holds a lock the child would take; the
     child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
 
-    Once ``help_after()`` returns (the process's other work done: the analyzers, say), this thread
+    Once ``help_after()`` returns (the process's other work done: the analyzers, say) and every other
+    file's child is collected (:func:`~npuprof.export.forked.wait_for_forked_files`), this thread
     renders part of the chunks the child has not reached (where the process may use two cores or
     more), so the end of the trace takes two cores;
     helping earlier would only take a core from that other work and cost a copy of its part. When
@@ -832,13 +833,16 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
             help_after()
         return write_trace(events, path, **settings)
     job = ForkedTrace(events, Path(path), settings)
+    help = _cores() > 1   # on one core helping only adds the copy of this thread's part
     try:
         if help_after is not None:
             help_after()
+        if help:   # a share taken while another file's child runs (a CSV's) would only take a core from it
+            wait_for_forked_files()
     except BaseException:
         job.discard()
         raise
-    return job.finish(help=_cores() > 1)   # on one core helping only adds the copy of this thread's part
+    return job.finish(help=help)
 
 
 def _cores() -> int:

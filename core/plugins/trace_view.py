@@ -4,8 +4,7 @@ It reads only the events, so it writes while the analyzers still run: a
 large trace is rendered by a forked child where forking is safe
 (:func:`~npuprof.export.writer.fork_is_safe`), and this thread renders a
 share of what is left once the analyzers are done and no CSV's own child
-still writes (:func:`~npuprof.export.forked.wait_for_forked_files`;
-:func:`~npuprof.export.trace_json.write_trace_beside`).
+still writes (:func:`~npuprof.export.trace_json.write_trace_beside`).
 """
 from __future__ import annotations
 
@@ -24,15 +23,9 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
     if not target.text:
         return None
     # the trace writer is imported by the export: every npuprof command loads this plugin
-    from ..export.forked import wait_for_forked_files
     from ..export.trace_json import trace_settings, write_trace_beside
     from ..export.writer import fork_is_safe
 
-    # reading the tables waits for the analyzers, and a CSV's child is waited for: then this thread takes
-    # its share of the trace
-    def others_done() -> None:
-        len(result.tables)
-        wait_for_forked_files()
-
+    # reading the tables waits for the analyzers: then this thread takes its share of the trace
     return [write_trace_beside(result.events, target.output_dir / "trace_view.json", fork_is_safe(),
-                               help_after=others_done, **trace_settings(result))]
+                               help_after=lambda: len(result.tables), **trace_settings(result))]

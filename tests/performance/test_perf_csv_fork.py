@@ -224,3 +224,34 @@ def test_the_trace_s_parent_helps_only_once_every_csv_child_is_collected(tmp_pat
         os.close(r)
         os.close(w)
         waiter.join(10)
+
+
+def test_the_forked_trace_takes_its_share_after_the_csv_children_and_without_a_fork_waits_for_none(
+        tmp_path, monkeypatch):
+    import threading
+
+    from npuprof.export import forked, trace_json
+    from test_perf_trace import make_events
+
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    monkeypatch.setattr(trace_json, "_cores", lambda: 2)
+    running_at_finish = []
+    real_finish = trace_json.ForkedTrace.finish
+    monkeypatch.setattr(trace_json.ForkedTrace, "finish",
+                        lambda self, help=True: running_at_finish.append(forked._running) or real_finish(self, help))
+    r, w = os.pipe()
+    job = ForkedFile(tmp_path / "t.csv", lambda fh: os.read(r, 1))
+    try:
+        events = make_events(3000, seed=2)
+        # without a fork the trace is written here at once, the CSV child still running
+        trace_json.write_trace_beside(events, tmp_path / "a.json", may_fork=False)
+        collector = threading.Timer(0.3, lambda: (os.write(w, b"x"), job.finish()))
+        collector.start()
+        trace_json.write_trace_beside(events, tmp_path / "b.json", may_fork=True)
+        collector.join(10)
+        assert running_at_finish == [0]   # asked for its share once the CSV child was collected
+        assert (tmp_path / "b.json").read_bytes() == (tmp_path / "a.json").read_bytes()
+    finally:
+        job.discard()
+        os.close(r)
+        os.close(w)
