@@ -4,7 +4,8 @@ Small tables go through the :mod:`csv` module. Tables with many rows
 (kernel_details: one row per compute event) are rendered block by block with
 :mod:`npuprof.export.textrows`, producing the same text the :mod:`csv`
 module would (minimal quoting, ``\\n`` line ends, floats as
-``repr(round(x, 3))``) without one Python object per cell.
+``repr(round(x, 3))``) without one Python object per cell. The largest may
+be written by a forked child (:func:`start_csv`), off this interpreter's lock.
 
 Example::
 
@@ -15,8 +16,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any, Callable, Optional
 
 import numpy as np
 
@@ -24,9 +26,11 @@ from ..analysis.table import Table
 from ..events import is_constant_column
 from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
+from .forked import ForkedFile, available_cores
 
 VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
 BLOCK_ROWS = 16_384        # keeps one block's byte matrix near textrows.MATRIX_BYTES
+FORK_MIN_ROWS = 250_000    # larger tables may be written by a forked child (see start_csv)
 
 
 def _csv_line(values: list) -> str:
@@ -120,6 +124,28 @@ def python_values(values: Any) -> list:
 def write_csv(table: Table, path: Path) -> Path:
     """Write ``table`` as CSV with its header row, atomically."""
     return atomic_write(path, lambda fh: write_csv_to(fh, table))
+
+
+def start_csv(table: Table, path: Path, may_fork: Callable[[], bool]) -> Optional[ForkedFile]:
+    """``table`` being written to ``path`` by a forked child that shares it copy-on-write
+    (:class:`~npuprof.export.forked.ForkedFile`: ``finish()`` renames the file in place or raises the
+    child's error), or None: then write it here (:func:`write_csv`). A child is forked for a table of
+    at least :data:`FORK_MIN_ROWS` rows, where this process may run on two cores or more and
+    ``may_fork()`` says no live thread holds a lock the child would take
+    (:func:`npuprof.export.writer.fork_is_safe`). On one core the parent would only wait for it; where
+    the system has no process to give (``fork`` fails), the table is written here all the same.
+
+    Example::
+
+        job = start_csv(table, out / "kernel_details.csv", fork_is_safe)
+        path = job.finish() if job is not None else write_csv(table, out / "kernel_details.csv")
+    """
+    if len(table) < FORK_MIN_ROWS or not hasattr(os, "fork") or available_cores() < 2 or not may_fork():
+        return None
+    try:
+        return ForkedFile(path, lambda fh: write_csv_to(fh, table))
+    except OSError:
+        return None
 
 
 def write_json(table: Table, path: Path) -> Path:

@@ -44,6 +44,7 @@ from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows, compiled_rows
 from ..events import EventKind, EventTable
 from ..fileio import WriteBehind, atomic_write, open_private, secure_mkdir, temporary_name
+from .forked import PIPES_LOCK, available_cores, error_payload, fork_child, receive, send, wait_for_forked_files
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -580,39 +581,6 @@ def load_trace(path: Path) -> Any:
     return orjson.loads(raw)
 
 
-def _send(fd: int, kind: bytes, payload: bytes = b"") -> None:
-    view = memoryview(kind + len(payload).to_bytes(8, "little") + payload)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _receive(fd: int) -> tuple[bytes, bytes]:
-    """One message (kind, payload) from the child; (b"", b"") at end of file."""
-    def exactly(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            data = os.read(fd, n - len(buf))
-            if not data:
-                return buf
-            buf += data
-        return buf
-
-    head = exactly(9)
-    if len(head) < 9:
-        return b"", b""
-    return head[:1], exactly(int.from_bytes(head[1:], "little"))
-
-
-def _error_payload(e: BaseException) -> bytes:
-    """``e`` pickled, or a RuntimeError saying what it was when it does not survive pickling."""
-    try:
-        payload = pickle.dumps(e)
-        pickle.loads(payload)
-        return payload
-    except Exception:
-        return pickle.dumps(RuntimeError(f"{type(e).__name__}: {e}"))
-
-
 class ForkedTrace:
     """A Kineto trace rendered by a forked child process into a temporary file
     next to ``path``; :meth:`finish` renames it in place (or raises the
@@ -640,21 +608,20 @@ class ForkedTrace:
         self.tmp = temporary_name(self.path)
         self.part = self.tmp.with_name(self.tmp.name + ".part")
         self.made_dir = not self.path.parent.exists()
-        msg_r, msg_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
-        with warnings.catch_warnings():   # Python 3.12+ warns of any thread: only daemons are allowed here
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:   # the child: never returns
-            code = 0
-            try:
-                os.close(msg_r)
-                os.close(ctl_w)
-                code = self._child(msg_w, ctl_r)
-            finally:
-                os._exit(code)
-        os.close(msg_w)
-        os.close(ctl_r)
+        with PIPES_LOCK:
+            msg_r, msg_w = os.pipe()
+            ctl_r, ctl_w = os.pipe()
+            pid = fork_child()
+            if pid == 0:   # the child: never returns
+                code = 0
+                try:
+                    os.close(msg_r)
+                    os.close(ctl_w)
+                    code = self._child(msg_w, ctl_r)
+                finally:
+                    os._exit(code)
+            os.close(msg_w)
+            os.close(ctl_r)
         self.pid, self._msg, self._ctl, self._status = pid, msg_r, ctl_w, 0
 
     def _child(self, msg: int, ctl: int) -> int:
@@ -677,7 +644,7 @@ class ForkedTrace:
                     return False
                 if not asked:   # the parent is gone
                     return False
-                _send(msg, b"S", f"{j} {written} {count}".encode())
+                send(msg, b"S", f"{j} {written} {count}".encode())
                 os.set_blocking(ctl, True)
                 answer = b""
                 while len(answer) < 9:   # b"L" and the chunk to stop at (more requests before it: skipped)
@@ -701,13 +668,13 @@ class ForkedTrace:
                         written += len(block)
                     if limit is None or limit >= total:
                         w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
-                        _send(msg, b"D")
+                        send(msg, b"D")
                     else:
-                        _send(msg, b"P", str(written).encode())
+                        send(msg, b"P", str(written).encode())
         except BaseException as e:
-            _send(msg, b"E", _error_payload(e))
+            send(msg, b"E", error_payload(e))
             return 1
-        _send(msg, b"K")
+        send(msg, b"K")
         return 0
 
     def _reap(self) -> int:
@@ -716,7 +683,7 @@ class ForkedTrace:
         os.close(self._ctl)
         self._ctl = -1
         try:
-            while _receive(self._msg)[0]:
+            while receive(self._msg)[0]:
                 pass
         finally:
             os.close(self._msg)
@@ -742,7 +709,7 @@ class ForkedTrace:
         error: Optional[BaseException] = None
         child_bytes: Optional[int] = None
         while True:
-            kind, payload = _receive(self._msg)
+            kind, payload = receive(self._msg)
             if kind == b"S":
                 j, _, count = map(int, payload.split())
                 # the parent takes 2/5 of what is left: it also copies its part into the child's file
@@ -850,7 +817,8 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
     the caller says a fork is safe (``may_fork``: no live thread holds a lock the child would take; the
     child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
 
-    Once ``help_after()`` returns (the process's other work done: the analyzers, say), this thread
+    Once ``help_after()`` returns (the process's other work done: the analyzers, say) and every other
+    file's child is collected (:func:`~npuprof.export.forked.wait_for_forked_files`), this thread
     renders part of the chunks the child has not reached (where the process may use two cores or
     more), so the end of the trace takes two cores;
     helping earlier would only take a core from that other work and cost a copy of its part. When
@@ -865,15 +833,18 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
             help_after()
         return write_trace(events, path, **settings)
     job = ForkedTrace(events, Path(path), settings)
+    help = _cores() > 1   # on one core helping only adds the copy of this thread's part
     try:
         if help_after is not None:
             help_after()
+        if help:   # a share taken while another file's child runs (a CSV's) would only take a core from it
+            wait_for_forked_files()
     except BaseException:
         job.discard()
         raise
-    return job.finish(help=_cores() > 1)   # on one core helping only adds the copy of this thread's part
+    return job.finish(help=help)
 
 
 def _cores() -> int:
     """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return available_cores()

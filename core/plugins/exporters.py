@@ -14,7 +14,7 @@ the writer runs the three at once on a large run, in turn on a smaller one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from ..hookspecs import hookimpl
 
@@ -31,22 +31,30 @@ def npuprof_export(result: AnalysisResult, target: ExportTarget) -> Optional[lis
     # command loads this plugin, only the commands that write text outputs export
     from ..analysis.analyzer import csv_tables
     from ..export.communication_json import write_communication_files
-    from ..export.csvfiles import write_csv, write_if_rows
+    from ..export.csvfiles import start_csv, write_csv
+    from ..export.forked import ForkedFile
+    from ..export.writer import fork_is_safe
 
     out_dir = target.output_dir
-    written: list[Path] = []
+    # every registered analyzer's, as it declares, each as soon as its analyzer has made it; a long one
+    # by a forked child while this thread goes on to the next (collected in order at the end)
+    written: list[Union[Path, ForkedFile]] = []
     try:
-        # every registered analyzer's, as it declares, each as soon as its analyzer has made it
         for name, table, with_rows in csv_tables(result.tables):
+            if with_rows and not len(table):
+                continue
             path = out_dir / f"{name}.csv"
-            if not with_rows:
-                written.append(write_csv(table, path))
-            elif write_if_rows(table, path):
-                written.append(path)
+            written.append(start_csv(table, path, fork_is_safe) or write_csv(table, path))
         written += write_communication_files(result, out_dir)
+        for i, item in enumerate(written):
+            if isinstance(item, ForkedFile):
+                written[i] = item.finish()
     except BaseException:
-        if getattr(result.tables, "failed", False):   # no file of an analysis that did not complete
-            for path in written:
-                path.unlink(missing_ok=True)
+        failed = getattr(result.tables, "failed", False)
+        for item in written:
+            if isinstance(item, ForkedFile):
+                item.discard()
+            elif failed:   # no file of an analysis that did not complete
+                item.unlink(missing_ok=True)
         raise
-    return written
+    return [p for p in written if isinstance(p, Path)]

@@ -3,8 +3,8 @@
 It reads only the events, so it writes while the analyzers still run: a
 large trace is rendered by a forked child where forking is safe
 (:func:`~npuprof.export.writer.fork_is_safe`), and this thread renders a
-share of what is left once the analyzers are done
-(:func:`~npuprof.export.trace_json.write_trace_beside`).
+share of what is left once the analyzers are done and no CSV's own child
+still writes (:func:`~npuprof.export.trace_json.write_trace_beside`).
 """
 from __future__ import annotations
 

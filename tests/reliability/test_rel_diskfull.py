@@ -232,3 +232,50 @@ def test_failed_output_write_leaves_no_empty_or_partial_file(tmp_path):
         atomic_write(target, explode)
     assert target.read_bytes() == b'{"old": true}'
     assert [p.name for p in tmp_path.iterdir()] == ["trace_view.json"]
+
+
+FORKED_CSV_SCRIPT = r"""
+import json, os, sys
+from npuprof.cli import main
+from npuprof.export import csvfiles
+forked = []
+real = csvfiles.ForkedFile
+csvfiles.FORK_MIN_ROWS = 1                      # every CSV by a child of its own
+csvfiles.available_cores = lambda: 2            # as on a machine with a second core
+csvfiles.ForkedFile = lambda *a: forked.append(a[0].name) or real(*a)
+code = main(["analyse", sys.argv[1], "-o", sys.argv[2]])
+left = sorted(str(p.relative_to(sys.argv[2])) for p in __import__("pathlib").Path(sys.argv[2]).rglob("*") if p.is_file())
+print(json.dumps({"code": code, "forked": forked, "left": left}))
+"""
+
+
+def test_enospc_in_a_forked_csv_fails_the_analysis_by_name_and_leaves_no_part_of_it(tmp_path):
+    """A CSV written by a forked child on a full filesystem: the child's real ENOSPC is raised in the
+    analysing process, the CSV exporter is reported failed by name, the command exits 1, and neither
+    the file nor its temporary remains (no analyse.done either): a table is never silently missing."""
+    from synth import make_run
+
+    run = make_run(tmp_path / "runs", 30_000)
+    ref = tmp_path / "ref"
+    done = subprocess.run([sys.executable, "-c", FORKED_CSV_SCRIPT, str(run), str(ref)], capture_output=True,
+                          text=True, timeout=300)
+    assert json.loads(done.stdout.splitlines()[-1])["code"] == 0, done.stderr
+    (out_dir,) = {p.parent for p in ref.rglob("kernel_details.csv")}
+    sizes = {p.name: p.stat().st_size for p in out_dir.iterdir()}
+    # room for every file but kernel_details.csv (the trace is written first, the CSVs after it)
+    room = sum(-(-s // 4096) * 4096 for name, s in sizes.items() if name != "kernel_details.csv")
+    assert sizes["kernel_details.csv"] > 256 << 10
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    argv = _in_private_tmpfs(f"{(room + (128 << 10)) // 1024}k", mnt,
+                             [sys.executable, "-c", FORKED_CSV_SCRIPT, str(run), str(mnt / "out")])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    report = json.loads(proc.stdout.splitlines()[-1])
+    assert "kernel_details.csv" in report["forked"]
+    assert report["code"] == 1
+    assert "exporter 'exporters' failed: OSError: [Errno 28] No space left on device" in proc.stderr
+    left = [Path(p).name for p in report["left"]]
+    assert "trace_view.json" in left
+    assert "kernel_details.csv" not in left and "analyse.done" not in left
+    assert not [n for n in left if ".tmp." in n]
+    rs.COUNTS["write faults injected"] += 1
