@@ -611,7 +611,7 @@ typedef struct {
     int32_t empty_code;
 } Columns;
 
-enum { F_PH = 1, F_CAT = 2, F_NAME = 4, F_PID = 8, F_TID = 16, F_TS = 32, F_DUR = 64, F_ARGS = 128 };
+enum { F_PH = 1, F_CAT = 2, F_NAME = 4, F_PID = 8, F_TID = 16, F_TS = 32, F_DUR = 64, F_ARGS = 128, F_ID = 256 };
 enum { A_CORR = 1, A_DEVICE = 2, A_STREAM = 4, A_LABELS = 8 };
 
 static inline int
@@ -619,6 +619,22 @@ key_is(const unsigned char *s, Py_ssize_t n, const char *word)
 {
     Py_ssize_t k = (Py_ssize_t)strlen(word);
     return n == k && memcmp(s, word, k) == 0;
+}
+
+/* the field an event's key names (0: a key no reader takes); each reader masks off the ones it skips */
+static inline int
+event_field(const unsigned char *k, Py_ssize_t kn)
+{
+    switch (kn) {
+    case 2:
+        return key_is(k, kn, "ph") ? F_PH : key_is(k, kn, "ts") ? F_TS : key_is(k, kn, "id") ? F_ID : 0;
+    case 3:
+        return key_is(k, kn, "cat") ? F_CAT : key_is(k, kn, "pid") ? F_PID : key_is(k, kn, "tid") ? F_TID
+             : key_is(k, kn, "dur") ? F_DUR : 0;
+    case 4:
+        return key_is(k, kn, "name") ? F_NAME : key_is(k, kn, "args") ? F_ARGS : 0;
+    }
+    return 0;
 }
 
 typedef struct {
@@ -729,19 +745,7 @@ read_event(Cursor *c, Columns *out)
         int esc;
         if (read_key(c, &k, &kn, &esc) < 0 || esc)
             return -1;
-        int field = 0;
-        switch (kn) {
-        case 2:
-            field = key_is(k, kn, "ph") ? F_PH : key_is(k, kn, "ts") ? F_TS : 0;
-            break;
-        case 3:
-            field = key_is(k, kn, "cat") ? F_CAT : key_is(k, kn, "pid") ? F_PID : key_is(k, kn, "tid") ? F_TID
-                  : key_is(k, kn, "dur") ? F_DUR : 0;
-            break;
-        case 4:
-            field = key_is(k, kn, "name") ? F_NAME : key_is(k, kn, "args") ? F_ARGS : 0;
-            break;
-        }
+        int field = event_field(k, kn) & ~F_ID;     /* a Kineto event's id is not read */
         if (field & seen)
             return -1;     /* given twice */
         seen |= field;
@@ -1115,7 +1119,6 @@ typedef struct {
     int32_t empty_code, null_args;
 } ViewColumns;
 
-enum { V_PH = 1, V_CAT = 2, V_NAME = 4, V_PID = 8, V_TID = 16, V_TS = 32, V_DUR = 64, V_ID = 128, V_ARGS = 256 };
 
 /* a µs text as us_text_to_ns reads it, for its plain forms ([-]digits[.digits], at most 16 whole digits):
  * 0 with *ns, else -1 (Python reads it) */
@@ -1252,25 +1255,13 @@ read_view_event(Cursor *c, ViewColumns *out)
             int esc;
             if (read_key(c, &k, &kn, &esc) < 0 || esc || c->p >= c->end)
                 return -1;
-            int field = 0;
-            switch (kn) {
-            case 2:
-                field = key_is(k, kn, "ph") ? V_PH : key_is(k, kn, "ts") ? V_TS : key_is(k, kn, "id") ? V_ID : 0;
-                break;
-            case 3:
-                field = key_is(k, kn, "cat") ? V_CAT : key_is(k, kn, "pid") ? V_PID : key_is(k, kn, "tid") ? V_TID
-                      : key_is(k, kn, "dur") ? V_DUR : 0;
-                break;
-            case 4:
-                field = key_is(k, kn, "name") ? V_NAME : key_is(k, kn, "args") ? V_ARGS : 0;
-                break;
-            }
+            int field = event_field(k, kn);
             if (field & seen)
                 return -1;     /* given twice */
             seen |= field;
             unsigned char ch = *c->p;
             switch (field) {
-            case V_PH:
+            case F_PH:
                 if (ch == '"') {
                     const unsigned char *s;
                     Py_ssize_t n;
@@ -1281,35 +1272,35 @@ read_view_event(Cursor *c, ViewColumns *out)
                 else if (read_scalar(c, &other) < 0)
                     return -1;
                 break;
-            case V_CAT:
-            case V_NAME: {
+            case F_CAT:
+            case F_NAME: {
                 const unsigned char *s = NULL;
                 Py_ssize_t n = 0;
                 int is_str = ch == '"';
                 esc = 0;
                 if (is_str ? scan_string(c, &s, &n, &esc) < 0 : read_scalar(c, &other) < 0)
                     return -1;
-                if (field == V_CAT)   /* null is None, as absent */
+                if (field == F_CAT)   /* null is None, as absent */
                     cat = s, cat_n = n, cat_esc = esc, cat_ok = is_str || ch == 'n';
                 else
                     name = s, name_n = n, name_esc = esc, name_ok = is_str;
                 break;
             }
-            case V_PID:
-            case V_TID:
-                if (read_scalar(c, field == V_PID ? &pid : &tid) < 0)
+            case F_PID:
+            case F_TID:
+                if (read_scalar(c, field == F_PID ? &pid : &tid) < 0)
                     return -1;
                 break;
-            case V_TS:
-            case V_DUR:
-                if (read_time(c, field == V_TS ? &ts : &dur) < 0)
+            case F_TS:
+            case F_DUR:
+                if (read_time(c, field == F_TS ? &ts : &dur) < 0)
                     return -1;
                 break;
-            case V_ID:
+            case F_ID:
                 if (read_scalar(c, &other) < 0)
                     return -1;
                 break;
-            case V_ARGS:
+            case F_ARGS:
                 args = c->p;
                 if (skip_value(c, 2) < 0)
                     return -1;
@@ -1334,7 +1325,7 @@ read_view_event(Cursor *c, ViewColumns *out)
     int phase = ph == 'X' ? 0 : ph == 'C' ? 1 : (ph == 'i' || ph == 'I') ? 2 : -1;
     if (phase < 0)
         return 0;      /* not read */
-    if (pid.kind != NUM_INT || tid.kind != NUM_INT || !name_ok || !cat_ok || !(seen & V_TS))
+    if (pid.kind != NUM_INT || tid.kind != NUM_INT || !name_ok || !cat_ok || !(seen & F_TS))
         return -1;     /* an odd event: the Python rules read the file */
     int32_t name_code = name ? intern(&out->texts, c, name, name_n, name_esc) : out->empty_code;
     if (name_code < 0)
@@ -1351,7 +1342,7 @@ read_view_event(Cursor *c, ViewColumns *out)
     int64_t t_ns = 0, d_ns = 0;
     if (time_ns(out, c, &ts, 0, &t_ns) < 0)
         return -1;
-    if (phase == 0 && (seen & V_DUR) && time_ns(out, c, &dur, 1, &d_ns) < 0)
+    if (phase == 0 && (seen & F_DUR) && time_ns(out, c, &dur, 1, &d_ns) < 0)
         return -1;     /* an absent dur is 0 */
     Buf *cols[] = {&out->phase, &out->ts, &out->dur, &out->pid, &out->tid, &out->pidc, &out->name, &out->cat,
                    &out->arg};
