@@ -204,3 +204,35 @@ def violations(base: dict[str, VerbOutcome], damaged: dict[str, VerbOutcome]) ->
         elif got.code not in (0, 1, 3):
             found.append(f"{verb}: exit {got.code}")
     return found
+
+
+def damaged_json(data, raw: bytes, empty: bytes) -> bytes:
+    """``raw`` (a JSON text) damaged 1-4 times as a file is: a byte changed (to a JSON delimiter, a control or
+    invalid UTF-8 byte, or any byte), the text cut, a few bytes deleted, or a piece of JSON syntax inserted
+    (a quote, an escape, a huge number, a lone surrogate); ``empty`` stands in for a text damaged to nothing.
+    ``data`` is hypothesis's ``st.data()``.
+
+    Example::
+
+        @given(st.data())
+        def test_scanner(data):
+            raw = damaged_json(data, b'[{"ph": "X"}]', empty=b"[")
+    """
+    from hypothesis import strategies as st
+
+    out = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 4))):
+        how = data.draw(st.sampled_from(["byte", "cut", "delete", "insert"]))
+        at = data.draw(st.integers(0, len(out) - 1))
+        if how == "byte":
+            any_byte = data.draw(st.integers(0, 255))
+            out[at] = data.draw(st.sampled_from(list(b'{}[]",:\\ 0-.eE\x00\x7f\x80\xc3\xff') + [any_byte]))
+        elif how == "cut":
+            del out[at:]
+        elif how == "delete":
+            del out[at:at + data.draw(st.integers(1, 8))]
+        else:
+            out[at:at] = data.draw(st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"\\u", b"1e999", b"\xed\xa0\x80"]))
+        if not out:
+            out = bytearray(empty)
+    return bytes(out)

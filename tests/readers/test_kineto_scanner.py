@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from npuprof.compiled import compiled_status
 from npuprof.readers import kineto, trace_decode
 from npuprof.readers.trace_decode import TraceDecodeError, decode_trace, scan_trace
+from damage import damaged_json
 from realdata import realdata
 
 pytest.importorskip("msgspec")
@@ -288,21 +289,7 @@ def test_damaged_bytes_are_declined_or_scanned_as_the_structs_read_them(data):
     global SMALL
     if SMALL is None:
         SMALL = _small_real_trace()
-    raw = bytearray(SMALL)
-    for _ in range(data.draw(st.integers(1, 4))):
-        how = data.draw(st.sampled_from(["byte", "cut", "delete", "insert"]))
-        at = data.draw(st.integers(0, len(raw) - 1))
-        if how == "byte":
-            raw[at] = data.draw(st.sampled_from(list(b'{}[]",:\\ 0-.eE\x00\x7f\x80\xc3\xff') + [data.draw(st.integers(0, 255))]))
-        elif how == "cut":
-            del raw[at:]
-        elif how == "delete":
-            del raw[at:at + data.draw(st.integers(1, 8))]
-        else:
-            raw[at:at] = data.draw(st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"\\u", b"1e999", b"\xed\xa0\x80"]))
-        if not raw:
-            raw = bytearray(b"{")
-    raw = bytes(raw)
+    raw = damaged_json(data, SMALL, empty=b"{")
     s = scan_trace(raw)
     try:
         cols = decode_trace(raw)

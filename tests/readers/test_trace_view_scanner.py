@@ -21,6 +21,7 @@ from npuprof.readers import trace_decode
 from npuprof.readers.ascend_output import OUTPUT_DIR, TRACE_VIEW, AscendWriter, read_ascend_output
 from npuprof.readers.ascend_trace_view import CompactTrace, load_trace
 from npuprof.readers.trace_decode import scan_event_array
+from damage import damaged_json
 from realdata import realdata
 from test_trace_view_columnar import _mindspore_like
 
@@ -285,21 +286,7 @@ def test_damaged_bytes_are_declined_or_scanned_as_the_structs_read_them(data):
     global SMALL
     if SMALL is None:
         SMALL = json.dumps(json.loads(realdata(SAMPLES[0]).read_bytes())[:60], ensure_ascii=False).encode()
-    raw = bytearray(SMALL)
-    for _ in range(data.draw(st.integers(1, 4))):
-        how = data.draw(st.sampled_from(["byte", "cut", "delete", "insert"]))
-        at = data.draw(st.integers(0, len(raw) - 1))
-        if how == "byte":
-            raw[at] = data.draw(st.sampled_from(list(b'{}[]",:\\ 0-.eE\x00\x7f\x80\xc3\xff') + [data.draw(st.integers(0, 255))]))
-        elif how == "cut":
-            del raw[at:]
-        elif how == "delete":
-            del raw[at:at + data.draw(st.integers(1, 8))]
-        else:
-            raw[at:at] = data.draw(st.sampled_from([b'"', b"\\", b"{", b"]", b",", b"\\u", b"1e999", b"\xed\xa0\x80"]))
-        if not raw:
-            raw = bytearray(b"[")
-    raw = bytes(raw)
+    raw = damaged_json(data, SMALL, empty=b"[")
     scanned = _scanned(raw)
     try:
         reference = _structs(raw)
