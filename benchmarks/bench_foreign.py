@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import child_main, interleave, summary
@@ -65,6 +66,26 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "device_*", "timeline", "msp
         raise SystemExit(f"msprof-analyze could not parse {f}")
 '''
 EVENTS_RE = re.compile(r": (\d+) events -> ")
+
+
+@dataclass(frozen=True)
+class ForeignInput:
+    """One input of the race: ``npuprof analyse`` of ``path`` (its output in ``work/<out>``), the same with
+    ``NPUPROF_TRACE_DECODER=orjson`` (``work/<out>o``, row ``npuprof_orjson``) and, where .venv-interop is,
+    the other tool (row ``other``: ``script`` written to ``work/<script_name>``, run on ``other_arg``),
+    interleaved; the result's ``<kind>_bytes`` is the size of ``sized`` (a file, or every file under it)."""
+    kind: str
+    path: Path
+    sized: Path
+    out: str
+    other: str
+    script_name: str
+    script: str
+    other_arg: Path
+
+
+def _bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
 def _timed_tool(cmd: list, out_dir: Path | None, env: dict | None, timeout: float) -> tuple:
@@ -118,37 +139,27 @@ def run(params: dict) -> dict:
                             str(result["cann_copies"])],
                            capture_output=True, text=True, check=True, timeout=timeout).stdout.split()
     kineto, run_dir, prof_dir = Path(built[0]), Path(built[1]), Path(built[2])
-    result["kineto_bytes"] = kineto.stat().st_size
-    tools = {"npuprof": (npuprof + [str(work / "out_k"), str(kineto)], work / "out_k", env, timeout),
-             "npuprof_orjson": (npuprof + [str(work / "out_ko"), str(kineto)], work / "out_ko",
-                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
-    if (INTEROP / "python").exists():
-        script = work / "hta_analysis.py"
-        script.write_text(HTA_SCRIPT)
-        tools["hta"] = ([str(INTEROP / "python"), str(script), str(kineto.parent)], None, env, timeout * 3)
-    result["kineto"] = _race(tools, reps)
-    kineto.unlink()
-    result["trace_view_bytes"] = (run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").stat().st_size
-    tools = {"npuprof": (npuprof + [str(work / "out_tv"), str(run_dir)], work / "out_tv", env, timeout),
-             "npuprof_orjson": (npuprof + [str(work / "out_tvo"), str(run_dir)], work / "out_tvo",
-                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
-    if (INTEROP / "python").exists():
-        script = work / "msprof_compare_parser.py"
-        script.write_text(MSPROF_SCRIPT)
-        tools["msprof_analyze"] = ([str(INTEROP / "python"), str(script), str(run_dir)], None, env, timeout * 3)
-    result["trace_view"] = _race(tools, reps)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    result["cann_bytes"] = sum(p.stat().st_size for p in prof_dir.rglob("*") if p.is_file())
     # with NPUPROF_TRACE_DECODER=orjson the CANN timelines are read event by event (the reader before bulk decoding)
-    tools = {"npuprof": (npuprof + [str(work / "out_c"), str(prof_dir)], work / "out_c", env, timeout),
-             "npuprof_orjson": (npuprof + [str(work / "out_co"), str(prof_dir)], work / "out_co",
-                                {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
-    if (INTEROP / "python").exists():
-        script = work / "msprof_timeline_parser.py"
-        script.write_text(MSPROF_TIMELINE_SCRIPT)
-        tools["msprof_analyze_timeline"] = ([str(INTEROP / "python"), str(script), str(prof_dir)], None, env,
-                                            timeout * 3)
-    result["cann"] = _race(tools, reps)
+    inputs = [ForeignInput("kineto", kineto, kineto, "out_k", "hta", "hta_analysis.py", HTA_SCRIPT, kineto.parent),
+              ForeignInput("trace_view", run_dir, run_dir / "ASCEND_PROFILER_OUTPUT" / "trace_view.json", "out_tv",
+                           "msprof_analyze", "msprof_compare_parser.py", MSPROF_SCRIPT, run_dir),
+              ForeignInput("cann", prof_dir, prof_dir, "out_c", "msprof_analyze_timeline",
+                           "msprof_timeline_parser.py", MSPROF_TIMELINE_SCRIPT, prof_dir)]
+    for one in inputs:
+        result[f"{one.kind}_bytes"] = _bytes(one.sized)
+        out, out_orjson = work / one.out, work / f"{one.out}o"
+        tools = {"npuprof": (npuprof + [str(out), str(one.path)], out, env, timeout),
+                 "npuprof_orjson": (npuprof + [str(out_orjson), str(one.path)], out_orjson,
+                                    {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
+        if (INTEROP / "python").exists():
+            script = work / one.script_name
+            script.write_text(one.script)
+            tools[one.other] = ([str(INTEROP / "python"), str(script), str(one.other_arg)], None, env, timeout * 3)
+        result[one.kind] = _race(tools, reps)
+        if one.path.is_dir():   # each input removed once raced: the next one has the disk
+            shutil.rmtree(one.path, ignore_errors=True)
+        else:
+            one.path.unlink()
     shutil.rmtree(work, ignore_errors=True)
     return result
 

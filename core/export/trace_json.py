@@ -30,10 +30,6 @@ import gzip
 import json
 import math
 import os
-import pickle
-import signal
-import sys
-import warnings
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Optional, Sequence
 
@@ -44,7 +40,7 @@ from ..analysis.grouping import small_unique
 from .textrows import BackgroundWriter, Pool, RowBuilder, chunk_rows, compiled_rows
 from ..events import EventKind, EventTable
 from ..fileio import WriteBehind, atomic_write, open_private, secure_mkdir, temporary_name
-from .forked import PIPES_LOCK, available_cores, error_payload, fork_child, receive, send, wait_for_forked_files
+from .forked import ForkedChild, available_cores, receive, send, wait_for_forked_files
 
 DAY_NS = 86_400 * 10**9
 CATEGORY = {
@@ -581,7 +577,7 @@ def load_trace(path: Path) -> Any:
     return orjson.loads(raw)
 
 
-class ForkedTrace:
+class ForkedTrace(ForkedChild):
     """A Kineto trace rendered by a forked child process into a temporary file
     next to ``path``; :meth:`finish` renames it in place (or raises the
     child's error), :meth:`discard` stops the child and removes the file.
@@ -607,27 +603,12 @@ class ForkedTrace:
         self.settings = settings
         self.tmp = temporary_name(self.path)
         self.part = self.tmp.with_name(self.tmp.name + ".part")
+        self.temporaries = (self.tmp, self.part)
         self.made_dir = not self.path.parent.exists()
-        with PIPES_LOCK:
-            msg_r, msg_w = os.pipe()
-            ctl_r, ctl_w = os.pipe()
-            pid = fork_child()
-            if pid == 0:   # the child: never returns
-                code = 0
-                try:
-                    os.close(msg_r)
-                    os.close(ctl_w)
-                    code = self._child(msg_w, ctl_r)
-                finally:
-                    os._exit(code)
-            os.close(msg_w)
-            os.close(ctl_r)
-        self.pid, self._msg, self._ctl, self._status = pid, msg_r, ctl_w, 0
+        self._start(self._render, control=True)
 
-    def _child(self, msg: int, ctl: int) -> int:
-        # a parent's thread may hold the lock of its stdout/stderr: the child never writes there
-        sys.stdout = sys.stderr = open(os.devnull, "w")
-        warnings.simplefilter("ignore")
+    def _render(self, msg: int, ctl: int) -> None:
+        """The child's work: the trace into ``tmp``, up to the chunk the parent says when it asks."""
         os.set_blocking(ctl, False)
         events, base = self.events, base_time_ns(self.events)
         written = 0
@@ -655,40 +636,21 @@ class ForkedTrace:
                 limit = int.from_bytes(answer[1:], "little") if len(answer) == 9 else count
             return j >= limit
 
-        try:
-            secure_mkdir(self.path.parent)
-            fd = open_private(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            with os.fdopen(fd, "wb") as fh:
-                head = _trace_head(events, base, **self.settings)
-                fh.write(head)
-                written += len(head)
-                with BackgroundWriter(fh) as w:
-                    for block in event_blocks(events, base, stop=stop):
-                        w.write(block)
-                        written += len(block)
-                    if limit is None or limit >= total:
-                        w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
-                        send(msg, b"D")
-                    else:
-                        send(msg, b"P", str(written).encode())
-        except BaseException as e:
-            send(msg, b"E", error_payload(e))
-            return 1
-        send(msg, b"K")
-        return 0
-
-    def _reap(self) -> int:
-        if self._ctl < 0:
-            return self._status
-        os.close(self._ctl)
-        self._ctl = -1
-        try:
-            while receive(self._msg)[0]:
-                pass
-        finally:
-            os.close(self._msg)
-            self._status = os.waitpid(self.pid, 0)[1]
-        return self._status
+        secure_mkdir(self.path.parent)
+        fd = open_private(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as fh:
+            head = _trace_head(events, base, **self.settings)
+            fh.write(head)
+            written += len(head)
+            with BackgroundWriter(fh) as w:
+                for block in event_blocks(events, base, stop=stop):
+                    w.write(block)
+                    written += len(block)
+                if limit is None or limit >= total:
+                    w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
+                    send(msg, b"D")
+                else:
+                    send(msg, b"P", str(written).encode())
 
     def finish(self, help: bool = True) -> Path:
         """Wait for the child (rendering the second half of the chunks it has not reached here when
@@ -724,10 +686,7 @@ class ForkedTrace:
             elif kind == b"P":
                 child_bytes = int(payload)
             elif kind == b"E":
-                try:
-                    error = error or pickle.loads(payload)
-                except Exception:
-                    error = error or RuntimeError(payload.decode("utf-8", "replace"))
+                error = error or self._child_error(payload)
             elif kind in (b"K", b""):
                 break
         status = self._reap()
@@ -755,22 +714,9 @@ class ForkedTrace:
                     w.write(block)
                 w.write(_trace_tail(events, base, self.settings.get("host_pid", 0)))
 
-    def _remove(self, *paths: Path) -> None:
-        for p in paths or (self.tmp, self.part):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
-
     def discard(self) -> None:
-        """Stop the child and remove what it wrote."""
-        if self._ctl >= 0:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        self._reap()
-        self._remove()
+        """Stop the child and remove what it wrote, and the folder when the trace made it."""
+        super().discard()
         if self.made_dir:
             try:
                 os.rmdir(self.path.parent)

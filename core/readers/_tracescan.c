@@ -976,41 +976,78 @@ read_document(Cursor *c, Columns *out, PyObject *doc)
     return 0;
 }
 
+/* -- the entry points' frame ------------------------------------------------------------------------ */
+/* What an entry point scans into (cols): made ready once the buffer is held, read, turned into the result
+ * where the read took the file, and released whatever happened (cols starts zeroed) */
+typedef struct {
+    const char *format;                      /* PyArg_ParseTuple's "OO:<name>": (buffer, decode) */
+    int (*prepare)(void *cols, Cursor *c);   /* 0, or -1 with a Python error set */
+    int (*read)(Cursor *c, void *cols);      /* 0, or -1 with c->fail: 1 declined, 2 a Python error set */
+    PyObject *(*result)(void *cols);         /* NULL with a Python error set */
+    void (*release)(void *cols);
+} ScanKind;
+
+/* scan(buffer, decode) and scan_array(buffer, decode): the arguments parsed, the buffer held for the read,
+ * the interner `names` made with decode and its "" coded first (in *empty_code), then kind's steps; None
+ * where the read declined the file, NULL where a Python error is set */
 static PyObject *
-scan(PyObject *Py_UNUSED(self), PyObject *args)
+scan_with(PyObject *args, const ScanKind *kind, void *cols, Interner *names, int32_t *empty_code)
 {
     PyObject *source, *decode;
-    if (!PyArg_ParseTuple(args, "OO:scan", &source, &decode))
+    if (!PyArg_ParseTuple(args, kind->format, &source, &decode))
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    Columns col;
-    memset(&col, 0, sizeof(col));
-    PyObject *doc = PyDict_New();
     PyObject *result = NULL;
-    col.names.texts = PyList_New(0);
-    col.names.decode = decode;
-    col.meta = PyList_New(0);
-    if (!doc || !col.names.texts || !col.meta)
-        goto out;
     Cursor c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0};
-    col.empty_code = intern(&col.names, &c, (const unsigned char *)"", 0, 0);
-    if (col.empty_code < 0)
-        goto out;
-    int rc = read_document(&c, &col, doc);
-    if (c.fail == 2)
-        goto out;
-    if (rc < 0 || c.fail) {
-        result = Py_NewRef(Py_None);
-        goto out;
+    names->decode = decode;
+    names->texts = PyList_New(0);
+    if (names->texts && (*empty_code = intern(names, &c, (const unsigned char *)"", 0, 0)) >= 0
+        && kind->prepare(cols, &c) == 0) {
+        int rc = kind->read(&c, cols);
+        if (c.fail != 2)
+            result = rc < 0 || c.fail ? Py_NewRef(Py_None) : kind->result(cols);
     }
-    PyObject *ts = buf_bytes(&col.ts), *dur = buf_bytes(&col.dur), *usable = buf_bytes(&col.usable),
-             *cat = buf_bytes(&col.cat), *name = buf_bytes(&col.name), *ints = buf_bytes(&col.ints),
-             *ok = buf_bytes(&col.ok);
+    kind->release(cols);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* scan's columns, and the document's values kept */
+typedef struct {
+    Columns col;
+    PyObject *doc;
+} KinetoScan;
+
+static int
+kineto_prepare(void *cols, Cursor *Py_UNUSED(c))
+{
+    KinetoScan *k = cols;
+    k->doc = PyDict_New();
+    k->col.meta = PyList_New(0);
+    return k->doc && k->col.meta ? 0 : -1;
+}
+
+static int
+kineto_read(Cursor *c, void *cols)
+{
+    KinetoScan *k = cols;
+    return read_document(c, &k->col, k->doc);
+}
+
+static PyObject *
+kineto_result(void *cols)
+{
+    KinetoScan *k = cols;
+    Columns *col = &k->col;
+    PyObject *result = NULL;
+    PyObject *ts = buf_bytes(&col->ts), *dur = buf_bytes(&col->dur), *usable = buf_bytes(&col->usable),
+             *cat = buf_bytes(&col->cat), *name = buf_bytes(&col->name), *ints = buf_bytes(&col->ints),
+             *ok = buf_bytes(&col->ok);
     if (ts && dur && usable && cat && name && ints && ok)
-        result = Py_BuildValue("(nOOOOOOOOOnO)", col.n, ts, dur, usable, cat, name, ints, ok, col.names.texts,
-                               col.meta, col.other, doc);
+        result = Py_BuildValue("(nOOOOOOOOOnO)", col->n, ts, dur, usable, cat, name, ints, ok, col->names.texts,
+                               col->meta, col->other, k->doc);
     Py_XDECREF(ts);
     Py_XDECREF(dur);
     Py_XDECREF(usable);
@@ -1018,11 +1055,24 @@ scan(PyObject *Py_UNUSED(self), PyObject *args)
     Py_XDECREF(name);
     Py_XDECREF(ints);
     Py_XDECREF(ok);
-out:
-    columns_free(&col);
-    Py_XDECREF(doc);
-    PyBuffer_Release(&view);
     return result;
+}
+
+static void
+kineto_release(void *cols)
+{
+    KinetoScan *k = cols;
+    columns_free(&k->col);
+    Py_XDECREF(k->doc);
+}
+
+static PyObject *
+scan(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    static const ScanKind kind = {"OO:scan", kineto_prepare, kineto_read, kineto_result, kineto_release};
+    KinetoScan k;
+    memset(&k, 0, sizeof(k));
+    return scan_with(args, &kind, &k, &k.col.names, &k.col.empty_code);
 }
 
 /* -- trace_view.json (torch_npu, MindSpore): a bare event array ---------------------------------------- */
@@ -1399,65 +1449,75 @@ array_text(Buf *b)
     return text;
 }
 
+/* a ViewColumns' buffers, in the result's order: nine columns, then the meta and the flows texts */
+#define VIEW_BUFS(col) {&(col)->phase, &(col)->ts, &(col)->dur, &(col)->pid, &(col)->tid, &(col)->pidc, \
+                        &(col)->name, &(col)->cat, &(col)->arg, &(col)->meta, &(col)->flows}
+
+static int
+view_prepare(void *cols, Cursor *c)
+{
+    ViewColumns *col = cols;
+    col->args.texts = PyList_New(0);
+    col->args.as_bytes = 1;
+    col->fixups = PyList_New(0);
+    col->pids.values = PyList_New(0);
+    if (!col->args.texts || !col->fixups || !col->pids.values)
+        return -1;
+    col->null_args = intern(&col->args, c, (const unsigned char *)"null", 4, 0);
+    return col->null_args < 0 ? -1 : 0;
+}
+
+static int
+view_read(Cursor *c, void *cols)
+{
+    return read_view(c, cols);
+}
+
+static PyObject *
+view_result(void *cols)
+{
+    ViewColumns *col = cols;
+    PyObject *result = NULL;
+    Buf *bufs[] = VIEW_BUFS(col);
+    PyObject *out[11];
+    int made = 1;
+    for (int k = 0; k < 9; k++)
+        made &= (out[k] = buf_bytes(bufs[k])) != NULL;
+    made &= (out[9] = array_text(&col->meta)) != NULL;
+    made &= (out[10] = array_text(&col->flows)) != NULL;
+    if (made)
+        result = Py_BuildValue("(nnOOOOOOOOOOOOOOO)", col->entries, col->n, out[0], out[1], out[2], out[3],
+                               out[4], out[5], col->pids.values, out[6], out[7], col->texts.texts, out[8],
+                               col->args.texts, col->fixups, out[9], out[10]);
+    for (int k = 0; k < 11; k++)
+        Py_XDECREF(out[k]);
+    return result;
+}
+
+static void
+view_release(void *cols)
+{
+    ViewColumns *col = cols;
+    Buf *bufs[] = VIEW_BUFS(col);
+    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
+        PyMem_Free(bufs[k]->data);
+    PyMem_Free(col->texts.slots);
+    PyMem_Free(col->args.slots);
+    PyMem_Free(col->pids.keys);
+    PyMem_Free(col->pids.codes);
+    Py_XDECREF(col->pids.values);
+    Py_XDECREF(col->texts.texts);
+    Py_XDECREF(col->args.texts);
+    Py_XDECREF(col->fixups);
+}
+
 static PyObject *
 scan_array(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *source, *decode;
-    if (!PyArg_ParseTuple(args, "OO:scan_array", &source, &decode))
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
+    static const ScanKind kind = {"OO:scan_array", view_prepare, view_read, view_result, view_release};
     ViewColumns col;
     memset(&col, 0, sizeof(col));
-    PyObject *result = NULL;
-    col.texts.texts = PyList_New(0);
-    col.texts.decode = decode;
-    col.args.texts = PyList_New(0);
-    col.args.as_bytes = 1;
-    col.fixups = PyList_New(0);
-    col.pids.values = PyList_New(0);
-    Buf *bufs[] = {&col.phase, &col.ts, &col.dur, &col.pid, &col.tid, &col.pidc, &col.name, &col.cat, &col.arg,
-                   &col.meta, &col.flows};
-    if (!col.texts.texts || !col.args.texts || !col.fixups || !col.pids.values)
-        goto out;
-    Cursor c = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + view.len, 0};
-    col.empty_code = intern(&col.texts, &c, (const unsigned char *)"", 0, 0);
-    col.null_args = col.empty_code < 0 ? -1 : intern(&col.args, &c, (const unsigned char *)"null", 4, 0);
-    if (col.null_args < 0)
-        goto out;
-    int rc = read_view(&c, &col);
-    if (c.fail == 2)
-        goto out;
-    if (rc < 0 || c.fail) {
-        result = Py_NewRef(Py_None);
-        goto out;
-    }
-    PyObject *cols[11];
-    int made = 1;
-    for (int k = 0; k < 9; k++)
-        made &= (cols[k] = buf_bytes(bufs[k])) != NULL;
-    made &= (cols[9] = array_text(&col.meta)) != NULL;
-    made &= (cols[10] = array_text(&col.flows)) != NULL;
-    if (made)
-        result = Py_BuildValue("(nnOOOOOOOOOOOOOOO)", col.entries, col.n, cols[0], cols[1], cols[2], cols[3],
-                               cols[4], cols[5], col.pids.values, cols[6], cols[7], col.texts.texts, cols[8],
-                               col.args.texts, col.fixups, cols[9], cols[10]);
-    for (int k = 0; k < 11; k++)
-        Py_XDECREF(cols[k]);
-out:
-    for (size_t k = 0; k < sizeof(bufs) / sizeof(bufs[0]); k++)
-        PyMem_Free(bufs[k]->data);
-    PyMem_Free(col.texts.slots);
-    PyMem_Free(col.args.slots);
-    PyMem_Free(col.pids.keys);
-    PyMem_Free(col.pids.codes);
-    Py_XDECREF(col.pids.values);
-    Py_XDECREF(col.texts.texts);
-    Py_XDECREF(col.args.texts);
-    Py_XDECREF(col.fixups);
-    PyBuffer_Release(&view);
-    return result;
+    return scan_with(args, &kind, &col, &col.texts, &col.empty_code);
 }
 
 static PyMethodDef methods[] = {

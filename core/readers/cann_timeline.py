@@ -36,7 +36,10 @@ decoded once per distinct text (by msgspec, as the whole file was before), each 
 name. A file that does not take that path (not JSON msgspec reads, an entry that is not an object, a pid,
 tid or name not an integer/string, an empty name, times past what int64 ns hold ...) sends its device to the
 event-by-event reader (:class:`_DeviceReader`), which reads every file of the device as before: the same
-table, the same warnings and errors (tests/readers/test_cann_timeline_bulk.py compares both).
+table, the same warnings and errors (tests/readers/test_cann_timeline_bulk.py compares both). Only the
+errors such values raise hand a device over; any other (a bug in the bulk path) is raised, not hidden
+behind the slower reader, and the real collection is checked to take the bulk path
+(tests/readers/test_real_cann_timeline.py).
 
 Example::
 
@@ -363,17 +366,17 @@ class _BulkDeviceReader:
         if decoder_name() != "msgspec" or not all(_INT_OK[0] < v < _INT_OK[1] for v in
                                                   (self.clock.mono0_ns, self.clock.real0_ns)):
             return None
+        import msgspec       # decoder_name() == "msgspec": installed
+
+        # what a value the bulk path does not take raises (a decoder's error, a value of a type or size the
+        # columns or orjson refuse): the event-by-event reader meets it. Anything else is a bug, raised here
+        declined = (_Declined, ValueError, TypeError, ArithmeticError, LookupError, msgspec.MsgspecError)
         parts, told = [], []
         try:
             for path in files:
                 check_input_file(path)
-                try:
-                    parts += self._file(path, told)
-                except OSError:
-                    raise
-                except Exception:      # a value the bulk path does not take: the event-by-event reader meets it
-                    raise _Declined() from None
-        except _Declined:
+                parts += self._file(path, told)
+        except declined:
             return None
         except BaseException:
             for message in told:      # what the event-by-event reader said before this file's error
@@ -381,7 +384,7 @@ class _BulkDeviceReader:
             raise
         try:
             table = self._table(parts)
-        except Exception:
+        except declined:
             return None
         for message in told:
             warn(message)

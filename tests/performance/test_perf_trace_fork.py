@@ -163,6 +163,18 @@ def test_analyse_writes_the_same_outputs_with_the_forked_trace(tmp_path, monkeyp
     assert out / "trace_view.json" in exported.outputs and not exported.failures
 
 
+def test_a_fork_refused_by_the_system_is_raised_with_no_pipe_left_open(tmp_path, monkeypatch):
+    from npuprof.export import forked
+
+    def no_process():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(forked, "fork_child", no_process)
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with pytest.raises(BlockingIOError):
+        trace_json.ForkedTrace(make_events(100), tmp_path / "trace_view.json", {})
+    assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # both its pipes closed
+    assert list(tmp_path.iterdir()) == []
 def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path, small_chunks, monkeypatch):
     events = make_events(20000, seed=7)
     path = tmp_path / "out" / "trace_view.json"

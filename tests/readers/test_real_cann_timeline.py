@@ -106,3 +106,21 @@ def test_a_prof_dir_with_nothing_readable_is_an_error_not_zero_events(tmp_path, 
     assert main(["analyse", str(empty), "-o", str(tmp_path / "out"), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert "holds nothing npuprof reads" in err and "no msprof executable" not in err
+
+
+def test_the_real_collection_takes_the_bulk_path(loaded, monkeypatch):
+    """The bulk reader hands a device it declines to the event-by-event reader with no word (the same table,
+    only slower): loading the real collection with that reader made to fail shows it is never needed here."""
+    pytest.importorskip("msgspec")
+    from npuprof.readers import cann_timeline
+    from npuprof.readers.trace_decode import DECODER_ENV
+
+    class NotExpected(cann_timeline._DeviceReader):
+        def __init__(self, *a, **k):
+            raise AssertionError("the real collection fell back to the event-by-event reader")
+
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    monkeypatch.setattr(cann_timeline, "_DeviceReader", NotExpected)
+    prof, events, _ = loaded
+    bulk, _, _ = load_events(prof)
+    assert len(bulk) == len(events) > 8000
