@@ -761,7 +761,8 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
     """:func:`write_trace`, rendered by a forked child (:class:`ForkedTrace`) that shares the table
     copy-on-write when the table has at least :data:`FORK_MIN_EVENTS` events, ``os.fork`` exists and
     the caller says a fork is safe (``may_fork``: no live thread holds a lock the child would take; the
-    child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null).
+    child renders with numpy, writes its own file and sends its stdout/stderr to /dev/null). Where the
+    system refuses the fork (no process to give), the trace is rendered here.
 
     Once ``help_after()`` returns (the process's other work done: the analyzers, say) and every other
     file's child is collected (:func:`~npuprof.export.forked.wait_for_forked_files`), this thread
@@ -774,11 +775,16 @@ def write_trace_beside(events: EventTable, path: Path, may_fork: bool,
 
         write_trace_beside(result.events, out / "trace_view.json", may_fork=False, **trace_settings(result))
     """
-    if not may_fork or len(events) < FORK_MIN_EVENTS or not hasattr(os, "fork"):
+    job = None
+    if may_fork and len(events) >= FORK_MIN_EVENTS and hasattr(os, "fork"):
+        try:
+            job = ForkedTrace(events, Path(path), settings)
+        except OSError:   # the system has no process to give: rendered here, as a CSV is (csvfiles.start_csv)
+            job = None
+    if job is None:
         if help_after is not None:
             help_after()
         return write_trace(events, path, **settings)
-    job = ForkedTrace(events, Path(path), settings)
     help = _cores() > 1   # on one core helping only adds the copy of this thread's part
     try:
         if help_after is not None:

@@ -175,6 +175,24 @@ def test_a_fork_refused_by_the_system_is_raised_with_no_pipe_left_open(tmp_path,
         trace_json.ForkedTrace(make_events(100), tmp_path / "trace_view.json", {})
     assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # both its pipes closed
     assert list(tmp_path.iterdir()) == []
+def test_a_fork_refused_by_the_system_renders_the_trace_here(tmp_path, monkeypatch):
+    from npuprof.export import forked
+
+    def no_process():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    events = make_events(2000, seed=3)
+    trace_json.write_trace(events, tmp_path / "expected.json")
+    monkeypatch.setattr(trace_json, "FORK_MIN_EVENTS", 1)
+    monkeypatch.setattr(forked, "fork_child", no_process)
+    helped = []
+    written = trace_json.write_trace_beside(events, tmp_path / "out" / "trace_view.json", may_fork=True,
+                                            help_after=lambda: helped.append(1))
+    assert helped == [1]
+    assert written.read_bytes() == (tmp_path / "expected.json").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["trace_view.json"]   # no temporary left
+
+
 def test_interrupted_while_rendering_the_rest_leaves_no_file_nor_child(tmp_path, small_chunks, monkeypatch):
     events = make_events(20000, seed=7)
     path = tmp_path / "out" / "trace_view.json"
