@@ -286,11 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             results["diff"] = run_child("bench_diff", {"n": 100_000 if q else 1_000_000, "reps": 1 if q else 3,
                                                        "slow_reps": 1, "out": str(work / "diff")}, timeout=3600)
         if "foreign" in only:
-            log("other tools' traces: npuprof analyse of a Kineto trace (x25) and a trace_view.json (x60) "
-                "built from real samples, vs HTA TraceAnalysis and msprof-analyze's trace_view parser")
+            log("other tools' traces: npuprof analyse of a Kineto trace (x25), a trace_view.json (x60) and CANN "
+                "timelines (x40) built from real samples, vs HTA TraceAnalysis and msprof-analyze's own parsers")
             results["foreign"] = run_child("bench_foreign", {"reps": 1 if q else 3,
                                                              "kineto_copies": 3 if q else 25,
                                                              "trace_view_copies": 6 if q else 60,
+                                                             "cann_copies": 4 if q else 40,
                                                              "out": str(work / "foreign")}, timeout=7200)
         if "memory" in only:
             log("collection memory: recording 10M events")
