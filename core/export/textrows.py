@@ -63,7 +63,7 @@ def _lut(texts: Sequence[str]) -> np.ndarray:
 def _digit_cells(n: int, digits: int, blank_lead: bool, zero: bytes) -> np.ndarray:
     """The texts ``f"{i:0{digits}d}"`` for i in range(n) as one 4-byte cell each (``digits`` <= 4, left
     aligned, NUL padded); ``blank_lead``: leading zeros as NUL (right aligned), and 0 as ``zero`` (4 bytes).
-    Built from the digits with numpy: the reference texts (:func:`_lut`) cost ~15 ms at import."""
+    Built from the digits with numpy (0.2 ms): the same texts formatted one by one (:func:`_lut`) took ~11 ms."""
     i = np.arange(n)
     out = np.zeros((n, CELL), dtype=np.uint8)
     for k in range(digits):
