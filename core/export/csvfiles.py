@@ -31,6 +31,7 @@ from .forked import ForkedFile, available_cores
 VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
 BLOCK_ROWS = 16_384        # keeps one block's byte matrix near textrows.MATRIX_BYTES
 FORK_MIN_ROWS = 250_000    # larger tables may be written by a forked child (see start_csv)
+LONG_CELL = 256            # a string this long is quoted once per distinct value (see rows_text)
 
 
 def _csv_line(values: list) -> str:
@@ -49,12 +50,35 @@ def csv_cell(text: str) -> str:
     return _csv_line([text, ""])[:-2]
 
 
-def table_csv(table: Table) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.columns)
-    w.writerows(table.rows())
-    return buf.getvalue()
+def rows_text(rows: list[list]) -> str:
+    """``rows`` as the :mod:`csv` module writes them (minimal quoting, ``\\n`` line ends).
+
+    Where the first row holds a string of :data:`LONG_CELL` characters or more (a job's rank set in every
+    row of cluster_communication_matrix: its bytes grow with the ranks squared), each distinct string is
+    quoted once and the rows are joined; the csv module would scan every copy again.
+
+    Example::
+
+        rows_text([["(0, 1)", 2, 0.5, None]]) == '"(0, 1)",2,0.5,\\n'
+    """
+    if not rows or len(rows[0]) < 2 or not any(isinstance(v, str) and len(v) >= LONG_CELL for v in rows[0]):
+        buf = io.StringIO()   # (a one-field row of "" is quoted by the csv module: left to it)
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+        return buf.getvalue()
+    strings: dict = {}
+
+    def cell(v: Any) -> str:
+        if isinstance(v, str):
+            text = strings.get(v)
+            if text is None:
+                text = strings[v] = csv_cell(v)
+            return text
+        if v is None:
+            return ""
+        text = repr(v) if isinstance(v, float) else str(v)   # as the csv module converts them
+        return text if _SPECIAL.isdisjoint(text) else csv_cell(text)
+
+    return "".join([",".join([cell(v) for v in row]) + "\n" for row in rows])
 
 
 def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[bytes]:
@@ -97,9 +121,7 @@ def write_csv_to(fh: IO[bytes], table: Table) -> None:
     fh.write(_csv_line(list(table.columns)).encode("utf-8"))
     n = len(table)
     if n < VECTOR_MIN_ROWS:
-        w_buf = io.StringIO()
-        csv.writer(w_buf, lineterminator="\n").writerows(table.rows())
-        fh.write(w_buf.getvalue().encode("utf-8"))
+        fh.write(rows_text(table.rows()).encode("utf-8"))
         return
     cells: dict = {}
     with BackgroundWriter(fh) as out:   # render the next block while this one is written
