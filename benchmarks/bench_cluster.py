@@ -26,7 +26,7 @@ are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--
 alternated run by run, the 1-minute load average recorded with each run (the machine may be shared;
 ``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
-``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them), from the driver's own
+``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them, medians of three runs each), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
 rank handed out and after the last summary arrives - the interpreter's start-up and imports before it
 reported apart, being the same for every job -, wall seconds of the same, bytes of summaries received).
@@ -430,32 +430,41 @@ def _serial_cpu(run: dict) -> float:
     return d["cpu_to_found_s"] + d["cpu_after_last_rank_s"] + _exit_cpu(run)
 
 
-def serial_per_rank(src_job: Path, work: Path, sizes: tuple) -> dict:
-    """The driver's serial part per rank for jobs of ``sizes`` ranks (``--workers 2``, one run each)."""
+def serial_per_rank(src_job: Path, work: Path, sizes: tuple, reps: int = 3) -> dict:
+    """The driver's serial part per rank for jobs of ``sizes`` ranks (``--workers 2``): each size run ``reps``
+    times, the sizes in turn, medians (one run's few milliseconds a rank swing by a third on a shared
+    machine)."""
     top = max(sizes)
     work.mkdir(parents=True, exist_ok=True)
     full = work / f"gen{top}"
     make_job(src_job, full, copies=top // 2)
-    out: dict = {}
-    for n in sorted(sizes):
-        job = full
+    jobs = {top: full}
+    for n in sizes:
         if n != top:
-            job = work / f"gen{n}"
-            job.mkdir()
+            jobs[n] = work / f"gen{n}"
+            jobs[n].mkdir()
             for r in range(n):
-                subprocess.run(["cp", "-al", str(full / f"rank{r}_ascend_pt"), str(job)], check=True)
-        r = _recompute(job, work / f"out{n}", work / f"serial{n}.log", 2)
-        d = r["driver"]
-        serial_cpu = d["cpu_found_s"] + d["cpu_after_last_rank_s"]     # the analysis's, start-up apart
-        out[str(n)] = {"ranks": n, "seconds": round(r["seconds"], 3), "load1": round(r["load1"], 2),
-                       "driver": d, "serial_cpu_ms_per_rank": round(1e3 * serial_cpu / n, 2),
-                       "startup_cpu_s": d["cpu_before_s"],
-                       "serial_wall_ms_per_rank": round(1e3 * (d["found_s"] + d["after_last_rank_s"]) / n, 2),
-                       "driver_cpu_ms_per_rank": round(1e3 * d["process_cpu_s"] / n, 2),
-                       "summary_bytes_per_rank": d["summary_bytes"] // n}
-        if n != top:
-            shutil.rmtree(job, ignore_errors=True)
-    shutil.rmtree(full, ignore_errors=True)
+                subprocess.run(["cp", "-al", str(full / f"rank{r}_ascend_pt"), str(jobs[n])], check=True)
+    runs: dict = {n: [] for n in sorted(sizes)}
+    for _ in range(reps):
+        for n in runs:
+            runs[n].append(_recompute(jobs[n], work / f"out{n}", work / f"serial{n}.log", 2))
+    out: dict = {}
+    med = statistics.median
+    for n, rs in runs.items():
+        drivers = [r["driver"] for r in rs]
+        serial_ms = [1e3 * (d["cpu_found_s"] + d["cpu_after_last_rank_s"]) / n for d in drivers]   # start-up apart
+        out[str(n)] = {"ranks": n, "runs": reps, "seconds": round(med(r["seconds"] for r in rs), 3),
+                       "load1": round(med(r["load1"] for r in rs), 2), "driver": drivers[0],
+                       "serial_cpu_ms_per_rank": round(med(serial_ms), 2),
+                       "serial_cpu_ms_per_rank_runs": [round(x, 2) for x in serial_ms],
+                       "startup_cpu_s": med(d["cpu_before_s"] for d in drivers),
+                       "serial_wall_ms_per_rank": round(med(1e3 * (d["found_s"] + d["after_last_rank_s"]) / n
+                                                            for d in drivers), 2),
+                       "driver_cpu_ms_per_rank": round(med(1e3 * d["process_cpu_s"] / n for d in drivers), 2),
+                       "summary_bytes_per_rank": drivers[0]["summary_bytes"] // n}
+    for job in jobs.values():
+        shutil.rmtree(job, ignore_errors=True)
     return out
 
 
