@@ -24,7 +24,8 @@ Scaling of ``npuprof cluster JOB --recompute`` (every rank's events parsed, as n
 are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--workers 1`` against
 ``--workers 2`` of the process pool, and the local Dask cluster against the process pool at equal workers,
 alternated run by run, the 1-minute load average recorded with each run (the machine may be shared;
-``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone);
+``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone,
+``"scale_copies": 8, "scale_trace_view_copies": 60`` on 16 ranks of a user's size: :func:`heavier_ranks`);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them, medians of three runs each), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
@@ -356,6 +357,20 @@ def _recompute(job: Path, out: Path, log: Path, workers: int, backend: str = "pr
     return res
 
 
+def heavier_ranks(job: Path, work: Path, copies: int) -> None:
+    """Every rank of ``job`` given the real Level1 rank's trace_view.json repeated ``copies`` times
+    (:func:`foreign_traces.trace_view_repeated`): ranks of a user's size (x60: 116 MB, 653k events), the
+    same job around them. Only the scaling rows' ``scale_trace_view_copies`` asks for it."""
+    from foreign_traces import trace_view_repeated
+
+    big = trace_view_repeated(work, copies) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    for rank in job.iterdir():
+        target = rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+        target.unlink()
+        os.link(big, target)
+    shutil.rmtree(work)   # the links keep the file
+
+
 def scaling(job: Path, work: Path, reps: int) -> dict:
     """Process pool ``--workers 1`` / ``--workers 2`` and local Dask ``--workers 2``, alternated."""
     runs: dict[str, list] = {"process_1": [], "process_2": [], "dask_2": []}
@@ -515,6 +530,10 @@ def run(params: dict) -> dict:
     if params.get("only") == "scaling":     # the 1-vs-2-worker and Dask-vs-pool rows alone
         try:
             make_job(job, work / "genscale", copies=int(params.get("scale_copies", 16)))
+            heavier = int(params.get("scale_trace_view_copies", 0))
+            if heavier:
+                res["scale_trace_view_copies"] = heavier
+                heavier_ranks(work / "genscale", work / "heavier", heavier)
             res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
         finally:
             shutil.rmtree(work, ignore_errors=True)
