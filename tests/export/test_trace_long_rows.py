@@ -107,3 +107,14 @@ def test_the_real_torch_npu_trace_renders_as_by_hand(monkeypatch):
     fast, by_hand = _both(events, monkeypatch)
     # the one-pass rendering needs the compiled renderer; without it both ways are the grouped one
     assert fast == by_hand and len(fast) > 10**6 and (_both.in_place > 0) == bool(compiled_rows())
+
+
+def test_value_texts_give_each_value_its_text_and_share_equal_ones():
+    rng = np.random.default_rng(7)
+    values = rng.choice([0.0, 0.875, 2160232.0, 1e300, float("nan"), float("inf"), -float("inf"), -3.5, 1e-7],
+                        20000)
+    texts, codes = tj._value_texts(values)
+    assert [texts[c] for c in codes.tolist()] == [tj._value_json(v) for v in values.tolist()]
+    numbers = ~np.isnan(values)
+    assert len(set(codes[numbers].tolist())) == len(np.unique(values[numbers]))   # one text per distinct number
+    assert tj._value_texts(np.zeros(0))[0] == []
