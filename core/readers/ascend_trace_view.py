@@ -37,7 +37,7 @@ import orjson
 
 from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringPool
 from npuprof.fileio import check_input_file
-from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
+from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable, launch_category
 
 from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
 from .event_rows import args_text, table_of_codes
@@ -235,13 +235,22 @@ def _distinct(codes: np.ndarray, size: Optional[int] = None) -> tuple[np.ndarray
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
-    """The distinct (a, b) pairs of two columns of non-negative codes, and each row's pair."""
-    base = int(b.max()) + 1 if len(b) else 1
-    if len(a) and int(a.max()) >= (1 << 62) // base:
-        pairs, at = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
-        return pairs.tolist(), at.reshape(-1)
-    keys, at = _distinct(a * base + b)
-    return [(k // base, k % base) for k in keys.tolist()], at
+    """The distinct (a, b) pairs of two int64 columns in order (as ``np.unique(axis=0)``), and each row's pair:
+    one dense key where both are small non-negative codes, else a sort on both (not ``np.unique``'s
+    row-as-bytes one, ~20x slower)."""
+    if not len(a):
+        return [], np.zeros(0, dtype=np.int64)
+    base = int(b.max()) + 1
+    if int(min(a.min(), b.min())) >= 0 and int(a.max()) < (1 << 62) // base:
+        keys, at = _distinct(a * base + b)
+        return [(k // base, k % base) for k in keys.tolist()], at
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    at = np.empty(len(a), dtype=np.int64)
+    at[order] = np.cumsum(first) - 1
+    return list(zip(sa[first].tolist(), sb[first].tolist())), at
 
 
 def _flow_links(flows: dict, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -> Optional[np.ndarray]:
@@ -269,6 +278,19 @@ def _flow_links(flows: dict, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -
         hit = (end_pid[at] == pid[rows]) & (end_tid[at] == tid[rows])
         out[rows[hit]] = link[at[hit]]
     return out
+
+
+def _launch_flows(flows: dict) -> dict:
+    """(pid, tid, ts ns) -> link of the flow events (``flows``: their fields as lists) of the launch category
+    the trace has (:func:`~npuprof.traceflows.flow_ends_of_columns`); only that category's times converted."""
+    if not flows:
+        return {}
+    chosen = launch_category(flows["cat"], LAUNCH_FLOW_CATS)
+    if chosen is None:
+        return {}
+    at = [i for i, c in enumerate(flows["cat"]) if c == chosen]
+    cat, pid, tid, ts, ids = ([flows[key][i] for i in at] for key in ("cat", "pid", "tid", "ts", "id"))
+    return flow_ends_of_columns(cat, pid, tid, us_texts_to_ns(ts), ids, (chosen,))
 
 
 def _only(values: list, *types: type) -> bool:
@@ -549,9 +571,7 @@ class TraceReader:
         What each event becomes is decided once per distinct (process, category, name, phase) and applied
         to every event in bulk; the args are parsed once per distinct text, only where the event's kind
         uses them. The odd events (see :class:`CompactTrace`) go through the same rules one by one."""
-        f = trace.flows
-        flows = flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
-                                     LAUNCH_FLOW_CATS) if f else {}
+        flows = _launch_flows(trace.flows)
         trace.flows = {}
         args = _ArgsTable(trace.args, trace.raw_args)
         strings = StringPool()     # local codes of the rows being built (the pool is laid out from them at the end)
@@ -669,11 +689,12 @@ class TraceReader:
             else:
                 self._hardware(tasks, pos, ts, dur, pid, tid, name, arg, out_device, corr, trace.names, args,
                                strings, comm_streams, hardware)
-        for j in np.flatnonzero((action == _HCCL) & ~bad).tolist():
-            epid, etid = int(pid[j]), int(tid[j])
-            comm.append((int(pos[j]), _CommEvent(int(ts[j]), int(dur[j]), trace.names[name[j]], epid, etid,
-                                                 int(out_device[j]), self.meta.thread_name.get((epid, etid), ""),
-                                                 args.dict(int(arg[j])), int(corr[j]))))
+        hccl = np.flatnonzero((action == _HCCL) & ~bad)
+        names, lanes = trace.names, self.meta.thread_name
+        for p, t, d, nm, epid, etid, dev, a, link in zip(*(v[hccl].tolist() for v in (pos, ts, dur, name, pid, tid,
+                                                                                     out_device, arg, corr))):
+            comm.append((p, _CommEvent(t, d, names[nm], epid, etid, dev, lanes.get((epid, etid), ""), args.dict(a),
+                                       link)))
         return int(bad.sum())
 
     def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: StringPool) -> tuple:
@@ -771,9 +792,9 @@ class TraceReader:
                   tid: np.ndarray, name: np.ndarray, arg: np.ndarray, out_device: np.ndarray, corr: np.ndarray,
                   names: list, args: _ArgsTable, strings: StringPool, comm_streams: set, hardware: _Rows) -> None:
         """Device tasks: kernels, or communication where HCCL's (not on HCCL's own streams)."""
-        threads, thread_at = np.unique(np.stack([pid[rows], tid[rows]], axis=1), axis=0, return_inverse=True)
-        stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads.tolist()],
-                          dtype=np.int64)[thread_at.reshape(-1)]     # pids and tids: any int64, few pairs
+        threads, thread_at = _pairs(pid[rows], tid[rows])        # pids and tids: any int64, few pairs
+        stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads],
+                          dtype=np.int64)[thread_at]
         keep = ~np.isin(stream, np.array(sorted(comm_streams), dtype=np.int64)) if comm_streams else \
             np.ones(len(rows), dtype=bool)
         rows, stream = rows[keep], stream[keep]
@@ -872,11 +893,10 @@ class TraceReader:
         if not comm_pids or not c:
             return set()
         codes: set = set()
-        x = c["plain"] & (c["phase"] == _PH_X)
-        pids = np.unique(c["pid"][x])
-        mine = np.array([p in comm_pids for p in pids.tolist()], dtype=bool)
+        mine = np.array([p in comm_pids for p in trace.pids], dtype=bool)    # by each read pid's code
         if mine.any():
-            codes.update(np.unique(c["arg"][x & np.isin(c["pid"], pids[mine])]).tolist())
+            x = c["plain"] & (c["phase"] == _PH_X) & mine[c["pidc"]]
+            codes.update(_distinct(c["arg"][x], len(args.values))[0].tolist())
         codes.update(int(c["arg"][i]) for i, v in trace.odd.items()
                      if v[0] == "X" and _is_key(v[3]) and v[3] in comm_pids)
         streams = set()
