@@ -522,7 +522,7 @@ class _Rows:
             return
         cols = dict(zip(_ROW_FIELDS, map(list, zip(*rows))))
         for k in ("name", "type", "args"):
-            cols[k] = [strings.code(s) for s in cols[k]]
+            cols[k] = strings.codes(cols[k])
         if pos is not None:
             cols["pos"], cols["sub"] = [p for p, _ in pos], [s for _, s in pos]
         self.add(**cols)
@@ -936,7 +936,8 @@ class TraceReader:
         starts = np.array([e.ts for e in ops], dtype=np.int64)
         tasks = [e for e, task in zip(self.comm, is_task) if task]
         before = (np.searchsorted(starts, np.array([e.ts for e in tasks], dtype=np.int64), side="right") - 1).tolist()
-        texts: dict = {}       # (args, group) -> text: the tasks share their args dicts (one per distinct text)
+        # (args, group) -> text and stream: the tasks share their args dicts (one per distinct text)
+        texts: dict = {}
         op_types: dict = {}
         for e, j in zip(tasks, before):
             holder = None
@@ -949,14 +950,15 @@ class TraceReader:
                 if e.ts - ops[j + 1].ts > 10**10:
                     break
             group = op_group[id(holder)] if holder is not None else "default"
-            text = texts.get((id(e.args), group))
-            if text is None:
-                text = texts[(id(e.args), group)] = args_text(hccl_task_args(e.args, group))
+            text_stream = texts.get((id(e.args), group))
+            if text_stream is None:
+                text_stream = texts[(id(e.args), group)] = (args_text(hccl_task_args(e.args, group)),
+                                                            int_or(e.args.get("stream id"), -1))
             if holder is not None:
                 op_type = op_types.get(holder.name)
                 if op_type is None:
                     op_type = op_types[holder.name] = comm_op_type(holder.name)
             else:
                 op_type = e.name
-            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, int_or(e.args.get("stream id"), -1),
-                         0.0, -1, text, -1))
+            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, text_stream[1], 0.0, -1,
+                         text_stream[0], -1))
