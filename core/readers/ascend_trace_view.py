@@ -193,6 +193,7 @@ _SKIP, _ROW, _MSTX_SPAN, _CANN_API, _COUNTERS, _HARDWARE, _HCCL = range(7)
 # every event through the per-event rules (tests: the reference the bulk rules must equal)
 _PER_EVENT_ONLY = False
 _READ_FIELDS = ("ph", "ts", "dur", "pid", "tid", "name", "cat", "args")
+_PLAIN_COLUMNS = ("pid", "tid", "phase", "name", "cat", "arg", "pidc", "ts", "dur")   # what the bulk rules read
 
 
 def _step_of(name: str) -> Optional[int]:
@@ -609,9 +610,11 @@ class TraceReader:
         rows = np.flatnonzero(c["plain"])
         if not len(rows):
             return 0
-        pid, tid, phase = c["pid"][rows], c["tid"][rows], c["phase"][rows]
-        name, cat, arg = c["name"][rows], c["cat"][rows], c["arg"][rows]
-        pid_at = c["pidc"][rows]
+        # every event plain (whatever the scanner took): the columns themselves, read only, not a copy of each
+        plain = c if len(rows) == len(c["plain"]) else {k: c[k][rows] for k in _PLAIN_COLUMNS}
+        pid, tid, phase = plain["pid"], plain["tid"], plain["phase"]
+        name, cat, arg = plain["name"], plain["cat"], plain["arg"]
+        pid_at = plain["pidc"]
         process = [self.meta.proc_name.get(v, "") for v in trace.pids]
         device = [self._device_of(v) for v in trace.pids]
         n_cat, n_name = len(trace.cats) + 1, len(trace.names) + 1
@@ -639,7 +642,7 @@ class TraceReader:
         with_args = np.array([r[6] for r in rule], dtype=bool)[at]
         with_corr = np.array([r[7] for r in rule], dtype=bool)[at]
         del rule, at
-        ts, dur = c["ts"][rows], c["dur"][rows]
+        ts, dur = plain["ts"], plain["dur"]
         needs_args = with_args | (action == _COUNTERS) | (action == _HCCL)
         if not self.skip_hardware:      # tasks not read: only their links are kept
             needs_args |= action == _HARDWARE
