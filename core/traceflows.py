@@ -105,6 +105,22 @@ def _links(ends: Iterable[tuple]) -> dict:
     return {end: link[root(fid)] for end, fid in flow_of.items()}
 
 
+def launch_category(cat: Sequence[Any], cats: Sequence[str]) -> Optional[str]:
+    """The first category in ``cats`` that a flow event's ``cat`` (given as a column) has, else None: the one
+    :func:`flow_ends_of_columns` reads.
+
+    Example::
+
+        >>> launch_category(["fwdbwd", "async_npu", "HostToDevice"], LAUNCH_FLOW_CATS)
+        'HostToDevice'
+    """
+    try:
+        present = set(cat)
+    except TypeError:   # a list or an object among them (a damaged file): compared as their text
+        present = set(map(hashable, cat))
+    return next((c for c in cats if c in present), None)
+
+
 def flow_ends_of_columns(cat: Sequence[Any], pid: Sequence[Any], tid: Sequence[Any], ts_ns: Sequence[Optional[int]],
                          ids: Sequence[Any], cats: Sequence[str]) -> dict:
     """:func:`flow_ends` of the flow events (``s``/``f`` only) given as columns, ``ts`` already in ns (None
@@ -115,8 +131,7 @@ def flow_ends_of_columns(cat: Sequence[Any], pid: Sequence[Any], tid: Sequence[A
         >>> flow_ends_of_columns(["HostToDevice"] * 2, [1, 9], [2, 3], [10500, 12000], [7, 7], ("HostToDevice",))
         {(1, 2, 10500): 7, (9, 3, 12000): 7}
     """
-    present = set(map(hashable, cat))
-    chosen = next((c for c in cats if c in present), None)
+    chosen = launch_category(cat, cats)
     plain = (str, int)
 
     def ends() -> Iterator[tuple]:

@@ -28,7 +28,7 @@ from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
 from .forked import ForkedFile, available_cores
 
-VECTOR_MIN_ROWS = 20_000   # below this the csv module is as fast and simpler
+VECTOR_MIN_ROWS = 1_000    # below this the csv module is as fast and simpler
 BLOCK_ROWS = 16_384        # keeps one block's byte matrix near textrows.MATRIX_BYTES
 FORK_MIN_ROWS = 250_000    # larger tables may be written by a forked child (see start_csv)
 LONG_CELL = 256            # a string this long is quoted once per distinct value (see rows_text)
@@ -81,10 +81,11 @@ def rows_text(rows: list[list]) -> str:
     return "".join([",".join([cell(v) for v in row]) + "\n" for row in rows])
 
 
-def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[bytes]:
+def _render_block(columns: list, block: dict, n: int, cells: dict, one_block: bool = False) -> Optional[bytes]:
     """CSV lines of one block, or None when a column needs the csv module.
 
-    ``cells`` caches the CSV form of each string pool across blocks.
+    ``cells`` caches the CSV form of each string pool across blocks; a table that is ``one_block`` lays out
+    only the strings its rows use.
     """
     rows = RowBuilder(n)
     for i, name in enumerate(columns):
@@ -92,7 +93,10 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
             rows.literal(",")
         col = block[name]
         kind = type(col).__name__
-        if kind == "_Codes":
+        if kind == "_Codes" and one_block:    # only the strings it uses (a run's pool is mostly other texts)
+            used, at = _used_codes(np.asarray(col.codes), len(col.pool))
+            rows.pooled(at, [csv_cell(str(col.pool[c])) for c in used.tolist()])
+        elif kind == "_Codes":                # the whole pool laid out once, for every block
             cached = cells.get(id(col.pool))
             if cached is None or cached[0] is not col.pool:  # the pool is held, so its id stays unique
                 cached = cells[id(col.pool)] = (col.pool, Pool([csv_cell(str(s)) for s in col.pool]))
@@ -116,6 +120,20 @@ def _render_block(columns: list, block: dict, n: int, cells: dict) -> Optional[b
     return rows.render()
 
 
+def _used_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct codes (into a pool of ``size`` strings) a block uses, in order, and each row's place among
+    them: counted where the pool is not much larger than the block, else sorted."""
+    if size <= 4 * len(codes) + 4096:
+        seen = np.zeros(size, dtype=bool)
+        seen[codes] = True
+        used = np.flatnonzero(seen)
+        place = np.zeros(size, dtype=np.int64)
+        place[used] = np.arange(len(used))
+        return used, place[codes]
+    used, at = np.unique(codes, return_inverse=True)
+    return used, at.reshape(-1)
+
+
 def write_csv_to(fh: IO[bytes], table: Table) -> None:
     """Header and rows of ``table`` as CSV bytes."""
     fh.write(_csv_line(list(table.columns)).encode("utf-8"))
@@ -128,7 +146,7 @@ def write_csv_to(fh: IO[bytes], table: Table) -> None:
         for lo in range(0, n, BLOCK_ROWS):
             hi = min(n, lo + BLOCK_ROWS)
             block = table.block(lo, hi)
-            text = _render_block(table.columns, block, hi - lo, cells)
+            text = _render_block(table.columns, block, hi - lo, cells, one_block=n <= BLOCK_ROWS)
             if text is None:  # a column of Python objects: the csv module renders this block
                 cols = [python_values(block[c]) for c in table.columns]
                 w_buf = io.StringIO()

@@ -53,6 +53,10 @@ CHUNK = 200_000
 BACKGROUND_MIN_EVENTS = 100_000   # larger traces are written from a second thread
 FORK_MIN_EVENTS = 1_000_000       # larger traces may be rendered by a forked child (see write_trace_beside)
 LONG_ROW = 512              # rows with more pooled text than this are formatted one by one
+# chunks rendered in one compiled call: at most this many rows, their text about this many bytes
+BATCH_ROWS = 200_000
+BATCH_BYTES = 8 << 20
+ROW_BYTES = 200             # a row's text beside its pooled strings, about
 _MARK, _COUNTER, _MEMORY = int(EventKind.MARK), int(EventKind.COUNTER), int(EventKind.MEMORY)
 FLOW_CAT = "ac2g"           # Kineto's CPU launch -> device flow category
 
@@ -76,6 +80,20 @@ def _args_json(strings: list[str]) -> list[str]:
 
 def _value_json(v: float) -> str:
     return repr(v) if math.isfinite(v) else "null"   # a Python float: numpy's ufunc costs ~1 µs a call
+
+
+def _value_texts(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """(texts, codes): the JSON text of each distinct value of ``values``, and each value's code into them.
+    Equal values share a text: ``np.unique``'s, from a stable sort, which unlike its default one does not
+    slow down on counters' many repeated values (~6x here); -0.0 equals 0.0 but prints apart, so callers
+    keep it out (:func:`_renders_long_rows`)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]     # NaN != NaN: each NaN its own text, "null" all the same
+    codes = np.empty(len(values), dtype=np.int64)
+    codes[order] = np.cumsum(first) - 1
+    return [_value_json(v) for v in ordered[first].tolist()], codes
 
 
 def trace_header(rank: int, world_size: int, base_ns: int, metadata: Optional[dict] = None) -> str:
@@ -365,6 +383,9 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
 
     Two processes can share the work: chunks start at number ``first_chunk``,
     and the blocks end (flows not written) before chunk ``j`` when ``stop(j, number of chunks)`` is true.
+    The chunks' size keeps the cell renderer's matrices small; the compiled renderer takes a run of them
+    in one call (about :data:`BATCH_BYTES` of text: a block each), with the bytes of one chunk at a time
+    (``stop`` is asked for each chunk of a run before it is rendered).
     """
     if not len(events):
         return
@@ -376,34 +397,84 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     step = chunk_rows(2 * longest_name + 200, CHUNK)
     count = -(-len(events) // step)
     may_be_long = 2 * longest_name + int(p.args_len.max(initial=0)) > LONG_ROW
-    for j, lo in enumerate(range(first_chunk * step, len(events), step), start=first_chunk):
+    # the compiled renderer has no matrix to bound: a run of chunks is rendered in one call (_render_batch)
+    most = max(1, min(BATCH_BYTES // ROW_BYTES, BATCH_ROWS) // step) if compiled_rows() else 1
+    j = first_chunk
+    while j < count:
         if stop is not None and stop(j, count):
             return
-        hi = min(len(events), lo + step)
+        lo = j * step
+        text_len = None
+        end = min(count, j + most)
+        if end - j > 1:
+            text_len, chunks = _batch_text(events, p, lo, step, end - j)
+            end = j + chunks
+        for k in range(j + 1, end):   # asked before rendering: the run ends where stop says
+            if stop is not None and stop(k, count):
+                end = k
+                break
+        hi = min(len(events), end * step)
         cols = _chunk_columns(events, lo, hi, linked)
-        if not may_be_long:   # no pooled text is long enough: no row to look at one by one
-            yield from _render_rows(p, cols, base_ns)
-            continue
-        text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
-        long_rows = np.flatnonzero(text_len > LONG_ROW)
-        if len(long_rows) and _renders_long_rows(cols, long_rows, base_ns):
-            yield _render_in_place(p, cols, base_ns, long_rows)
-            continue
-        start = 0
-        for r in long_rows.tolist() + [hi - lo]:
-            if r > start:
-                yield from _render_rows(p, {k: v[start:r] for k, v in cols.items()}, base_ns)
-            if r < hi - lo:
-                yield (_row_python(p, int(cols["kind"][r]), int(cols["name"][r]), int(cols["pid"][r]),
-                                   int(cols["tid"][r]), (int(cols["ts"][r]) - base_ns) / 1000.0,
-                                   int(cols["dur"][r]) / 1000.0, int(cols["type"][r]), int(cols["step"][r]),
-                                   int(cols["device"][r]), int(cols["args"][r]), float(cols["value"][r]),
-                                   int(cols["corr"][r]) if linked is not None and cols["linked"][r] else -1)
-                       + ",\n").encode()
-            start = r + 1
+        if text_len is not None and end - j > 1:
+            block = _render_batch(p, cols, base_ns, step, text_len[:hi - lo])
+            if block is not None:
+                yield block
+                j = end
+                continue
+        for c in range(j, end):
+            part = {k: v[(c - j) * step:(c + 1 - j) * step] for k, v in cols.items()}
+            yield from _chunk_blocks(p, part, base_ns, may_be_long, linked is not None)
+        j = end
     if links is not None:
         for k, cat in enumerate(flow_cats):
             yield from _flow_blocks(events, links[1], links[2], base_ns, cat, first_id=1 + k * len(links[2]))
+
+
+def _chunk_blocks(p: _Pools, cols: dict, base_ns: int, may_be_long: bool, linked: bool) -> Iterable[bytes]:
+    """The lines of one chunk: group by group (:func:`_render_rows`), its long rows in place or by hand."""
+    n = len(cols["kind"])
+    if not may_be_long:   # no pooled text is long enough: no row to look at one by one
+        yield from _render_rows(p, cols, base_ns)
+        return
+    text_len = p.name_len[cols["name"]] + p.name_len[cols["type"]] + p.args_len[cols["args"]]
+    long_rows = np.flatnonzero(text_len > LONG_ROW)
+    if len(long_rows) and _renders_long_rows(cols, long_rows, base_ns):
+        yield _render_in_place(p, cols, base_ns, long_rows)
+        return
+    start = 0
+    for r in long_rows.tolist() + [n]:
+        if r > start:
+            yield from _render_rows(p, {k: v[start:r] for k, v in cols.items()}, base_ns)
+        if r < n:
+            yield (_row_python(p, int(cols["kind"][r]), int(cols["name"][r]), int(cols["pid"][r]),
+                               int(cols["tid"][r]), (int(cols["ts"][r]) - base_ns) / 1000.0,
+                               int(cols["dur"][r]) / 1000.0, int(cols["type"][r]), int(cols["step"][r]),
+                               int(cols["device"][r]), int(cols["args"][r]), float(cols["value"][r]),
+                               int(cols["corr"][r]) if linked and cols["linked"][r] else -1)
+                   + ",\n").encode()
+        start = r + 1
+
+
+def _batch_text(events: EventTable, p: _Pools, lo: int, step: int, most: int) -> tuple[np.ndarray, int]:
+    """The pooled text length of the rows of ``most`` chunks from row ``lo`` on, and how many of those chunks
+    (at least one) one compiled render takes: their text, with :data:`ROW_BYTES` a row, under
+    :data:`BATCH_BYTES`."""
+    c = events.cols
+    hi = min(len(events), lo + most * step)
+    text_len = p.name_len[c["name"][lo:hi]] + p.name_len[c["type"][lo:hi]] + p.args_len[c["args"][lo:hi]]
+    per_chunk = np.add.reduceat(text_len + ROW_BYTES, np.arange(0, hi - lo, step))
+    return text_len, max(1, int(np.searchsorted(np.cumsum(per_chunk), BATCH_BYTES, side="right")))
+
+
+def _render_batch(p: _Pools, cols: dict, base_ns: int, step: int, text_len: np.ndarray) -> Optional[bytes]:
+    """Consecutive chunks of ``step`` rows (``text_len``: each row's pooled text) in one compiled render: the
+    bytes :func:`_chunk_blocks` gives chunk after chunk (each chunk's rows in their groups, see
+    :func:`_render_in_place`); None where that render would not give them (no compiled renderer, a long
+    row's times, a -0.0 value)."""
+    long_rows = np.flatnonzero(text_len > LONG_ROW)
+    if not _renders_long_rows(cols, long_rows, base_ns):
+        return None
+    return _render_in_place(p, cols, base_ns, long_rows, step)
 
 
 # |ns| below this prints the same through ``f"{ns / 1000.0:.3f}"`` (:func:`_row_python`) as exactly
@@ -426,16 +497,19 @@ def _renders_long_rows(cols: dict, long_rows: np.ndarray, base_ns: int) -> bool:
     return not bool(((value == 0) & np.signbit(value)).any())
 
 
-def _render_in_place(p: _Pools, cols: dict, base_ns: int, long_rows: np.ndarray) -> bytes:
+def _render_in_place(p: _Pools, cols: dict, base_ns: int, long_rows: np.ndarray, step: int = 0) -> bytes:
     """A chunk with long rows in one compiled render, the same bytes as rendering each stretch between
     two long rows group by group (:func:`_render_rows`) and each long row by hand (:func:`_row_python`):
     the rows are put in that order, and one template with every group's pieces (each present in its
     group's rows only) renders them. Thousands of stretches of a few rows each (torch_npu's operators
-    with call stacks) cost a render call each otherwise."""
+    with call stacks) cost a render call each otherwise. With ``step``, the rows are chunks of ``step``
+    rows, each ending its last stretch: the bytes of rendering them one after another."""
     n = len(cols["kind"])
     is_long = np.zeros(n, dtype=bool)
     is_long[long_rows] = True
     before = np.cumsum(is_long) - is_long          # long rows before each row
+    if step:                                       # and a chunk's start ends a stretch, as a long row does
+        before += np.arange(n) // step
     stretch = 2 * before + is_long                 # a long row sorts after the stretch before it
     group = np.where(is_long, 0, _GROUP[cols["kind"]])
     order = np.lexsort((group, stretch))           # stable: time order kept within a group
@@ -463,10 +537,10 @@ def _render_in_place(p: _Pools, cols: dict, base_ns: int, long_rows: np.ndarray)
     if valued.any():
         rows.pooled(np.where(kind == _COUNTER, 1, np.where(kind == _MEMORY, 2, 0)),
                     ["", ',"args":{"value":', ',"args":{"Bytes":'])
-        uniq, inv = np.unique(c["value"][valued], return_inverse=True)
+        texts, inv = _value_texts(c["value"][valued])
         codes = np.zeros(n, dtype=np.int64)
-        codes[valued] = inv.reshape(-1)
-        rows.pooled(codes, [_value_json(v) for v in uniq.tolist()], valued)
+        codes[valued] = inv
+        rows.pooled(codes, texts, valued)
         rows.pooled(valued.astype(np.int64), ["", "}"])
     rows.literal("},\n")
     return rows.render()

@@ -37,7 +37,7 @@ import orjson
 
 from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringPool
 from npuprof.fileio import check_input_file
-from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable
+from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable, launch_category
 
 from .ascend_ops import COMM_CORES, comm_op_type, hccl_task_args, int_or, is_comm_task, op_type_of
 from .event_rows import args_text, table_of_codes
@@ -193,6 +193,7 @@ _SKIP, _ROW, _MSTX_SPAN, _CANN_API, _COUNTERS, _HARDWARE, _HCCL = range(7)
 # every event through the per-event rules (tests: the reference the bulk rules must equal)
 _PER_EVENT_ONLY = False
 _READ_FIELDS = ("ph", "ts", "dur", "pid", "tid", "name", "cat", "args")
+_PLAIN_COLUMNS = ("pid", "tid", "phase", "name", "cat", "arg", "pidc", "ts", "dur")   # what the bulk rules read
 
 
 def _step_of(name: str) -> Optional[int]:
@@ -235,13 +236,22 @@ def _distinct(codes: np.ndarray, size: Optional[int] = None) -> tuple[np.ndarray
 
 
 def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
-    """The distinct (a, b) pairs of two columns of non-negative codes, and each row's pair."""
-    base = int(b.max()) + 1 if len(b) else 1
-    if len(a) and int(a.max()) >= (1 << 62) // base:
-        pairs, at = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
-        return pairs.tolist(), at.reshape(-1)
-    keys, at = _distinct(a * base + b)
-    return [(k // base, k % base) for k in keys.tolist()], at
+    """The distinct (a, b) pairs of two int64 columns in order (as ``np.unique(axis=0)``), and each row's pair:
+    one dense key where both are small non-negative codes, else a sort on both (not ``np.unique``'s
+    row-as-bytes one, ~20x slower)."""
+    if not len(a):
+        return [], np.zeros(0, dtype=np.int64)
+    base = int(b.max()) + 1
+    if int(min(a.min(), b.min())) >= 0 and int(a.max()) < (1 << 62) // base:
+        keys, at = _distinct(a * base + b)
+        return [(k // base, k % base) for k in keys.tolist()], at
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    at = np.empty(len(a), dtype=np.int64)
+    at[order] = np.cumsum(first) - 1
+    return list(zip(sa[first].tolist(), sb[first].tolist())), at
 
 
 def _flow_links(flows: dict, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -> Optional[np.ndarray]:
@@ -269,6 +279,19 @@ def _flow_links(flows: dict, pid: np.ndarray, tid: np.ndarray, ts: np.ndarray) -
         hit = (end_pid[at] == pid[rows]) & (end_tid[at] == tid[rows])
         out[rows[hit]] = link[at[hit]]
     return out
+
+
+def _launch_flows(flows: dict) -> dict:
+    """(pid, tid, ts ns) -> link of the flow events (``flows``: their fields as lists) of the launch category
+    the trace has (:func:`~npuprof.traceflows.flow_ends_of_columns`); only that category's times converted."""
+    if not flows:
+        return {}
+    chosen = launch_category(flows["cat"], LAUNCH_FLOW_CATS)
+    if chosen is None:
+        return {}
+    at = [i for i, c in enumerate(flows["cat"]) if c == chosen]
+    cat, pid, tid, ts, ids = ([flows[key][i] for i in at] for key in ("cat", "pid", "tid", "ts", "id"))
+    return flow_ends_of_columns(cat, pid, tid, us_texts_to_ns(ts), ids, (chosen,))
 
 
 def _only(values: list, *types: type) -> bool:
@@ -500,7 +523,7 @@ class _Rows:
             return
         cols = dict(zip(_ROW_FIELDS, map(list, zip(*rows))))
         for k in ("name", "type", "args"):
-            cols[k] = [strings.code(s) for s in cols[k]]
+            cols[k] = strings.codes(cols[k])
         if pos is not None:
             cols["pos"], cols["sub"] = [p for p, _ in pos], [s for _, s in pos]
         self.add(**cols)
@@ -549,9 +572,7 @@ class TraceReader:
         What each event becomes is decided once per distinct (process, category, name, phase) and applied
         to every event in bulk; the args are parsed once per distinct text, only where the event's kind
         uses them. The odd events (see :class:`CompactTrace`) go through the same rules one by one."""
-        f = trace.flows
-        flows = flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
-                                     LAUNCH_FLOW_CATS) if f else {}
+        flows = _launch_flows(trace.flows)
         trace.flows = {}
         args = _ArgsTable(trace.args, trace.raw_args)
         strings = StringPool()     # local codes of the rows being built (the pool is laid out from them at the end)
@@ -589,9 +610,11 @@ class TraceReader:
         rows = np.flatnonzero(c["plain"])
         if not len(rows):
             return 0
-        pid, tid, phase = c["pid"][rows], c["tid"][rows], c["phase"][rows]
-        name, cat, arg = c["name"][rows], c["cat"][rows], c["arg"][rows]
-        pid_at = c["pidc"][rows]
+        # every event plain (whatever the scanner took): the columns themselves, read only, not a copy of each
+        plain = c if len(rows) == len(c["plain"]) else {k: c[k][rows] for k in _PLAIN_COLUMNS}
+        pid, tid, phase = plain["pid"], plain["tid"], plain["phase"]
+        name, cat, arg = plain["name"], plain["cat"], plain["arg"]
+        pid_at = plain["pidc"]
         process = [self.meta.proc_name.get(v, "") for v in trace.pids]
         device = [self._device_of(v) for v in trace.pids]
         n_cat, n_name = len(trace.cats) + 1, len(trace.names) + 1
@@ -619,7 +642,7 @@ class TraceReader:
         with_args = np.array([r[6] for r in rule], dtype=bool)[at]
         with_corr = np.array([r[7] for r in rule], dtype=bool)[at]
         del rule, at
-        ts, dur = c["ts"][rows], c["dur"][rows]
+        ts, dur = plain["ts"], plain["dur"]
         needs_args = with_args | (action == _COUNTERS) | (action == _HCCL)
         if not self.skip_hardware:      # tasks not read: only their links are kept
             needs_args |= action == _HARDWARE
@@ -669,11 +692,12 @@ class TraceReader:
             else:
                 self._hardware(tasks, pos, ts, dur, pid, tid, name, arg, out_device, corr, trace.names, args,
                                strings, comm_streams, hardware)
-        for j in np.flatnonzero((action == _HCCL) & ~bad).tolist():
-            epid, etid = int(pid[j]), int(tid[j])
-            comm.append((int(pos[j]), _CommEvent(int(ts[j]), int(dur[j]), trace.names[name[j]], epid, etid,
-                                                 int(out_device[j]), self.meta.thread_name.get((epid, etid), ""),
-                                                 args.dict(int(arg[j])), int(corr[j]))))
+        hccl = np.flatnonzero((action == _HCCL) & ~bad)
+        names, lanes = trace.names, self.meta.thread_name
+        for p, t, d, nm, epid, etid, dev, a, link in zip(*(v[hccl].tolist() for v in (pos, ts, dur, name, pid, tid,
+                                                                                     out_device, arg, corr))):
+            comm.append((p, _CommEvent(t, d, names[nm], epid, etid, dev, lanes.get((epid, etid), ""), args.dict(a),
+                                       link)))
         return int(bad.sum())
 
     def _rule(self, process: str, device: int, cat: Any, name: str, phase: int, strings: StringPool) -> tuple:
@@ -771,9 +795,9 @@ class TraceReader:
                   tid: np.ndarray, name: np.ndarray, arg: np.ndarray, out_device: np.ndarray, corr: np.ndarray,
                   names: list, args: _ArgsTable, strings: StringPool, comm_streams: set, hardware: _Rows) -> None:
         """Device tasks: kernels, or communication where HCCL's (not on HCCL's own streams)."""
-        threads, thread_at = np.unique(np.stack([pid[rows], tid[rows]], axis=1), axis=0, return_inverse=True)
-        stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads.tolist()],
-                          dtype=np.int64)[thread_at.reshape(-1)]     # pids and tids: any int64, few pairs
+        threads, thread_at = _pairs(pid[rows], tid[rows])        # pids and tids: any int64, few pairs
+        stream = np.array([_as_int(self.meta.thread_name.get((p, t), t)) for p, t in threads],
+                          dtype=np.int64)[thread_at]
         keep = ~np.isin(stream, np.array(sorted(comm_streams), dtype=np.int64)) if comm_streams else \
             np.ones(len(rows), dtype=bool)
         rows, stream = rows[keep], stream[keep]
@@ -872,11 +896,10 @@ class TraceReader:
         if not comm_pids or not c:
             return set()
         codes: set = set()
-        x = c["plain"] & (c["phase"] == _PH_X)
-        pids = np.unique(c["pid"][x])
-        mine = np.array([p in comm_pids for p in pids.tolist()], dtype=bool)
+        mine = np.array([p in comm_pids for p in trace.pids], dtype=bool)    # by each read pid's code
         if mine.any():
-            codes.update(np.unique(c["arg"][x & np.isin(c["pid"], pids[mine])]).tolist())
+            x = c["plain"] & (c["phase"] == _PH_X) & mine[c["pidc"]]
+            codes.update(_distinct(c["arg"][x], len(args.values))[0].tolist())
         codes.update(int(c["arg"][i]) for i, v in trace.odd.items()
                      if v[0] == "X" and _is_key(v[3]) and v[3] in comm_pids)
         streams = set()
@@ -916,7 +939,8 @@ class TraceReader:
         starts = np.array([e.ts for e in ops], dtype=np.int64)
         tasks = [e for e, task in zip(self.comm, is_task) if task]
         before = (np.searchsorted(starts, np.array([e.ts for e in tasks], dtype=np.int64), side="right") - 1).tolist()
-        texts: dict = {}       # (args, group) -> text: the tasks share their args dicts (one per distinct text)
+        # (args, group) -> text and stream: the tasks share their args dicts (one per distinct text)
+        texts: dict = {}
         op_types: dict = {}
         for e, j in zip(tasks, before):
             holder = None
@@ -929,14 +953,15 @@ class TraceReader:
                 if e.ts - ops[j + 1].ts > 10**10:
                     break
             group = op_group[id(holder)] if holder is not None else "default"
-            text = texts.get((id(e.args), group))
-            if text is None:
-                text = texts[(id(e.args), group)] = args_text(hccl_task_args(e.args, group))
+            text_stream = texts.get((id(e.args), group))
+            if text_stream is None:
+                text_stream = texts[(id(e.args), group)] = (args_text(hccl_task_args(e.args, group)),
+                                                            int_or(e.args.get("stream id"), -1))
             if holder is not None:
                 op_type = op_types.get(holder.name)
                 if op_type is None:
                     op_type = op_types[holder.name] = comm_op_type(holder.name)
             else:
                 op_type = e.name
-            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, int_or(e.args.get("stream id"), -1),
-                         0.0, -1, text, -1))
+            rows.append((e.ts, e.dur, _COMM, e.name, op_type, e.tid, e.device, text_stream[1], 0.0, -1,
+                         text_stream[0], -1))

@@ -176,9 +176,11 @@ def test_kernel_details_rows_and_wait_times(monkeypatch, sorted_ts, few_queues, 
     assert [r[9:] for r in got] == [[round(w[9], 3), round(w[10], 3), "N/A"] for w in want]
 
 
-def test_kernel_details_csv_equals_csv_module(monkeypatch):
+@pytest.mark.parametrize("block_rows", [97, 1 << 20])
+def test_kernel_details_csv_equals_csv_module(monkeypatch, block_rows):
+    """Block after block (the run's pool laid out once), and as one block (only the strings its rows use)."""
     monkeypatch.setattr(csvfiles, "VECTOR_MIN_ROWS", 0)
-    monkeypatch.setattr(csvfiles, "BLOCK_ROWS", 97)
+    monkeypatch.setattr(csvfiles, "BLOCK_ROWS", block_rows)
     ev = random_events(5000, seed=3, kinds=[EventKind.OP, EventKind.RANGE])
     table = OPS.kernel_details(ev)
     fast = io.BytesIO()

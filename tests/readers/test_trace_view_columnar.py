@@ -321,3 +321,47 @@ def test_flow_links_in_bulk_equal_the_dicts_lookups():
     assert 0 < int((got >= 0).sum()) < len(rows)
     assert _flow_links({**flows, (1.0, 10, 2): 5}, pid, tid, ts) is None
     assert _flow_links({(1, 1, 5): 1, **{(p, 1, 5): p for p in range(2, 40)}}, pid, tid, ts) is None   # 39 ends at once
+
+
+def test_pairs_are_np_uniques_rows_for_any_int64():
+    """Small non-negative codes (one dense key) and any int64 (pids, tids: negative, past 2**62): the pairs
+    in np.unique(axis=0)'s order, each row's pair."""
+    import numpy as np
+    from npuprof.readers.ascend_trace_view import _pairs
+
+    rng = np.random.default_rng(3)
+    for a, b in ((rng.integers(0, 50, 4000), rng.integers(0, 9, 4000)),
+                 (rng.choice([-5, 0, 7, 1 << 62, -(1 << 63)], 4000), rng.choice([3, -1, (1 << 63) - 1], 4000))):
+        pairs, at = _pairs(a, b)
+        want, want_at = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+        assert pairs == [tuple(p) for p in want.tolist()] and at.tolist() == want_at.reshape(-1).tolist()
+    pairs, at = _pairs(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert pairs == [] and len(at) == 0
+
+
+def test_launch_flows_are_the_links_of_every_flow_read_at_once(tmp_path):
+    """Only the chosen category's times converted: the links flow_ends_of_columns gives from every flow
+    event, on the real trace's flows (four categories), with the preferred category absent, with a
+    damaged category (a list), and with no launch category at all."""
+    from npuprof.readers.ascend_trace_view import _launch_flows, load_trace
+    from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, launch_category
+
+    flows = load_trace(realdata(LEVEL1) / OUTPUT_DIR / TRACE_VIEW, []).flows
+    cats = set(flows["cat"])
+    assert {"HostToDevice", "async_npu"} <= cats and len(cats) > 2
+
+    def every(f: dict) -> dict:
+        return flow_ends_of_columns(f["cat"], f["pid"], f["tid"], us_texts_to_ns(f["ts"]), f["id"],
+                                    LAUNCH_FLOW_CATS)
+
+    def without(f: dict, cat: str) -> dict:
+        keep = [i for i, c in enumerate(f["cat"]) if c != cat]
+        return {k: [v[i] for i in keep] for k, v in f.items()}
+
+    damaged = {k: list(v) for k, v in flows.items()}
+    damaged["cat"][0] = ["HostToDevice"]
+    for f in (flows, without(flows, "HostToDevice"), damaged, without(without(flows, "HostToDevice"), "async_npu")):
+        assert _launch_flows(f) == every(f)
+    assert len(_launch_flows(flows)) > 400 and _launch_flows({}) == {}
+    assert launch_category(damaged["cat"], LAUNCH_FLOW_CATS) == "HostToDevice"
+    assert launch_category([["HostToDevice"], "x"], LAUNCH_FLOW_CATS) is None

@@ -336,3 +336,23 @@ def test_a_text_msgspec_refuses_is_declined_and_any_other_error_raised():
     assert _tracescan.scan_array(raw, refuses) is None
     with pytest.raises(MemoryError):
         _tracescan.scan_array(raw, fails)
+
+
+@pytest.mark.parametrize("special", [b'\\"', b"\\\\", b"\\n", b"\\u00e9", "é".encode(), "中".encode(), "𝄞".encode(),
+                                     b"\x01", b"\x7f", b"\xff", b"\xc3"])
+def test_every_place_of_a_string_stop_byte_scans_as_the_structs_read(special):
+    """Strings scanned 16, then 8 bytes, then one at a time: each byte that ends a plain run (an escape,
+    UTF-8, a control character, invalid UTF-8) at every place of strings around those block sizes, in a
+    name and inside args: the structs' reading, or declined where they refuse the text."""
+    for length in range(0, 40):
+        for at in range(length + 1):
+            text = b"a" * at + special + b"b" * (length - at)
+            raw = (b'[{"ph": "X", "pid": 1, "tid": 1, "ts": "1.000", "dur": "2.000", "name": "' + text +
+                   b'", "args": {"k": "' + text + b'"}}]')
+            scanned = _scanned(raw)
+            try:
+                reference = _structs(raw)
+            except Exception:
+                assert scanned is None, (special, length, at)
+                continue
+            assert scanned is not None and _values(scanned) == _values(reference), (special, length, at)

@@ -30,7 +30,9 @@ def _event_rows(ev) -> list:
     kernels = np.flatnonzero((ev["kind"] == np.uint8(EventKind.KERNEL)) & (ev["device"] >= 0))
     rows = kernels if len(kernels) else np.flatnonzero(ev["kind"] == np.uint8(EventKind.OP))
     codes = ev["args"][rows]   # args texts repeat: each distinct one is looked at once
-    shaped = [c for c in np.unique(codes).tolist() if _has_shapes(ev.args_object(c))]
+    # the distinct codes in order, counted into the pool's slots: np.unique would sort them (and load numpy.ma)
+    distinct = np.flatnonzero(np.bincount(codes, minlength=len(ev.strings))).tolist()
+    shaped = [c for c in distinct if _has_shapes(ev.args_object(c))]
     if not shaped:
         return []
     keep = np.isin(codes, shaped)
