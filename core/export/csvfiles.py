@@ -147,11 +147,9 @@ def write_csv_to(fh: IO[bytes], table: Table) -> None:
             hi = min(n, lo + BLOCK_ROWS)
             block = table.block(lo, hi)
             text = _render_block(table.columns, block, hi - lo, cells, one_block=n <= BLOCK_ROWS)
-            if text is None:  # a column of Python objects: the csv module renders this block
+            if text is None:  # a column of Python objects: rendered as the csv module does
                 cols = [python_values(block[c]) for c in table.columns]
-                w_buf = io.StringIO()
-                csv.writer(w_buf, lineterminator="\n").writerows(zip(*cols))
-                text = w_buf.getvalue().encode("utf-8")
+                text = rows_text(list(zip(*cols))).encode("utf-8")
             out.write(text)
 
 
