@@ -26,6 +26,8 @@ are), on a copy of the real job of ``scale_ranks`` ranks (:func:`scaling`): ``--
 alternated run by run, the 1-minute load average recorded with each run (the machine may be shared;
 ``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone,
 ``"scale_copies": 8, "scale_trace_view_copies": 60`` on 16 ranks of a user's size: :func:`heavier_ranks`);
+the same rows on those 16 ranks of a user's size (``heavy_copies``, ``heavy_trace_view_copies``: each rank's
+trace_view.json 116 MB, 653k events, what a user's rank holds; the fixed start-up weighs 4% there);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them, medians of three runs each), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
@@ -200,11 +202,14 @@ def _rss_pss(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def run_tree(cmd: list[str], cwd: Path, log: Path, env: Optional[dict] = None, period: float = 0.02,
+def run_tree(cmd: list[str], cwd: Path, log: Path, env: Optional[dict] = None, period: Optional[float] = 0.02,
              timeout: float = 1800) -> dict:
     """Run ``cmd`` to its end: wall s, CPU s (user+sys, reaped descendants included), peak RSS of the
-    process tree (sampled sums of RSS and of PSS), the largest single process's peak RSS (``ru_maxrss``),
-    the number of processes seen."""
+    process tree (sampled sums of RSS and of PSS every ``period`` s), the largest single process's peak RSS
+    (``ru_maxrss``), the number of processes seen. ``period=None`` samples nothing (the tree's figures are
+    None): each sample reads every process's ``smaps_rollup``, a walk of its page tables under its memory
+    map's lock that stalls its page faults, and on two cores the sampler takes a core's share from the run
+    (two cluster workers reading 116 MB ranks: 7.85 s sampled every 20 ms, 5.66 s every 1 s)."""
     peak, seen = [0, 0], set()
     done = threading.Event()
     with open(log, "wb") as fh:
@@ -221,21 +226,24 @@ def run_tree(cmd: list[str], cwd: Path, log: Path, env: Optional[dict] = None, p
                 done.wait(period)
 
         sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        if period is not None:
+            sampler.start()
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         timer.cancel()
         done.set()
-        sampler.join()
+        if period is not None:
+            sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {proc.returncode}: "
                            f"{log.read_text(errors='replace')[-2000:]}")
+    sampled = period is not None
     return {"seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "tree_rss_bytes": peak[0], "tree_pss_bytes": peak[1],
-            "max_process_rss_bytes": usage.ru_maxrss * 1024, "processes": len(seen)}
+            "tree_rss_bytes": peak[0] if sampled else None, "tree_pss_bytes": peak[1] if sampled else None,
+            "max_process_rss_bytes": usage.ru_maxrss * 1024, "processes": len(seen) if sampled else None}
 
 
 class Tools:
@@ -350,7 +358,7 @@ def _recompute(job: Path, out: Path, log: Path, workers: int, backend: str = "pr
     load = os.getloadavg()[0]
     res = run_tree([sys.executable, "-m", "npuprof", "cluster", str(job), "-o", str(out), "--recompute", "--quiet",
                     "--workers", str(workers), "--backend", backend], cwd=job.parent, log=log,
-                   env=dict(os.environ, PYTHONWARNINGS="ignore"))
+                   env=dict(os.environ, PYTHONWARNINGS="ignore"), period=None)     # time and CPU only
     res["load1"] = load
     res["driver"] = json.loads((out / "cluster_summary.json").read_text())["driver"]
     shutil.rmtree(out, ignore_errors=True)
@@ -549,6 +557,14 @@ def run(params: dict) -> dict:
         make_job(job, work / "genscale", copies=scale_copies)
         res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
         shutil.rmtree(work / "genscale", ignore_errors=True)
+        heavy = int(params.get("heavy_copies", 8))
+        if heavy:     # the same rows on ranks of a user's size
+            make_job(job, work / "genheavy", copies=heavy)
+            tv = int(params.get("heavy_trace_view_copies", 60))
+            heavier_ranks(work / "genheavy", work / "heavier", tv)
+            res["scaling_heavy"] = scaling(work / "genheavy", work / "scaling_heavy", int(params.get("heavy_reps", 3)))
+            res["scaling_heavy"]["trace_view_copies"] = tv
+            shutil.rmtree(work / "genheavy", ignore_errors=True)
         sizes = tuple(int(x) for x in params.get("serial_sizes", (32, 64, 128, 256)))
         if sizes:
             res["serial_per_rank"] = serial_per_rank(job, work / "serial", sizes)

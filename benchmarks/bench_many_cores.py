@@ -5,7 +5,7 @@ for the live trace, torch with a CUDA GPU). Not part of ``make bench``: run it b
 
 It writes ``OUT_DIR/many_cores.json`` and prints each figure as it is measured. Every comparison alternates
 its variants run by run (``harness.interleave``), whole processes (``bench_cluster.run_tree``: wall, CPU of
-the process tree, peak RSS):
+the process tree, the largest process's peak RSS; the tree's memory is not sampled, which would slow it):
 
 - ``live_kineto`` (torch with CUDA only): a live trace of a 12-layer ``nn.TransformerEncoder`` (d_model 512,
   8 heads, batch 16 x 256 tokens), 60 training steps under ``torch.profiler.profile`` (CPU and CUDA,
@@ -66,13 +66,13 @@ def _race(variants: dict[str, list[str]], work: Path, reps: int) -> dict:
             out = work / f"out_{name}"
             shutil.rmtree(out, ignore_errors=True)
             res = run_tree([c.replace("{out}", str(out)) for c in cmd], cwd=work, log=work / f"{name}.log",
-                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
+                           env=dict(os.environ, PYTHONWARNINGS="ignore"), period=None)   # no sampler: see run_tree
             shutil.rmtree(out, ignore_errors=True)
             return res
         return once
 
     samples = interleave({n: runner(n, c) for n, c in variants.items()}, reps)
-    figures = {n: {k: summary([r[k] for r in runs]) for k in ("seconds", "cpu_seconds", "max_process_rss_bytes", "tree_rss_bytes")} for n, runs in samples.items()}
+    figures = {n: {k: summary([r[k] for r in runs]) for k in ("seconds", "cpu_seconds", "max_process_rss_bytes")} for n, runs in samples.items()}
     for name, fig in figures.items():
         print(f"  {name}: {_brief(fig)}", flush=True)
     return figures

@@ -436,35 +436,49 @@ def cluster_rows(cl: dict) -> list[dict]:
     return rows + cluster_scaling_rows(cl)
 
 
+def _scaling_rows(sc: dict, label: str, key: str) -> list[dict]:
+    """The 2-vs-1-worker and Dask-vs-pool rows of one ``scaling`` result."""
+    rows: list[dict] = []
+    load = lambda r: "load " + "/".join(f"{x:.1f}" for x in r["load1"])   # noqa: E731
+    p1, p2, d2 = sc["process_1"], sc["process_2"], sc["dask_2"]
+    job = f"{sc['ranks']}-rank {label} ({sc['bytes'] / 2**20:.0f} MB), whole processes, " \
+          f"alternated {sc['reps']}x, 1-min load average at each run's start"
+    sp = sc["workers_2_vs_1"]
+    cm = sc.get("cpu_model", {})
+    one = cm.get("process_1") or {"serial_cpu_s": cm.get("serial_cpu_s"), "workers_cpu_s": cm.get("workers_cpu_s_1")}
+    two = cm.get("process_2", {}).get("workers_cpu_s")
+    model = (f"; from CPU seconds (serial {one['serial_cpu_s']:.2f} s, workers {one['workers_cpu_s']:.2f} s"
+             + (f", {two:.2f} s with 2 at once" if two else "") + f"): {cm['workers_2_vs_1']:.2f}x on 2 free cores"
+             ) if cm else ""
+    rows.append(_row("Analysis", f"`npuprof cluster --recompute`, process pool 2 workers vs 1, {job}",
+                     f"2 workers {_rng(p2['seconds'], _s)} ({load(p2)})",
+                     f"1 worker {_rng(p1['seconds'], _s)} ({load(p1)})", _ratio(sp) + " faster" + model,
+                     ">= 1.8x on 2 cores", sp["median"] >= 1.8, "cluster_recompute_workers" + key, sp["median"]))
+    dr = sc["dask_vs_process_2"]
+    rows.append(_row("Analysis", f"`npuprof cluster --recompute --backend dask` (local Dask cluster) vs the "
+                                 f"process pool, 2 workers each, {job}",
+                     f"Dask {_rng(d2['seconds'], _s)} ({load(d2)})",
+                     f"process pool {_rng(p2['seconds'], _s)} ({load(p2)})", _ratio(dr) + " the time" + (
+                         f"; from CPU seconds (Dask serial {cm['dask_2']['serial_cpu_s']:.2f} s, workers "
+                         f"{cm['dask_2']['workers_cpu_s']:.2f} s; pool {cm['process_2']['serial_cpu_s']:.2f} s, "
+                         f"{cm['process_2']['workers_cpu_s']:.2f} s): {cm['dask_vs_process_2']:.2f}x on 2 free cores"
+                         if "dask_vs_process_2" in cm else ""),
+                     "<= 1.25x the process pool's time", dr["median"] <= 1.25, "cluster_dask_vs_process" + key,
+                     dr["median"]))
+    return rows
+
+
 def cluster_scaling_rows(cl: dict) -> list[dict]:
-    """``npuprof cluster --recompute``: 1 vs 2 workers, Dask vs the process pool, and the driver's serial
-    part per rank from 32 to 256 ranks (benchmarks/bench_cluster.py ``scaling``, ``serial_per_rank``)."""
-    sc, rows = cl.get("scaling"), []
-    if sc:
-        load = lambda r: "load " + "/".join(f"{x:.1f}" for x in r["load1"])   # noqa: E731
-        p1, p2, d2 = sc["process_1"], sc["process_2"], sc["dask_2"]
-        job = f"{sc['ranks']}-rank copy of the real job ({sc['bytes'] / 2**20:.0f} MB), whole processes, " \
-              f"alternated {sc['reps']}x, 1-min load average at each run's start"
-        sp = sc["workers_2_vs_1"]
-        cm = sc.get("cpu_model", {})
-        one = cm.get("process_1") or {"serial_cpu_s": cm.get("serial_cpu_s"), "workers_cpu_s": cm.get("workers_cpu_s_1")}
-        model = (f"; from CPU seconds (serial {one['serial_cpu_s']:.2f} s, workers {one['workers_cpu_s']:.2f} s): "
-                 f"{cm['workers_2_vs_1']:.2f}x on 2 free cores") if cm else ""
-        rows.append(_row("Analysis", f"`npuprof cluster --recompute`, process pool 2 workers vs 1, {job}",
-                         f"2 workers {_rng(p2['seconds'], _s)} ({load(p2)})",
-                         f"1 worker {_rng(p1['seconds'], _s)} ({load(p1)})", _ratio(sp) + " faster" + model,
-                         ">= 1.8x on 2 cores", sp["median"] >= 1.8, "cluster_recompute_workers", sp["median"]))
-        dr = sc["dask_vs_process_2"]
-        rows.append(_row("Analysis", f"`npuprof cluster --recompute --backend dask` (local Dask cluster) vs the "
-                                     f"process pool, 2 workers each, {job}",
-                         f"Dask {_rng(d2['seconds'], _s)} ({load(d2)})",
-                         f"process pool {_rng(p2['seconds'], _s)} ({load(p2)})", _ratio(dr) + " the time" + (
-                             f"; from CPU seconds (Dask serial {cm['dask_2']['serial_cpu_s']:.2f} s, workers "
-                             f"{cm['dask_2']['workers_cpu_s']:.2f} s; pool {cm['process_2']['serial_cpu_s']:.2f} s, "
-                             f"{cm['process_2']['workers_cpu_s']:.2f} s): {cm['dask_vs_process_2']:.2f}x on 2 free cores"
-                             if "dask_vs_process_2" in cm else ""),
-                         "<= 1.25x the process pool's time", dr["median"] <= 1.25, "cluster_dask_vs_process",
-                         dr["median"]))
+    """``npuprof cluster --recompute``: 1 vs 2 workers and Dask vs the process pool, on the 32-rank copy and
+    on 16 ranks of a user's size, and the driver's serial part per rank from 32 to 256 ranks
+    (benchmarks/bench_cluster.py ``scaling``, ``heavier_ranks``, ``serial_per_rank``)."""
+    rows: list[dict] = []
+    if cl.get("scaling"):
+        rows += _scaling_rows(cl["scaling"], "copy of the real job", "")
+    heavy = cl.get("scaling_heavy")
+    if heavy:
+        rows += _scaling_rows(heavy, f"job of a user's rank size (each rank's trace_view.json the real one "
+                                     f"x{heavy['trace_view_copies']})", "_user_size")
     spr = cl.get("serial_per_rank")
     if spr:
         sizes = sorted(spr.values(), key=lambda r: r["ranks"])

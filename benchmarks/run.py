@@ -263,10 +263,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work / "db", ignore_errors=True)
         if "cluster" in only:
             log("cluster: npuprof cluster vs msprof-analyze cluster, real 2-rank job and a 64-rank copy of it; "
-                "--recompute on 1 and 2 workers and on Dask; the driver's serial part per rank, 32 to 256 ranks")
+                "--recompute on 1 and 2 workers and on Dask (32 small ranks, 16 of a user's size); the driver's serial "
+                "part per rank, 32 to 256 ranks")
             results["cluster"] = run_child("bench_cluster", {
                 "reps": 3 if q else 5, "reps_64": 3 if q else 5, "copies": 4 if q else 32,
                 "scale_copies": 4 if q else 16, "scale_reps": 2 if q else 5,
+                "heavy_copies": 1 if q else 8, "heavy_trace_view_copies": 2 if q else 60, "heavy_reps": 1 if q else 3,
                 "serial_sizes": [8, 16] if q else [32, 64, 128, 256],
                 "out": str(work / "cluster")}, timeout=3600)
         if "memcost" in only:

@@ -106,3 +106,22 @@ def test_a_partial_rerun_keeps_the_other_suites_and_says_which_run_measured_them
     assert again["measured_at"]["cluster"] == "2026-11-27 10:50 UTC"
     assert again["measured_at"]["host"] == "2026-11-27 11:30 UTC"
     assert report.measured_note({"measured_at": {"host": "x", "db": "x"}}) == ""     # one run: nothing to say
+
+
+def _scaling(two: float, one: float, dask: float, **extra) -> dict:
+    run = lambda s: {"seconds": {"median": s, "min": s, "max": s}, "load1": [1.0]}   # noqa: E731
+    return {"ranks": 16, "bytes": 2 << 30, "reps": 3, "process_1": run(one), "process_2": run(two),
+            "dask_2": run(dask), "workers_2_vs_1": {"median": one / two, "min": one / two, "max": one / two},
+            "dask_vs_process_2": {"median": dask / two, "min": dask / two, "max": dask / two}, **extra}
+
+
+def test_cluster_scaling_rows_judge_each_job_on_its_own():
+    rows = report.cluster_scaling_rows({"scaling": _scaling(1.4, 2.0, 2.2),
+                                        "scaling_heavy": _scaling(5.7, 10.8, 5.9, trace_view_copies=60)})
+    by_key = {r["key"]: r for r in rows}
+    assert set(by_key) == {"cluster_recompute_workers", "cluster_dask_vs_process",
+                           "cluster_recompute_workers_user_size", "cluster_dask_vs_process_user_size"}
+    assert not by_key["cluster_recompute_workers"]["met"] and by_key["cluster_recompute_workers_user_size"]["met"]
+    assert not by_key["cluster_dask_vs_process"]["met"] and by_key["cluster_dask_vs_process_user_size"]["met"]
+    assert "x60" in by_key["cluster_dask_vs_process_user_size"]["benchmark"]
+    assert "x60" not in by_key["cluster_dask_vs_process"]["benchmark"]
