@@ -175,6 +175,8 @@ def test_a_fork_refused_by_the_system_is_raised_with_no_pipe_left_open(tmp_path,
         trace_json.ForkedTrace(make_events(100), tmp_path / "trace_view.json", {})
     assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # both its pipes closed
     assert list(tmp_path.iterdir()) == []
+
+
 def test_a_fork_refused_by_the_system_renders_the_trace_here(tmp_path, monkeypatch):
     from npuprof.export import forked
 
