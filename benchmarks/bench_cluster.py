@@ -27,7 +27,7 @@ alternated run by run, the 1-minute load average recorded with each run (the mac
 ``python benchmarks/bench_cluster.py '{"only": "scaling", "scale_reps": 7}'`` measures these rows alone,
 ``"scale_copies": 8, "scale_trace_view_copies": 60`` on 16 ranks of a user's size: :func:`heavier_ranks`);
 the same rows on those 16 ranks of a user's size (``heavy_copies``, ``heavy_trace_view_copies``: each rank's
-trace_view.json 116 MB, 653k events, what a user's rank holds; the fixed start-up weighs 4% there);
+trace_view.json 116 MB, 653k events, what a user's rank holds, where the fixed start-up weighs less);
 then the driver's serial part per rank from 32 to 256 ranks (:func:`serial_per_rank`: the first
 ``max(sizes)`` ranks generated once, smaller jobs hard-linked subsets of them, medians of three runs each), from the driver's own
 accounting in ``cluster_summary.json`` (``driver``: its CPU seconds from the analysis's start to the first
@@ -368,7 +368,8 @@ def _recompute(job: Path, out: Path, log: Path, workers: int, backend: str = "pr
 def heavier_ranks(job: Path, work: Path, copies: int) -> None:
     """Every rank of ``job`` given the real Level1 rank's trace_view.json repeated ``copies`` times
     (:func:`foreign_traces.trace_view_repeated`): ranks of a user's size (x60: 116 MB, 653k events), the
-    same job around them. Only the scaling rows' ``scale_trace_view_copies`` asks for it."""
+    same job around them: the full run's ``scaling_heavy`` rows (``heavy_trace_view_copies``) and, with
+    ``"only": "scaling"``, ``scale_trace_view_copies``."""
     from foreign_traces import trace_view_repeated
 
     big = trace_view_repeated(work, copies) / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"

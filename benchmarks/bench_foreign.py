@@ -70,18 +70,19 @@ EVENTS_RE = re.compile(r": (\d+) events -> ")
 
 @dataclass(frozen=True)
 class ForeignInput:
-    """One input of the race: ``npuprof analyse`` of ``path`` (its output in ``work/<out>``), the same with
-    ``NPUPROF_TRACE_DECODER=orjson`` (``work/<out>o``, row ``npuprof_orjson``) and, where .venv-interop is,
-    the other tool (row ``other``: ``script`` written to ``work/<script_name>``, run on ``other_arg``),
-    interleaved; the result's ``<kind>_bytes`` is the size of ``sized`` (a file, or every file under it)."""
+    """One input of the race, the result's ``<kind>`` rows: ``npuprof analyse`` of ``path`` (row ``npuprof``,
+    its output in ``work/<out_name>``), the same with ``NPUPROF_TRACE_DECODER=orjson`` (row ``npuprof_orjson``,
+    ``work/<out_name>o``) and, where .venv-interop is, the other tool (row named ``other_tool``: ``script``
+    written to ``work/<script_name>``, run on ``other_input``), interleaved; ``<kind>_bytes`` is the size of
+    ``sized`` (a file, or every file under it)."""
     kind: str
     path: Path
     sized: Path
-    out: str
-    other: str
+    out_name: str
+    other_tool: str
     script_name: str
     script: str
-    other_arg: Path
+    other_input: Path
 
 
 def _bytes(path: Path) -> int:
@@ -147,14 +148,15 @@ def run(params: dict) -> dict:
                            "msprof_timeline_parser.py", MSPROF_TIMELINE_SCRIPT, prof_dir)]
     for one in inputs:
         result[f"{one.kind}_bytes"] = _bytes(one.sized)
-        out, out_orjson = work / one.out, work / f"{one.out}o"
+        out, out_orjson = work / one.out_name, work / f"{one.out_name}o"
         tools = {"npuprof": (npuprof + [str(out), str(one.path)], out, env, timeout),
                  "npuprof_orjson": (npuprof + [str(out_orjson), str(one.path)], out_orjson,
                                     {**env, "NPUPROF_TRACE_DECODER": "orjson"}, timeout)}
         if (INTEROP / "python").exists():
             script = work / one.script_name
             script.write_text(one.script)
-            tools[one.other] = ([str(INTEROP / "python"), str(script), str(one.other_arg)], None, env, timeout * 3)
+            tools[one.other_tool] = ([str(INTEROP / "python"), str(script), str(one.other_input)], None, env,
+                                     timeout * 3)
         result[one.kind] = _race(tools, reps)
         if one.path.is_dir():   # each input removed once raced: the next one has the disk
             shutil.rmtree(one.path, ignore_errors=True)

@@ -3,7 +3,8 @@ for the live trace, torch with a CUDA GPU). Not part of ``make bench``: run it b
 
     python benchmarks/bench_many_cores.py OUT_DIR [REPS [COPIES [EVENTS]]]
 
-It writes ``OUT_DIR/many_cores.json`` and prints each figure as it is measured. Every comparison alternates
+It writes ``OUT_DIR/many_cores.json`` and prints each figure as it is measured; a part that fails leaves its
+error in the file, the other parts still run, and the command exits 1. Every comparison alternates
 its variants run by run (``harness.interleave``), whole processes (``bench_cluster.run_tree``: wall, CPU of
 the process tree, the largest process's peak RSS; the tree's memory is not sampled, which would slow it):
 
@@ -101,9 +102,9 @@ def live_kineto(work: Path, reps: int) -> dict:
         result["hta"] = "HTA does not import here"
     print(f"live trace: {trace.stat().st_size / 1e6:.0f} MB", flush=True)
     result.update(_race(variants, work, reps))
-    events = subprocess.run(NPUPROF + ["analyse", "-o", str(work / "out_count"), str(trace)],
-                            capture_output=True, text=True)
-    result["npuprof_stderr_tail"] = (events.stdout + events.stderr)[-400:]
+    counted = subprocess.run(NPUPROF + ["analyse", "-o", str(work / "out_count"), str(trace)],   # its event count
+                             capture_output=True, text=True)
+    result["npuprof_stderr_tail"] = (counted.stdout + counted.stderr)[-400:]
     if "hta" in variants:
         result["hta_over_npuprof"] = round(result["hta"]["seconds"]["median"]
                                            / result["npuprof"]["seconds"]["median"], 2)
@@ -140,11 +141,13 @@ def one_run(work: Path, reps: int, events: int) -> dict:
     return result
 
 
-def main() -> None:
+def main() -> int:
+    """0 once every part has measured (or said why it could not here), 1 where a part failed."""
     work = Path(sys.argv[1]).resolve()
     reps, copies, events = (int(a) for a in (sys.argv[2:] + ["2", "64", "10000000"][len(sys.argv) - 2:]))
     work.mkdir(parents=True, exist_ok=True)
     result = {"cpu_count": os.cpu_count(), "reps": reps}
+    failed = []
     for name, part in (("live_kineto", lambda: live_kineto(work, reps)),
                        ("cluster", lambda: cluster(work, reps, copies, [1, 4, 8, 15])),
                        ("one_run", lambda: one_run(work, reps, events))):
@@ -153,10 +156,12 @@ def main() -> None:
             result[name] = part()
         except Exception as e:      # the other parts still run; the failure is in the result
             result[name] = {"error": f"{type(e).__name__}: {e}"}
+            failed.append(name)
             print(result[name], flush=True)
         (work / "many_cores.json").write_text(json.dumps(result, indent=2))
-    print(f"figures: {work / 'many_cores.json'}")
+    print(f"figures: {work / 'many_cores.json'}" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -231,16 +231,11 @@ class ForkedFile(ForkedChild):
             write(fh)
 
     def _wait(self) -> tuple[bool, Optional[BaseException]]:
-        """(the child said the file is complete, its error), once it has exited and been reaped."""
-        done, error = False, None
-        try:
-            kind, payload = receive(self._msg)   # its one message, or end of file when it died first
-            if kind == b"E":
-                error = self._child_error(payload)
-            done = kind == b"K"
-        finally:
-            self._reap()
-        return done, error
+        """(the child said the file is complete, its error), once it has exited and been reaped. Interrupted,
+        the child is left to :meth:`finish`'s :meth:`discard`, which stops it rather than waiting for it."""
+        kind, payload = receive(self._msg)   # its one message, or end of file when it died first
+        self._reap()
+        return kind == b"K", self._child_error(payload) if kind == b"E" else None
 
     def _reaped(self) -> None:
         global _running

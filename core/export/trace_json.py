@@ -752,15 +752,12 @@ class ForkedTrace(ForkedChild):
                 # afterwards, which costs about half of rendering it (make bench's trace rows)
                 split = j + (count - j) * 3 // 5
                 os.write(self._ctl, b"L" + split.to_bytes(8, "little"))
-                if split < count:
-                    try:
-                        self._render_part(split)
-                    except BaseException as e:
-                        error = error or e
+                if split < count:   # raising (Ctrl-C too): finish's discard stops the child, not waiting for it
+                    self._render_part(split)
             elif kind == b"P":
                 child_bytes = int(payload)
             elif kind == b"E":
-                error = error or self._child_error(payload)
+                error = self._child_error(payload)
             elif kind in (b"K", b""):
                 break
         status = self._reap()

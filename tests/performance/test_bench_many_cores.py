@@ -37,3 +37,21 @@ def test_many_cores_bench_runs_each_part_at_its_smallest(tmp_path):
     assert one["events"] == 20000
     cores = one["cores"]
     assert one["two_cores"]["seconds"]["median"] > 0 and one[f"all_{cores}_cores"]["seconds"]["median"] > 0
+
+
+def test_a_part_that_fails_is_in_the_figures_and_the_exit_status(tmp_path, monkeypatch):
+    import bench_many_cores
+
+    def broken(*a):
+        raise RuntimeError("no job here")
+
+    monkeypatch.setattr(bench_many_cores, "live_kineto", lambda *a: {"skipped": "not asked"})
+    monkeypatch.setattr(bench_many_cores, "cluster", broken)
+    monkeypatch.setattr(bench_many_cores, "one_run", lambda *a: {"skipped": "not asked"})
+    monkeypatch.setattr(sys, "argv", ["bench_many_cores.py", str(tmp_path)])
+    assert bench_many_cores.main() == 1
+    result = json.loads((tmp_path / "many_cores.json").read_text())
+    assert result["cluster"] == {"error": "RuntimeError: no job here"}
+    assert result["one_run"] == {"skipped": "not asked"}   # the parts after it still ran
+    monkeypatch.setattr(bench_many_cores, "cluster", lambda *a: {"skipped": "not asked"})
+    assert bench_many_cores.main() == 0

@@ -255,3 +255,37 @@ def test_the_forked_trace_takes_its_share_after_the_csv_children_and_without_a_f
         job.discard()
         os.close(r)
         os.close(w)
+
+
+def test_an_interrupted_finish_stops_the_child_at_once_and_counts_it_out_once(tmp_path):
+    """Ctrl-C while finish() waits: the child is killed (not waited for to the end of its file), its file
+    removed, the running count back where it was, and a second discard changes nothing."""
+    import threading
+
+    from npuprof.export import forked
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    r, w = os.pipe()
+    before = forked._running
+    job = ForkedFile(tmp_path / "t.csv", lambda fh: (fh.write(b"x"), fh.flush(), os.read(r, 1)))
+    release = threading.Timer(20, lambda: os.write(w, b"x"))   # a child not stopped ends here, with status 0
+    release.start()
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            job.finish()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        release.cancel()
+    try:
+        assert os.WIFSIGNALED(job._status) and os.WTERMSIG(job._status) == signal.SIGKILL
+        assert forked._running == before and list(tmp_path.iterdir()) == []
+        job.discard()
+        assert forked._running == before and list(tmp_path.iterdir()) == []
+    finally:
+        os.close(r)
+        os.close(w)

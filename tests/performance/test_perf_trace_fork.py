@@ -175,6 +175,8 @@ def test_a_fork_refused_by_the_system_is_raised_with_no_pipe_left_open(tmp_path,
         trace_json.ForkedTrace(make_events(100), tmp_path / "trace_view.json", {})
     assert fds is None or len(os.listdir("/proc/self/fd")) == fds   # both its pipes closed
     assert list(tmp_path.iterdir()) == []
+
+
 def test_a_fork_refused_by_the_system_renders_the_trace_here(tmp_path, monkeypatch):
     from npuprof.export import forked
 
@@ -243,3 +245,32 @@ def test_this_thread_helps_the_child_only_where_a_second_core_is_there(tmp_path,
     path = trace_json.write_trace_beside(events, tmp_path / "out" / "trace_view.json", may_fork=True)
     assert asked == [cores > 1]
     assert path.read_bytes() == _one_process(events, tmp_path)
+
+
+def test_an_error_in_the_parent_s_share_stops_the_child_at_once(tmp_path, small_chunks, monkeypatch):
+    """The parent's share raising (Ctrl-C, a full disk) stops the child there: it is not waited for to the
+    end of its own share, whose file would be removed anyway."""
+    import time
+
+    events = make_events(20000, seed=7)
+    real_send = trace_json.send
+
+    def slow_share(fd, kind, payload=b""):   # the child, its share rendered: it says so 30 s later
+        if kind == b"P":
+            time.sleep(30)
+        real_send(fd, kind, payload)
+
+    monkeypatch.setattr(trace_json, "send", slow_share)
+    job = trace_json.ForkedTrace(events, tmp_path / "out" / "trace_view.json", {})
+
+    def full_disk(self, first_chunk):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(trace_json.ForkedTrace, "_render_part", full_disk)
+    os.kill(job.pid, 19)             # SIGSTOP until asked: it stops before rendering on, the rest is ours
+    os.write(job._ctl, b"s")
+    os.kill(job.pid, 18)
+    with pytest.raises(OSError, match="No space left"):
+        job.finish(help=False)
+    assert os.WIFSIGNALED(job._status) and os.WTERMSIG(job._status) == 9   # killed, not waited for
+    assert not (tmp_path / "out").exists()

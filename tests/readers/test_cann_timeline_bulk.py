@@ -189,3 +189,29 @@ def test_odd_files_give_the_event_by_event_outcome(tmp_path, monkeypatch, text):
                                                   "clockMonotonicRaw": "1000000"}))
     fast, slow, _ = _both(prof, monkeypatch)
     assert fast == slow
+
+
+@pytest.mark.parametrize("raised, handed_over", [(ValueError, True), (TypeError, True), (AttributeError, False),
+                                                 (RuntimeError, False)])
+def test_only_the_errors_of_odd_values_hand_a_device_over(tmp_path, monkeypatch, raised, handed_over):
+    """What a value the bulk path does not take raises sends the device to the event-by-event reader (the same
+    table); anything else is a bug in the bulk path, raised, not hidden behind the slower reader."""
+    pytest.importorskip("msgspec")
+    prof = tmp_path / "PROF_000001_20230101000000000_ABCDEFGHIJKLMNOP"
+    dev = prof / "device_0"
+    (dev / "timeline").mkdir(parents=True)
+    (dev / "timeline" / "msprof_0_1_1.json").write_text(json.dumps([_HCCL, _TASK]))
+    (dev / "start_info.0").write_text(json.dumps({"collectionTimeBegin": "1700000000000000",
+                                                  "clockMonotonicRaw": "1000000"}))
+    monkeypatch.delenv(DECODER_ENV, raising=False)
+    expected = _outcome(prof)[0]
+
+    def broken(self, parts):
+        raise raised("in the bulk path")
+
+    monkeypatch.setattr(cann_timeline._BulkDeviceReader, "_table", broken)
+    if handed_over:
+        assert _outcome(prof)[0] == expected and len(expected[0]["ts"]) == 1
+    else:
+        with pytest.raises(raised, match="in the bulk path"):
+            cann_timeline.read_device_timelines(prof, lambda m: None, lambda m: None)
