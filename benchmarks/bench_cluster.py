@@ -541,9 +541,11 @@ def run(params: dict) -> dict:
             make_job(job, work / "genscale", copies=int(params.get("scale_copies", 16)))
             heavier = int(params.get("scale_trace_view_copies", 0))
             if heavier:
-                res["scale_trace_view_copies"] = heavier
                 heavier_ranks(work / "genscale", work / "heavier", heavier)
-            res["scaling"] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
+            key = "scaling_heavy" if heavier else "scaling"     # the report labels the heavier rows by their key
+            res[key] = scaling(work / "genscale", work / "scaling", int(params.get("scale_reps", 3)))
+            if heavier:
+                res[key]["trace_view_copies"] = heavier
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return res
