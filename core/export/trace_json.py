@@ -394,7 +394,7 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     p = _Pools(events.strings)
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
     longest_name = int(p.name_len.max(initial=2))
-    step = chunk_rows(2 * longest_name + 200, CHUNK)
+    step = chunk_rows(2 * longest_name + ROW_BYTES, CHUNK)
     count = -(-len(events) // step)
     may_be_long = 2 * longest_name + int(p.args_len.max(initial=0)) > LONG_ROW
     # the compiled renderer has no matrix to bound: a run of chunks is rendered in one call (_render_batch)
