@@ -75,7 +75,8 @@ def rows_text(rows: list[list]) -> str:
             return text
         if v is None:
             return ""
-        text = repr(v) if isinstance(v, float) else str(v)   # as the csv module converts them
+        # as the csv module converts them: a float (numpy's float64 too, whose repr names its type) by float's repr
+        text = float.__repr__(v) if isinstance(v, float) else str(v)
         return text if _SPECIAL.isdisjoint(text) else csv_cell(text)
 
     return "".join([",".join([cell(v) for v in row]) + "\n" for row in rows])
