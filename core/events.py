@@ -438,6 +438,29 @@ def used_strings(seen: np.ndarray, strings: list) -> tuple[Optional[np.ndarray],
     return remap, [strings[i] for i in used.tolist()]
 
 
+def distinct_codes(codes: np.ndarray, size: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` of non-negative codes (into a pool of ``size`` strings): the
+    distinct codes in order and each code's place among them, counted into slots without a sort where the
+    codes are dense enough (below ``size``, or a few times the number of codes).
+
+    Example::
+
+        >>> uniq, at = distinct_codes(np.array([5, 2, 5]), 8)
+        >>> uniq.tolist(), at.tolist()
+        ([2, 5], [1, 0, 1])
+    """
+    top = size if size is not None else (int(codes.max()) + 1 if len(codes) else 0)
+    if top > 4 * len(codes) + (1 << 20):
+        uniq, at = np.unique(codes, return_inverse=True)
+        return uniq, at.reshape(-1)
+    seen = np.zeros(top, dtype=bool)
+    seen[codes] = True
+    uniq = np.flatnonzero(seen)
+    where = np.zeros(top, dtype=np.int64)
+    where[uniq] = np.arange(len(uniq))
+    return uniq, where[codes]
+
+
 def pool_remap(pool: StringPool, strings: Sequence[str]) -> Optional[np.ndarray]:
     """Codes of a table's ``strings`` in ``pool`` (added to it), as a remap of the table's
     string codes; None when the codes stay as they are."""

@@ -23,7 +23,7 @@ from typing import IO, Any, Callable, Optional
 import numpy as np
 
 from ..analysis.table import Table
-from ..events import is_constant_column
+from ..events import distinct_codes, is_constant_column
 from .textrows import BackgroundWriter, Pool, RowBuilder
 from ..fileio import atomic_write
 from .forked import ForkedFile, available_cores
@@ -75,7 +75,8 @@ def rows_text(rows: list[list]) -> str:
             return text
         if v is None:
             return ""
-        text = repr(v) if isinstance(v, float) else str(v)   # as the csv module converts them
+        # as the csv module converts them: a float (numpy's float64 too, whose repr names its type) by float's repr
+        text = float.__repr__(v) if isinstance(v, float) else str(v)
         return text if _SPECIAL.isdisjoint(text) else csv_cell(text)
 
     return "".join([",".join([cell(v) for v in row]) + "\n" for row in rows])
@@ -94,7 +95,7 @@ def _render_block(columns: list, block: dict, n: int, cells: dict, one_block: bo
         col = block[name]
         kind = type(col).__name__
         if kind == "_Codes" and one_block:    # only the strings it uses (a run's pool is mostly other texts)
-            used, at = _used_codes(np.asarray(col.codes), len(col.pool))
+            used, at = distinct_codes(np.asarray(col.codes), len(col.pool))
             rows.pooled(at, [csv_cell(str(col.pool[c])) for c in used.tolist()])
         elif kind == "_Codes":                # the whole pool laid out once, for every block
             cached = cells.get(id(col.pool))
@@ -118,20 +119,6 @@ def _render_block(columns: list, block: dict, n: int, cells: dict, one_block: bo
             return None
     rows.literal("\n")
     return rows.render()
-
-
-def _used_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct codes (into a pool of ``size`` strings) a block uses, in order, and each row's place among
-    them: counted where the pool is not much larger than the block, else sorted."""
-    if size <= 4 * len(codes) + 4096:
-        seen = np.zeros(size, dtype=bool)
-        seen[codes] = True
-        used = np.flatnonzero(seen)
-        place = np.zeros(size, dtype=np.int64)
-        place[used] = np.arange(len(used))
-        return used, place[codes]
-    used, at = np.unique(codes, return_inverse=True)
-    return used, at.reshape(-1)
 
 
 def write_csv_to(fh: IO[bytes], table: Table) -> None:

@@ -85,8 +85,12 @@ def _value_json(v: float) -> str:
 def _value_texts(values: np.ndarray) -> tuple[list[str], np.ndarray]:
     """(texts, codes): the JSON text of each distinct value of ``values``, and each value's code into them.
     Equal values share a text: ``np.unique``'s, from a stable sort, which unlike its default one does not
-    slow down on counters' many repeated values (~6x here); -0.0 equals 0.0 but prints apart, so callers
-    keep it out (:func:`_renders_long_rows`)."""
+    slow down on counters' many repeated values (~6x here). -0.0 equals 0.0 but prints apart: where it is
+    among the values, ``np.unique``'s own texts (whichever of the two its sort keeps, as the grouped
+    rendering always printed; the one-pass rendering keeps such chunks out, :func:`_renders_long_rows`)."""
+    if ((values == 0) & np.signbit(values)).any():
+        uniq, at = np.unique(values, return_inverse=True)
+        return [_value_json(v) for v in uniq.tolist()], at.reshape(-1)
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     first = np.ones(len(values), dtype=bool)
@@ -252,8 +256,8 @@ def _render_instants(p: _Pools, c: dict, base_ns: int, kind: int) -> bytes:
         rows.literal("},\n")
     else:
         rows.literal(',"args":{"value":' if kind == _COUNTER else ',"args":{"Bytes":')
-        uniq, inv = np.unique(c["value"], return_inverse=True)
-        rows.pooled(inv.reshape(-1), [_value_json(v) for v in uniq.tolist()])
+        texts, inv = _value_texts(c["value"])
+        rows.pooled(inv, texts)
         rows.literal("}},\n")
     return rows.render()
 
@@ -394,7 +398,7 @@ def event_blocks(events: EventTable, base_ns: int, flow_cats: Sequence[str] = (F
     p = _Pools(events.strings)
     # bytes of pooled text per row decide both the chunk size and the rows done by hand
     longest_name = int(p.name_len.max(initial=2))
-    step = chunk_rows(2 * longest_name + 200, CHUNK)
+    step = chunk_rows(2 * longest_name + ROW_BYTES, CHUNK)
     count = -(-len(events) // step)
     may_be_long = 2 * longest_name + int(p.args_len.max(initial=0)) > LONG_ROW
     # the compiled renderer has no matrix to bound: a run of chunks is rendered in one call (_render_batch)

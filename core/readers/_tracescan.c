@@ -249,8 +249,11 @@ stop_bytes(uint64_t v)
 #define SWAR 0
 #endif
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__GNUC__)   /* __builtin_ctz below, as SWAR's */
+#define SSE2 1
 #include <emmintrin.h>
+#else
+#define SSE2 0
 #endif
 
 /* the first byte at or after p (before end) that ends a run of plain string bytes (see STOP), else end:
@@ -258,9 +261,9 @@ stop_bytes(uint64_t v)
 static inline const unsigned char *
 plain_run(const unsigned char *p, const unsigned char *end)
 {
-#if defined(__SSE2__)
+#if SSE2
     const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-    while (p + 16 <= end) {
+    while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         /* a signed compare: bytes >= 0x80 are negative, below 0x20 as control characters are */
         __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
@@ -272,7 +275,7 @@ plain_run(const unsigned char *p, const unsigned char *end)
     }
 #endif
 #if SWAR
-    while (p + 8 <= end) {
+    while (end - p >= 8) {
         uint64_t v;
         memcpy(&v, p, 8);
         uint64_t stop = stop_bytes(v);

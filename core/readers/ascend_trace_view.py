@@ -35,7 +35,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import orjson
 
-from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringPool
+from npuprof.events import KERNEL_TENSOR_COLUMNS, EventKind, EventTable, StringPool, distinct_codes
 from npuprof.fileio import check_input_file
 from npuprof.traceflows import LAUNCH_FLOW_CATS, flow_ends_of_columns, hashable, launch_category
 
@@ -220,21 +220,6 @@ def _codes(values: list, index: dict, table: list) -> np.ndarray:
     return np.array(found, dtype=np.int64)
 
 
-def _distinct(codes: np.ndarray, size: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` of non-negative codes; without a sort where the codes are
-    dense enough (below ``size``, or a few times the number of codes)."""
-    top = size if size is not None else (int(codes.max()) + 1 if len(codes) else 0)
-    if top > 4 * len(codes) + (1 << 20):
-        uniq, at = np.unique(codes, return_inverse=True)
-        return uniq, at.reshape(-1)
-    seen = np.zeros(top, dtype=bool)
-    seen[codes] = True
-    uniq = np.flatnonzero(seen)
-    where = np.zeros(top, dtype=np.int64)
-    where[uniq] = np.arange(len(uniq))
-    return uniq, where[codes]
-
-
 def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
     """The distinct (a, b) pairs of two int64 columns in order (as ``np.unique(axis=0)``), and each row's pair:
     one dense key where both are small non-negative codes, else a sort on both (not ``np.unique``'s
@@ -243,7 +228,7 @@ def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[list, np.ndarray]:
         return [], np.zeros(0, dtype=np.int64)
     base = int(b.max()) + 1
     if int(min(a.min(), b.min())) >= 0 and int(a.max()) < (1 << 62) // base:
-        keys, at = _distinct(a * base + b)
+        keys, at = distinct_codes(a * base + b)
         return [(k // base, k % base) for k in keys.tolist()], at
     order = np.lexsort((b, a))
     sa, sb = a[order], b[order]
@@ -470,7 +455,7 @@ class _ArgsTable:
     def readable(self, codes: np.ndarray) -> np.ndarray:
         """Whether each code's args parse (orjson reads every args of a trace that msgspec decoded but
         integers beyond 64 bits)."""
-        uniq, inverse = _distinct(codes, len(self.values))
+        uniq, inverse = distinct_codes(codes, len(self.values))
         ok = np.ones(len(uniq), dtype=bool)
         for k, c in enumerate(uniq.tolist()):
             try:
@@ -482,7 +467,7 @@ class _ArgsTable:
 
 def _text_codes(codes: np.ndarray, args: _ArgsTable, strings: StringPool) -> np.ndarray:
     """The local string code of the args text of each args code."""
-    uniq, at = _distinct(codes, len(args.values))
+    uniq, at = distinct_codes(codes, len(args.values))
     return np.array([strings.code(args.text(a)) for a in uniq.tolist()], dtype=np.int64)[at]
 
 
@@ -621,8 +606,8 @@ class TraceReader:
         if len(trace.pids) * n_cat * n_name * 3 < 1 << 62:
             # the distinct (category, name) pairs first, then with the process and phase: two dense keys, in
             # the order of the one key (process, category, name, phase)
-            pairs, pair_at = _distinct(cat * n_name + name)
-            combos, at = _distinct((pid_at * len(pairs) + pair_at) * 3 + phase)
+            pairs, pair_at = distinct_codes(cat * n_name + name)
+            combos, at = distinct_codes((pid_at * len(pairs) + pair_at) * 3 + phase)
             ph_of, rest = combos % 3, combos // 3
             pair_of, pid_of = pairs[rest % len(pairs)], rest // len(pairs)
             cat_of, name_of = pair_of // n_name, pair_of % n_name
@@ -753,7 +738,7 @@ class TraceReader:
                   arg: np.ndarray, out_type: np.ndarray, out_device: np.ndarray, names: list, args: _ArgsTable,
                   strings: StringPool, main: _Rows) -> None:
         """One row per numeric series of each counter event's args, named ``<event name> <series>``."""
-        uniq, at = _distinct(arg[rows], len(args.values))
+        uniq, at = distinct_codes(arg[rows], len(args.values))
         series_text: list = []
         series_index: dict = {}
         count = np.zeros(len(uniq), dtype=np.int64)
@@ -899,7 +884,7 @@ class TraceReader:
         mine = np.array([p in comm_pids for p in trace.pids], dtype=bool)    # by each read pid's code
         if mine.any():
             x = c["plain"] & (c["phase"] == _PH_X) & mine[c["pidc"]]
-            codes.update(_distinct(c["arg"][x], len(args.values))[0].tolist())
+            codes.update(distinct_codes(c["arg"][x], len(args.values))[0].tolist())
         codes.update(int(c["arg"][i]) for i, v in trace.odd.items()
                      if v[0] == "X" and _is_key(v[3]) and v[3] in comm_pids)
         streams = set()

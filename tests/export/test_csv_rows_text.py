@@ -47,3 +47,15 @@ def test_a_rank_set_in_every_row_is_quoted_once_per_distinct_value(monkeypatch):
             for step in range(3) for src in range(256)]
     assert rows_text(rows) == _csv_module(rows)
     assert sorted(quoted) == sorted([group, "hcom_allReduce_1", "HCCS"])
+
+
+def test_numpy_scalars_in_rows_with_long_strings_render_as_the_csv_module_does():
+    """A list column may hold numpy scalars: numpy's float64 is a float whose repr names its type
+    (np.float64(0.5)), which the csv module does not print."""
+    import numpy as np
+
+    group = "(" + ", ".join(map(str, range(100))) + ")"
+    rows = [[group, np.float64(0.5), np.float64(-1e-300), np.float32(0.25), np.int64(-3), np.bool_(True),
+             np.float64("nan"), np.float64("inf")]] * 3
+    assert len(group) >= LONG_CELL
+    assert rows_text(rows) == _csv_module(rows)

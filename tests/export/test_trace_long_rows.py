@@ -118,3 +118,17 @@ def test_value_texts_give_each_value_its_text_and_share_equal_ones():
     numbers = ~np.isnan(values)
     assert len(set(codes[numbers].tolist())) == len(np.unique(values[numbers]))   # one text per distinct number
     assert tj._value_texts(np.zeros(0))[0] == []
+
+
+def test_value_texts_with_negative_zero_are_np_uniques():
+    """-0.0 among the values: np.unique's texts and codes, whichever of 0.0 and -0.0 it keeps (the grouped
+    rendering's bytes as they always were); without it the same text for every value."""
+    rng = np.random.default_rng(8)
+    values = rng.choice([0.0, -0.0, 0.875, float("nan"), 2160232.0, -3.5], 5000)
+    uniq, at = np.unique(values, return_inverse=True)
+    texts, codes = tj._value_texts(values)
+    assert texts == [tj._value_json(v) for v in uniq.tolist()] and codes.tolist() == at.reshape(-1).tolist()
+    positive = np.abs(values)
+    texts, codes = tj._value_texts(positive)
+    uniq, at = np.unique(positive, return_inverse=True)
+    assert [texts[c] for c in codes.tolist()] == [tj._value_json(v) for v in uniq[at.reshape(-1)].tolist()]
