@@ -58,8 +58,8 @@ class FallbackCost:
 
 
 # benchmarks/results/latest.json (tests/platform/test_doctor.py checks these against it)
-FALLBACK_COST = FallbackCost(annotation_python_ns=709.7, annotation_compiled_ns=291.9,
-                             rows_python_per_s=1.73e6, rows_compiled_per_s=2.84e6,
+FALLBACK_COST = FallbackCost(annotation_python_ns=658.4, annotation_compiled_ns=293.6,
+                             rows_python_per_s=1.47e6, rows_compiled_per_s=2.41e6,
                              measured_on="2-core x86-64 VM, Python 3.11, 2026-11-27")
 
 
