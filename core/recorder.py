@@ -217,14 +217,23 @@ class Recorder:
 
     # -- buffers --------------------------------------------------------------
     def _register(self) -> _Buffers:
-        bufs = _Buffers()
-        self._local.buffers = bufs
-        self._local.ranges = bufs.ranges
-        self._local.events = bufs.events
-        self._local.steps = bufs.steps
-        with self._reg_lock:
-            self._threads.append(bufs)
-        return bufs
+        """The calling thread's new buffers, listed for flushing before the thread may fill them.
+
+        Every caller runs it in the ``except AttributeError`` of its buffer lookup; a signal's exception
+        raised in here (Ctrl-C's KeyboardInterrupt) is the user's, not something that went wrong while
+        handling that lookup, so its traceback does not chain onto the AttributeError."""
+        try:
+            bufs = _Buffers()
+            with self._reg_lock:
+                self._threads.append(bufs)
+            self._local.buffers = bufs
+            self._local.ranges = bufs.ranges
+            self._local.events = bufs.events
+            self._local.steps = bufs.steps
+            return bufs
+        except BaseException as e:
+            e.__suppress_context__ = True
+            raise
 
     def _thread_buffers(self) -> tuple[_Buffers, list, list]:
         """The calling thread's buffers, registering it: ``(bufs, bufs.ranges, bufs.events)``, what the
